@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from orca_cli.cli import main
+
+main()

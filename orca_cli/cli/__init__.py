@@ -1,0 +1,55 @@
+"""The `orca` command line (SPEC §1.1). Each command lives in its own module and registers
+itself on `app`; heavy imports happen inside the commands (completion runs this on every TAB)."""
+
+from __future__ import annotations
+
+import typer
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="orca",
+    help="Session-aware LLM routing sidecar: pins each conversation to one model and key, "
+    "escalates to a frontier model only on corroborated evidence, inside hard caps.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _register() -> None:
+    from orca_cli.cli import (
+        audit,
+        config_cmd,
+        demo,
+        doctor,
+        escalate,
+        explain,
+        init_cmd,
+        pins,
+        replay,
+        score,
+        serve,
+        session,
+        stats,
+    )
+
+    for mod in (serve, demo, init_cmd, config_cmd, score, explain, session, escalate, pins,
+                audit, stats, replay, doctor):
+        mod.register(app)
+
+
+_register()
+
+
+def main() -> None:
+    from orca_cli.errors import OrcaError
+
+    try:
+        app()
+    except OrcaError as exc:  # one sentence on stderr, never a traceback
+        import sys
+
+        sys.stderr.write(f"orca: {exc}\n")
+        raise SystemExit(exc.exit_code) from None

@@ -1,0 +1,289 @@
+"""The config contract of SPEC §2 as frozen dataclasses.
+
+Every default here is the SPEC §2 default. Names are a contract: add keys, never rename.
+The loader (`load.py`) validates a TOML document against these classes field by field,
+so a field added here is automatically a known key with a known type.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = [
+    "Secret",
+    "ServerConfig",
+    "StateConfig",
+    "FaultConfig",
+    "ChannelConfig",
+    "ModelConfig",
+    "EscalationConfig",
+    "RouterConfig",
+    "WorkspaceConfig",
+    "FeatureConfig",
+    "DifficultyConfig",
+    "Config",
+    "CHANNEL_TYPES",
+    "DEFAULT_API_BY_TYPE",
+    "DEFAULT_CACHE_TTL_BY_TYPE",
+    "DEFAULT_BASE_URL_BY_TYPE",
+]
+
+ChannelType = Literal[
+    "openai", "anthropic", "deepseek", "gemini", "openrouter", "openai-compatible", "sim"
+]
+Api = Literal["openai", "anthropic"]
+
+CHANNEL_TYPES: tuple[str, ...] = (
+    "openai",
+    "anthropic",
+    "deepseek",
+    "gemini",
+    "openrouter",
+    "openai-compatible",
+    "sim",
+)
+DEFAULT_API_BY_TYPE: dict[str, Api] = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "deepseek": "openai",
+    "gemini": "openai",
+    "openrouter": "openai",
+    "openai-compatible": "openai",
+    "sim": "openai",
+}
+# Provider prompt-cache windows (SPEC §5): the channel pin lives exactly this long.
+DEFAULT_CACHE_TTL_BY_TYPE: dict[str, int] = {
+    "openai": 300,
+    "anthropic": 300,
+    "gemini": 300,
+    "deepseek": 3600,
+}
+UNMAPPED_CACHE_TTL_S = 300
+DEFAULT_BASE_URL_BY_TYPE: dict[str, str] = {
+    "openai": "https://api.openai.com",
+    "anthropic": "https://api.anthropic.com",
+    "deepseek": "https://api.deepseek.com",
+    "gemini": "https://generativelanguage.googleapis.com/v1beta/openai",
+    "openrouter": "https://openrouter.ai/api",
+    "openai-compatible": "",
+    "sim": "sim://local",
+}
+
+
+class Secret:
+    """An API key. Its value is reachable only through `.reveal()`; everything else sees the
+    fingerprint (first 8 hex chars of its sha256, SPEC §5)."""
+
+    __slots__ = ("_value", "fp")
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+        self.fp = hashlib.sha256(value.encode()).hexdigest()[:8]
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret(fp={self.fp})"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self.fp)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8787
+    max_body_mb: float = 32
+    connect_timeout_s: float = 10
+    first_byte_timeout_s: float = 120
+    idle_timeout_s: float = 300
+    total_timeout_s: float = 900
+    header_timeout_s: float = 10
+    max_concurrency: int = 256
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    inbound_token: str = ""
+    trace_max: int = 20000
+    trace_ttl_s: int = 86400
+
+
+@dataclass(frozen=True, slots=True)
+class StateConfig:
+    backend: Literal["memory", "redis"] = "memory"
+    redis_mode: Literal["single", "cluster", "sentinel"] = "single"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    sentinels: tuple[str, ...] = ()
+    sentinel_service: str = "mymaster"
+    key_prefix: str = "orca"
+    timeout_ms: int = 250
+
+
+@dataclass(frozen=True, slots=True)
+class FaultConfig:
+    """sim only: answer `status` on a `rate` fraction of requests (deterministic per request)."""
+
+    status: int = 0
+    rate: float = 0.0
+    # Extra fault kinds for tests and demos; all default off.
+    after_bytes: int = 0  # > 0: drop the connection after this many body bytes of a stream
+    stall_s: float = 0.0  # sleep this long before the first byte
+    finish_reason: str = ""  # e.g. "error": answer 200 but end with this finish reason
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelConfig:
+    name: str
+    type: ChannelType = "openai"
+    api: Api = "openai"  # the loader fills the per-type default when the key is absent
+    base_url: str = ""  # the loader fills the per-type default when empty
+    keys: tuple[Secret, ...] = ()
+    weight: float = 1
+    enabled: bool = True
+    models: tuple[str, ...] = ()
+    model_map: dict[str, str] = field(default_factory=dict)
+    cache_ttl_s: int = UNMAPPED_CACHE_TTL_S  # the loader fills the per-type default
+    pass_through_auth: bool = False
+    latency_ms: float = 0  # sim only
+    faults: FaultConfig = field(default_factory=FaultConfig)  # sim only
+    # Observed latency / throughput hints for the `latency` / `throughput` modes (lower / higher
+    # is better). Optional; without them the ordering falls back to weight.
+    expected_latency_ms: float = 0
+    expected_tps: float = 0
+
+    def upstream_model(self, model: str) -> str:
+        return self.model_map.get(model, model)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    input: float = 0.0  # $ per 1M input tokens
+    output: float = 0.0  # $ per 1M output tokens
+    cache_read: float = 0.1  # multiplier on the input price for a cached read
+    cache_write: float = 1.0  # multiplier on the input price for a cache write
+    quality: float = 0.5
+    context_window: int = 128000
+
+
+@dataclass(frozen=True, slots=True)
+class EscalationConfig:
+    mode: Literal["off", "shadow", "auto"] = "auto"
+    pool: tuple[str, ...] = ()
+    threshold: Literal["absolute", "percentile"] = "absolute"
+    t2: float = 0.55
+    t1: float = 0.35
+    percentile: float = 0.90
+    streak: int = 2
+    strikes: int = 2
+    strike_window_turns: int = 6
+    max_per_session: int = 1
+    share_cap: float = 0.20
+    share_window_h: int = 24
+    warmup_requests: int = 20
+    canary: float = 1.0
+    tier_ttl_s: int = 14400
+    clean_turns: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class RouterConfig:
+    name: str
+    strategy: Literal["cheapest", "quality", "balanced", "linucb", "gated_adaptive"] = (
+        "gated_adaptive"
+    )
+    mode: Literal["balanced", "price", "latency", "throughput"] = "balanced"
+    session_aware: bool = True
+    allowed_models: tuple[str, ...] = ()
+    weak_pool: tuple[str, ...] = ()
+    mid_pool: tuple[str, ...] = ()
+    strong_pool: tuple[str, ...] = ()
+    fallbacks: tuple[str, ...] = ()
+    t1: float = 0.35
+    t2: float = 0.70
+    linucb_alpha: float = 1.0
+    linucb_cost_weight: float = 0.5
+    escalation: EscalationConfig = field(default_factory=EscalationConfig)
+
+    @property
+    def escalation_pool(self) -> tuple[str, ...]:
+        """The strong tier (SPEC §6.1): `escalation.pool`, default the router's strong_pool."""
+        return self.escalation.pool or self.strong_pool
+
+    @property
+    def base_pool(self) -> tuple[str, ...]:
+        """Allowed models minus the strong tier; a model in both belongs to strong."""
+        strong = set(self.escalation_pool)
+        return tuple(m for m in self.allowed_models if m not in strong)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceConfig:
+    share_cap: float = 0.20
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureConfig:
+    weight: float
+    cap: float
+
+
+@dataclass(frozen=True, slots=True)
+class DifficultyConfig:
+    """SPEC §4: Score = Σ weight · min(feature, cap) / cap."""
+
+    log_prompt_tokens: FeatureConfig = field(
+        default_factory=lambda: FeatureConfig(0.20, math.log(8001))
+    )
+    reasoning_cue_count: FeatureConfig = field(default_factory=lambda: FeatureConfig(0.15, 5.0))
+    system_prompt_log_len: FeatureConfig = field(
+        default_factory=lambda: FeatureConfig(0.10, math.log(2001))
+    )
+    code_keyword_density: FeatureConfig = field(default_factory=lambda: FeatureConfig(0.20, 5.0))
+    has_tools: FeatureConfig = field(default_factory=lambda: FeatureConfig(0.15, 1.0))
+    math_marker_count: FeatureConfig = field(default_factory=lambda: FeatureConfig(0.20, 5.0))
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    server: ServerConfig = field(default_factory=ServerConfig)
+    state: StateConfig = field(default_factory=StateConfig)
+    channels: tuple[ChannelConfig, ...] = ()
+    models: dict[str, ModelConfig] = field(default_factory=dict)
+    routers: dict[str, RouterConfig] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
+    difficulty: DifficultyConfig = field(default_factory=DifficultyConfig)
+    # The file this config came from (None for a built-in config); not a TOML key.
+    source: str | None = None
+
+    def channel(self, name: str) -> ChannelConfig | None:
+        for ch in self.channels:
+            if ch.name == name:
+                return ch
+        return None
+
+    def enabled_channels(self) -> tuple[ChannelConfig, ...]:
+        return tuple(ch for ch in self.channels if ch.enabled)
+
+    def model_ids(self) -> tuple[str, ...]:
+        """Every concrete model some enabled channel serves, in config order."""
+        seen: dict[str, None] = {}
+        for ch in self.enabled_channels():
+            for m in ch.models:
+                seen.setdefault(m, None)
+        return tuple(seen)
+
+    def strong_models(self) -> frozenset[str]:
+        """Models in any router's strong tier: served directly they count as strong (§1.3)."""
+        out: set[str] = set()
+        for r in self.routers.values():
+            out.update(r.escalation_pool)
+        return frozenset(out)

@@ -1,0 +1,245 @@
+"""The state store interface (SPEC §9).
+
+One `read` before the upstream call and one `commit` after it, each a single round trip on
+Redis. The store knows nothing about escalation semantics: a commit carries, per hash slot,
+
+* an idempotency marker for the request (a second commit with the same request id is a no-op
+  for that slot, so a commit retried after an unknown outcome applies exactly once),
+* for the session slot, a pure `mutate(fresh_tier_doc) -> new_tier_doc` applied onto the
+  *fresh* tier document with optimistic versioning (a stale writer re-applies its intents onto
+  what is stored now; it never overwrites it), and
+* a list of plain key operations (set with TTL, delete, counters, capped lists, sorted sets).
+
+The semantics of intents live once, in pure code (`state/apply.py`), and reach the store only
+as that `mutate` function; the backends differ in how they make the apply atomic (memory: no
+`await` inside the apply; Redis: a Lua script per slot that compares versions and sets the
+marker, all slots sent in one pipeline).
+
+Keys are given as *suffixes* inside a slot; `state/keys.py` builds the full hash-tagged name:
+`<prefix>:{r:<router>:s:<session>}:<suffix>`, `<prefix>:{r:<router>}:<suffix>`,
+`<prefix>:{w}:<suffix>`, `<prefix>:{t}:<suffix>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias
+
+__all__ = [
+    "TierDoc",
+    "Mutate",
+    "SlotRef",
+    "Op",
+    "SetOp",
+    "DelOp",
+    "IncrOp",
+    "HIncrOp",
+    "PushOp",
+    "ZAddOp",
+    "ExpireAtLeastOp",
+    "SlotWrite",
+    "CommitBatch",
+    "SlotResult",
+    "CommitResult",
+    "ReadRequest",
+    "Snapshot",
+    "ShareCounts",
+    "KeyEntry",
+    "Store",
+    "MARKER_TTL_S",
+    "MAX_CAS_ATTEMPTS",
+]
+
+TierDoc: TypeAlias = dict[str, Any]
+Mutate: TypeAlias = Callable[["TierDoc | None"], "TierDoc | None"]
+
+MARKER_TTL_S = 86400
+MAX_CAS_ATTEMPTS = 8  # bounded: a conflict storm is reported, never looped on forever
+
+
+@dataclass(frozen=True, slots=True)
+class SlotRef:
+    """A hash slot: a session's, a router's, the workspace's or the trace store's."""
+
+    kind: Literal["session", "router", "workspace", "traces"]
+    router: str = ""
+    session: str = ""
+
+    @staticmethod
+    def of_session(router: str, session: str) -> SlotRef:
+        return SlotRef("session", router, session)
+
+    @staticmethod
+    def of_router(router: str) -> SlotRef:
+        return SlotRef("router", router)
+
+
+@dataclass(frozen=True, slots=True)
+class SetOp:
+    key: str  # suffix inside the slot, e.g. "pin:base"
+    value: str
+    ttl_s: float  # > 0
+
+
+@dataclass(frozen=True, slots=True)
+class DelOp:
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class IncrOp:
+    """INCRBYFLOAT a plain counter; the TTL is (re)set on every increment."""
+
+    key: str
+    amount: float
+    ttl_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class HIncrOp:
+    """HINCRBYFLOAT one field of a hash; the TTL is (re)set on every increment."""
+
+    key: str
+    field: str
+    amount: float
+    ttl_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class PushOp:
+    """Prepend to a capped list (newest first), keeping at most `maxlen` items."""
+
+    key: str
+    value: str
+    maxlen: int
+    ttl_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ZAddOp:
+    """Add to a sorted set, keeping the `maxlen` highest scores."""
+
+    key: str
+    member: str
+    score: float
+    maxlen: int
+    ttl_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireAtLeastOp:
+    """Extend a key's TTL to at least `ttl_s` (never shortens it; no-op when absent)."""
+
+    key: str
+    ttl_s: float
+
+
+Op: TypeAlias = SetOp | DelOp | IncrOp | HIncrOp | PushOp | ZAddOp | ExpireAtLeastOp
+
+
+@dataclass(frozen=True, slots=True)
+class SlotWrite:
+    slot: SlotRef
+    ops: tuple[Op, ...] = ()
+    # Session slots only: the tier document's pure update, applied onto fresh state.
+    mutate: Mutate | None = None
+    expected_version: int = 0  # the version the intents were resolved on (0 = no document)
+    tier_ttl_s: float = 0  # the tier document's sliding TTL, reset by every commit that writes it
+
+
+@dataclass(frozen=True, slots=True)
+class CommitBatch:
+    request_id: str
+    writes: tuple[SlotWrite, ...] = ()
+    # Written with the commit, in the same round trip; not subject to the slot markers.
+    audit: tuple[Mapping[str, Any], ...] = ()
+    trace: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SlotResult:
+    slot: SlotRef
+    status: Literal["applied", "duplicate"]
+    tier: TierDoc | None = None  # the tier document after the commit (session slots)
+    attempts: int = 1  # CAS attempts (1 = no conflict)
+
+
+@dataclass(frozen=True, slots=True)
+class CommitResult:
+    results: tuple[SlotResult, ...] = ()
+    round_trips: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ShareCounts:
+    strong: float = 0.0
+    total: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class ReadRequest:
+    router: str
+    session: str | None = None
+    # Hour buckets (int(ts // 3600)) whose share counters are summed into the snapshot.
+    share_hours: tuple[int, ...] = ()
+    workspace: bool = True
+    affinity_key: str | None = None  # sessionless cache-aware affinity (SPEC §5)
+    linucb_arms: tuple[str, ...] = ()
+    percentile_samples: int = 0  # how many of the newest samples to read (0 = none)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    tier: TierDoc | None = None
+    tier_version: int = 0
+    pins: Mapping[str, str] = field(default_factory=dict)  # "base"/"strong" -> model
+    channel_pins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    share: ShareCounts = ShareCounts()
+    workspace_share: ShareCounts = ShareCounts()
+    affinity: Mapping[str, Any] | None = None
+    linucb: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    percentile_samples: tuple[float, ...] = ()
+    # Set when the store detected a state loss; the time it was detected (SPEC §6.4, §9).
+    state_lost_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyEntry:
+    """One key found by a prefix scan, with its remaining TTL (None = no expiry)."""
+
+    slot: SlotRef
+    key: str  # suffix inside the slot
+    value: Any
+    ttl_s: float | None
+
+
+class Store(Protocol):
+    """Both backends implement exactly this; one contract suite tests both."""
+
+    backend: str
+    reads: int  # number of `read` calls (round trips before the upstream call)
+    commits: int  # number of `commit` calls
+
+    async def read(self, req: ReadRequest) -> Snapshot: ...
+
+    async def commit(self, batch: CommitBatch) -> CommitResult: ...
+
+    # --- operator side (admin API, CLI); never on the request path -------------------
+    async def scan(self, slot_kind: str, *, router: str | None = None,
+                   session: str | None = None, key_prefix: str = "") -> list[KeyEntry]: ...
+
+    async def get(self, slot: SlotRef, key: str) -> KeyEntry | None: ...
+
+    async def get_trace(self, request_id: str) -> Mapping[str, Any] | None:
+        """By orca's request id or the client's X-Request-Id."""
+        ...
+
+    async def list_audit(self, router: str | None = None,
+                         since: float | None = None) -> list[Mapping[str, Any]]: ...
+
+    async def ping(self) -> None:
+        """Raise StoreUnavailable when the store does not answer within its timeout."""
+        ...
+
+    async def close(self) -> None: ...

@@ -1,0 +1,1 @@
+"""orca_cli.trace."""
