@@ -1,0 +1,99 @@
+"""Caps, canary and thresholds (SPEC §6.2, §6.4). Pure.
+
+The share caps are evaluated at resolve on every request whose tier resolves strong. Unit:
+billed-success requests; numerator served strong, denominator all of the router's (counted at
+commit). Buckets are one hour; the window is the last `share_window_h` buckets including the
+current one. A cap applies once the window holds ≥ `warmup_requests` requests; deny iff
+strong / total > cap, both taken before this request. After a detected state loss the warm-up
+is inverted: strong is denied until `warmup_requests` requests were counted since the loss
+(the buckets restarted empty with the store, so the window's total is that count).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "ShareView",
+    "CapsView",
+    "share_denied",
+    "window_hours",
+    "in_canary",
+    "effective_t2",
+    "PERCENTILE_MIN_SAMPLES",
+    "PERCENTILE_SAMPLES",
+]
+
+PERCENTILE_MIN_SAMPLES = 200
+PERCENTILE_SAMPLES = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class ShareView:
+    strong: float = 0.0
+    total: float = 0.0
+
+    @property
+    def ratio(self) -> float:
+        return self.strong / self.total if self.total else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CapsView:
+    """What the caps need at resolve, read in the request's one store round trip."""
+
+    share: ShareView = ShareView()
+    workspace_share: ShareView = ShareView()
+    share_cap: float = 0.20
+    workspace_cap: float = 0.20
+    warmup_requests: int = 20
+    state_lost_at: float | None = None  # set after a detected state loss
+    enabled: bool = True  # the replay turns share caps off for the report's figures
+
+    def to_trace(self) -> dict[str, object]:
+        return {
+            "share": {"strong": self.share.strong, "total": self.share.total,
+                      "ratio": round(self.share.ratio, 6), "cap": self.share_cap},
+            "workspace_share": {"strong": self.workspace_share.strong,
+                                "total": self.workspace_share.total,
+                                "ratio": round(self.workspace_share.ratio, 6),
+                                "cap": self.workspace_cap},
+            "warmup": {"requests": self.warmup_requests,
+                       "inverted": self.state_lost_at is not None},
+            "enabled": self.enabled,
+        }
+
+
+def share_denied(share: ShareView, cap: float, warmup: int, *, after_loss: bool) -> bool:
+    if share.total < warmup:
+        return after_loss  # normal warm-up allows; after a state loss it denies
+    return share.strong / share.total > cap
+
+
+def window_hours(now: float, share_window_h: int) -> tuple[int, ...]:
+    """The hour buckets of the share window, current one included."""
+    current = int(now // 3600)
+    return tuple(range(current - share_window_h + 1, current + 1))
+
+
+def in_canary(router: str, session: str, canary: float) -> bool:
+    """sha256(router + ":" + session) read as a fraction < canary (monotone in canary)."""
+    if canary >= 1.0:
+        return True
+    if canary <= 0.0:
+        return False
+    digest = hashlib.sha256(f"{router}:{session}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64 < canary
+
+
+def effective_t2(*, threshold: str, t2: float, t1: float, percentile: float,
+                 samples: Sequence[float]) -> float:
+    """The delta gate: absolute `t2`, or the `percentile` quantile of the router's recent
+    user-turn delta scores once ≥ 200 exist, never below t1 + 0.05."""
+    if threshold != "percentile" or len(samples) < PERCENTILE_MIN_SAMPLES:
+        return t2
+    ordered = sorted(samples)
+    idx = min(len(ordered) - 1, max(0, int(round(percentile * (len(ordered) - 1)))))
+    return max(ordered[idx], t1 + 0.05)

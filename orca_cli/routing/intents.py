@@ -1,0 +1,94 @@
+"""Intents: what a resolution wants written, applied only at commit (SPEC §3 step 9, §6).
+
+`resolve_tier` returns intents and writes nothing. After a billed success, `state/apply.py`
+applies them onto the *fresh* tier document (never onto the snapshot the resolution saw), so a
+stale writer cannot clobber a committed escalation and two racing identical escalations merge.
+Each intent is therefore written to be re-applicable: it states a goal ("be strong, counted
+once"), not a delta computed from stale state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+__all__ = [
+    "Scope",
+    "Escalate",
+    "OnceBoost",
+    "Deescalate",
+    "Reset",
+    "SetPending",
+    "ConsumePending",
+    "RecordTurn",
+    "Intent",
+]
+
+Scope = Literal["main", "shadow"]
+
+
+@dataclass(frozen=True, slots=True)
+class Escalate:
+    """base -> strong. A no-op on a state already strong (merge); skipped when the fresh
+    state has already used `max_per_session` (the per-session cap holds under races)."""
+
+    trigger: str  # explicit | difficulty | strikes
+    window_s: float  # the provider cache window of the strong tier, recorded for de-escalation
+    actor: str = "client"
+    scope: Scope = "main"
+
+
+@dataclass(frozen=True, slots=True)
+class OnceBoost:
+    """One turn served strong; the tier stays base; counts one against `max_per_session`."""
+
+    actor: str = "client"
+
+
+@dataclass(frozen=True, slots=True)
+class Deescalate:
+    scope: Scope = "main"
+
+
+@dataclass(frozen=True, slots=True)
+class Reset:
+    """Back to base; streak, strikes and pending cleared; count, base pin and ring kept."""
+
+    actor: str = "client"
+
+
+@dataclass(frozen=True, slots=True)
+class SetPending:
+    """An operator's ask written by `orca escalate` / `orca reset` (never by a request)."""
+
+    ask: Literal["strong", "once", "base"]
+    actor: str
+    reason: str
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumePending:
+    """Clear the pending ask this resolution acted on (only if it is still that ask)."""
+
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordTurn:
+    """An evaluated, billed-success turn: advances the turn counter, the streak (user turns
+    only), strike decay, the clean-turn counter, the dedupe ring and the seen signatures.
+    Skipped whole when its dedupe key is already in the ring (a retried turn)."""
+
+    dedupe_key: str
+    user_turn: bool
+    hard: bool  # delta >= the effective T2
+    signatures: tuple[str, ...] = ()
+    request_strike: bool = False
+    response_strikes: tuple[str, ...] = ()  # filled in after the response (SPEC §3 step 8)
+    scope: Scope = "main"
+
+
+Intent: TypeAlias = (
+    Escalate | OnceBoost | Deescalate | Reset | SetPending | ConsumePending | RecordTurn
+)

@@ -1,0 +1,164 @@
+"""Tier state: the only escalation memory of a session (SPEC §6.1).
+
+A session is pinned to a model *within a tier*; this small document says which tier the
+session is in and why, and carries the evidence the triggers corroborate (difficulty streak,
+strikes, seen error signatures), the dedupe ring, a pending operator ask and the counters the
+caps read. It is stored as a JSON document (`to_doc` / `from_doc`); the store owns its version
+field `v`. It expires with a sliding TTL (`tier_ttl_s`); expiry starts a new episode.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+__all__ = [
+    "Tier",
+    "Ask",
+    "Strike",
+    "Pending",
+    "TierState",
+    "DEDUPE_RING",
+    "MAX_SIGNATURES",
+    "MAX_STRIKES_KEPT",
+    "empty_state",
+]
+
+Tier = Literal["base", "strong"]
+Ask = Literal["strong", "once", "base"]
+
+DEDUPE_RING = 64  # SPEC §6.1: the last 64 dedupe keys
+MAX_SIGNATURES = 32  # error signatures remembered for request-side strikes
+MAX_STRIKES_KEPT = 16  # strikes older than the window are dropped at commit anyway
+
+
+@dataclass(frozen=True, slots=True)
+class Strike:
+    turn: int  # the evaluated-turn index the strike was committed on
+    ts: float
+    kind: str  # "repeated_error", "malformed_tool_json", "empty_answer", "refusal", "truncated"
+
+    def to_doc(self) -> list[Any]:
+        return [self.turn, self.ts, self.kind]
+
+    @staticmethod
+    def from_doc(doc: Any) -> Strike:
+        return Strike(int(doc[0]), float(doc[1]), str(doc[2]))
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """An operator's ask (`orca escalate [--once]`, `orca reset`) awaiting the next request."""
+
+    ask: Ask
+    actor: str
+    reason: str
+    at: float
+    id: str  # unique per ask: consumed only by a commit that resolved this very ask
+
+    def to_doc(self) -> dict[str, Any]:
+        return {"ask": self.ask, "actor": self.actor, "reason": self.reason, "at": self.at,
+                "id": self.id}
+
+    @staticmethod
+    def from_doc(doc: Any) -> Pending | None:
+        if not isinstance(doc, dict) or doc.get("ask") not in ("strong", "once", "base"):
+            return None
+        return Pending(doc["ask"], str(doc.get("actor", "")), str(doc.get("reason", "")),
+                       float(doc.get("at", 0.0)), str(doc.get("id", "")))
+
+
+@dataclass(frozen=True, slots=True)
+class TierState:
+    tier: Tier = "base"
+    escalation_count: int = 0  # base->strong transitions and once-boosts this episode
+    trigger: str = ""  # what escalated it: explicit | difficulty | strikes (repeated while strong)
+    reason: str = "default"  # the reason of the last tier change
+    escalated_at: float = 0.0
+    window_s: float = 0.0  # the provider cache window recorded at escalation
+    last_success: float = 0.0  # last billed success of this session
+    clean_turns: int = 0  # strike-free evaluated turns since escalation
+    streak: int = 0  # consecutive user turns with delta >= T2
+    turn: int = 0  # evaluated turns committed this episode
+    strikes: tuple[Strike, ...] = ()
+    signatures: tuple[str, ...] = ()  # normalised error signatures seen in earlier turns
+    dedupe: tuple[str, ...] = ()  # ring of the last DEDUPE_RING dedupe keys
+    pending: Pending | None = None
+    episode_started: float = 0.0
+    shadow: TierState | None = None  # mode = "shadow": triggers B and C run on this state
+    version: int = 0  # the store's `v`; read-only here
+
+    # --- derived views ----------------------------------------------------------------
+    def strikes_in_window(self, window_turns: int, upcoming_turn: int) -> int:
+        """Strikes committed within the last `window_turns` evaluated turns, counting the turn
+        about to be evaluated (`upcoming_turn`) as the newest of the window."""
+        oldest = upcoming_turn - window_turns + 1
+        return sum(1 for s in self.strikes if s.turn >= oldest)
+
+    def seen(self, dedupe_key: str) -> bool:
+        return dedupe_key in self.dedupe
+
+    def with_(self, **changes: Any) -> TierState:
+        return replace(self, **changes)
+
+    # --- codec --------------------------------------------------------------------------
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "tier": self.tier,
+            "count": self.escalation_count,
+            "trigger": self.trigger,
+            "reason": self.reason,
+            "esc_at": self.escalated_at,
+            "window": self.window_s,
+            "last_ok": self.last_success,
+            "clean": self.clean_turns,
+            "streak": self.streak,
+            "turn": self.turn,
+            "strikes": [s.to_doc() for s in self.strikes],
+            "sigs": list(self.signatures),
+            "dedupe": list(self.dedupe),
+            "pending": self.pending.to_doc() if self.pending else None,
+            "started": self.episode_started,
+        }
+        if self.shadow is not None:
+            doc["shadow"] = self.shadow.to_doc()
+        if self.version:
+            doc["v"] = self.version
+        return doc
+
+    @staticmethod
+    def from_doc(doc: dict[str, Any] | None) -> TierState | None:
+        """Decode a stored document; a malformed one is treated as absent (new episode)."""
+        if not isinstance(doc, dict):
+            return None
+        try:
+            shadow_doc = doc.get("shadow")
+            return TierState(
+                tier="strong" if doc.get("tier") == "strong" else "base",
+                escalation_count=int(doc.get("count", 0)),
+                trigger=str(doc.get("trigger", "")),
+                reason=str(doc.get("reason", "default")),
+                escalated_at=float(doc.get("esc_at", 0.0)),
+                window_s=float(doc.get("window", 0.0)),
+                last_success=float(doc.get("last_ok", 0.0)),
+                clean_turns=int(doc.get("clean", 0)),
+                streak=int(doc.get("streak", 0)),
+                turn=int(doc.get("turn", 0)),
+                strikes=tuple(Strike.from_doc(s) for s in doc.get("strikes", ())),
+                signatures=tuple(str(s) for s in doc.get("sigs", ())),
+                dedupe=tuple(str(s) for s in doc.get("dedupe", ())),
+                pending=Pending.from_doc(doc.get("pending")),
+                episode_started=float(doc.get("started", 0.0)),
+                shadow=TierState.from_doc(shadow_doc) if isinstance(shadow_doc, dict) else None,
+                version=int(doc.get("v", 0)),
+            )
+        except (TypeError, ValueError, IndexError):
+            return None
+
+
+_EMPTY = TierState()
+
+
+def empty_state(now: float) -> TierState:
+    return replace(_EMPTY, episode_started=now)
+

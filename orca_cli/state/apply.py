@@ -1,0 +1,133 @@
+"""`apply_intents`: the one semantics of a commit, for both store backends (SPEC §6, §9).
+
+Pure: (fresh tier document, intents, now, config) -> new tier document. The memory backend
+calls it with no `await` around it; the Redis backend calls it on the document its Lua script
+compared versions on, re-applying onto the fresh document after a conflict. Because every
+intent states a goal rather than a delta taken from stale state, re-applying is safe:
+
+* two racing identical escalations merge (the second finds the session strong: no-op);
+* a stale writer cannot clobber a committed escalation (its intents land on the fresh doc);
+* the per-session cap holds under races (an escalation finding the cap used is skipped);
+* a retried turn (dedupe key already in the ring) applies nothing but its success time.
+
+Order: the turn record first (so the escalating turn's evidence is counted, then consumed),
+then transitions, then the pending-ask bookkeeping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from orca_cli.config.schema import EscalationConfig
+from orca_cli.routing.intents import (
+    ConsumePending,
+    Deescalate,
+    Escalate,
+    Intent,
+    OnceBoost,
+    RecordTurn,
+    Reset,
+    SetPending,
+)
+from orca_cli.routing.tiers import (
+    DEDUPE_RING,
+    MAX_SIGNATURES,
+    MAX_STRIKES_KEPT,
+    Pending,
+    Strike,
+    TierState,
+)
+
+__all__ = ["apply_intents", "apply_to_state"]
+
+
+def apply_intents(doc: dict[str, Any] | None, intents: Sequence[Intent], now: float,
+                  esc: EscalationConfig) -> dict[str, Any] | None:
+    """The `mutate` a commit hands the store. Returns the new document."""
+    state = TierState.from_doc(doc)
+    new = apply_to_state(state, intents, now, esc)
+    out = new.to_doc()
+    out.pop("v", None)  # the store owns the version
+    return out
+
+
+def apply_to_state(state: TierState | None, intents: Sequence[Intent], now: float,
+                   esc: EscalationConfig) -> TierState:
+    st = state if state is not None else TierState(episode_started=now)
+    main = [i for i in intents if getattr(i, "scope", "main") == "main"]
+    shadow = [i for i in intents if getattr(i, "scope", "main") == "shadow"]
+    record = next((i for i in main if isinstance(i, RecordTurn)), None)
+    if record is not None and st.seen(record.dedupe_key):
+        # A retried turn: its first attempt already counted. Only the success time moves.
+        return replace(st, last_success=max(st.last_success, now))
+    if record is not None:
+        st = _record_turn(st, record, now, esc)
+    for intent in main:
+        st = _transition(st, intent, now, esc)
+    if shadow:
+        sh = st.shadow if st.shadow is not None else TierState(episode_started=now)
+        srec = next((i for i in shadow if isinstance(i, RecordTurn)), None)
+        if srec is not None:
+            sh = _record_turn(sh, srec, now, esc)
+        for intent in shadow:
+            sh = _transition(sh, intent, now, esc)
+        st = replace(st, shadow=sh)
+    return st
+
+
+def _record_turn(st: TierState, rec: RecordTurn, now: float, esc: EscalationConfig) -> TierState:
+    turn = st.turn + 1
+    streak = st.streak
+    if rec.user_turn:
+        streak = streak + 1 if rec.hard else 0
+    kind = ("repeated_error" if rec.request_strike
+            else rec.response_strikes[0] if rec.response_strikes else "")
+    strikes = st.strikes
+    if kind:  # at most one strike per turn: corroboration needs two turns
+        strikes = strikes + (Strike(turn, now, kind),)
+    oldest = turn - esc.strike_window_turns + 1
+    strikes = tuple(s for s in strikes if s.turn >= oldest)[-MAX_STRIKES_KEPT:]
+    sigs = st.signatures
+    for s in rec.signatures:
+        if s not in sigs:
+            sigs = sigs + (s,)
+    ring = (st.dedupe + (rec.dedupe_key,))[-DEDUPE_RING:]
+    clean = st.clean_turns
+    if st.tier == "strong":
+        clean = 0 if kind else clean + 1
+    return replace(st, turn=turn, streak=streak, strikes=strikes,
+                   signatures=sigs[-MAX_SIGNATURES:], dedupe=ring, clean_turns=clean,
+                   last_success=max(st.last_success, now))
+
+
+def _transition(st: TierState, intent: Intent, now: float, esc: EscalationConfig) -> TierState:
+    if isinstance(intent, Escalate):
+        if st.tier == "strong":
+            return st  # racing identical escalations merge
+        if st.escalation_count >= esc.max_per_session:
+            return st  # the cap was used meanwhile: never exceeded
+        return replace(st, tier="strong", escalation_count=st.escalation_count + 1,
+                       trigger=intent.trigger, reason=intent.trigger, escalated_at=now,
+                       window_s=intent.window_s, clean_turns=0, streak=0, strikes=())
+    if isinstance(intent, OnceBoost):
+        if st.escalation_count >= esc.max_per_session:
+            return st
+        return replace(st, escalation_count=st.escalation_count + 1, reason="once")
+    if isinstance(intent, Deescalate):
+        if st.tier != "strong":
+            return st
+        return replace(st, tier="base", trigger="", reason="deescalated", clean_turns=0,
+                       streak=0, strikes=())
+    if isinstance(intent, Reset):
+        return replace(st, tier="base", trigger="", reason="reset", streak=0, strikes=(),
+                       signatures=(), clean_turns=0, pending=None)
+    if isinstance(intent, SetPending):
+        return replace(st, pending=Pending(intent.ask, intent.actor, intent.reason, now,
+                                           intent.id))
+    if isinstance(intent, ConsumePending):
+        if st.pending is not None and st.pending.id == intent.id:
+            return replace(st, pending=None)
+        return st
+    return st  # RecordTurn is handled before transitions
