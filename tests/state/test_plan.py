@@ -1,0 +1,73 @@
+"""The commit plan: what a request writes, and that a failure writes only its trace."""
+
+from __future__ import annotations
+
+from orca_cli.config.schema import EscalationConfig
+from orca_cli.routing.caps import CapsView, ShareView
+from orca_cli.routing.escalation import TurnSignals, resolve_tier
+from orca_cli.state.base import ExpireAtLeastOp, IncrOp, SetOp, Snapshot
+from orca_cli.state.plan import LONG_PIN_S, PlanContext, TurnOutcome, build_commit
+
+ESC = EscalationConfig()
+NOW = 3600 * 500 + 12.0
+
+
+def _ctx(**kw: object) -> PlanContext:
+    base = dict(request_id="r1", router="coding", session="s1", explicit_session=True,
+                durable_store=True, esc=ESC, now=NOW)
+    base.update(kw)
+    return PlanContext(**base)  # type: ignore[arg-type]
+
+
+def _decide(ask: str | None = None, caps: CapsView = CapsView(enabled=False)):  # type: ignore[no-untyped-def]
+    return resolve_tier(None, TurnSignals("k", 0.2, True, ask=ask), caps, ESC,  # type: ignore[arg-type]
+                        now=NOW, t2=0.55, strong_window_s=300, strong_available=True)
+
+
+OK = TurnOutcome(True, model="deepseek-chat", channel="sim-cheap", key_index=1, key_fp="abcd1234",
+                 window_s=300)
+
+
+def test_failed_request_writes_only_its_trace() -> None:
+    batch = build_commit(_ctx(), _decide("strong"), Snapshot(), TurnOutcome(False),
+                         trace={"request_id": "r1"})
+    assert batch.writes == () and batch.audit == () and batch.trace == {"request_id": "r1"}
+
+
+def test_denied_escalation_is_audited_even_when_the_request_fails() -> None:
+    d = _decide("strong", CapsView(share=ShareView(10, 20)))
+    batch = build_commit(_ctx(), d, Snapshot(), TurnOutcome(False))
+    assert [a["event"] for a in batch.audit] == ["denied_cap"]
+    assert batch.audit[0]["reason"] == "denied:share_cap"
+
+
+def test_base_success_pins_model_30_days_for_explicit_sessions_on_redis() -> None:
+    batch = build_commit(_ctx(), _decide(), Snapshot(), OK)
+    session = batch.writes[0]
+    pins = {op.key: op for op in session.ops if isinstance(op, SetOp)}
+    assert pins["pin:base"].value == "deepseek-chat" and pins["pin:base"].ttl_s == LONG_PIN_S
+    assert pins["chan:base"].ttl_s == 300 and '"key_fp":"abcd1234"' in pins["chan:base"].value
+    derived = build_commit(_ctx(explicit_session=False), _decide(), Snapshot(), OK)
+    assert {op.key: op.ttl_s for op in derived.writes[0].ops  # type: ignore[union-attr]
+            if isinstance(op, SetOp)}["pin:base"] == 300
+    assert session.mutate is not None
+    doc = session.mutate(None)
+    assert doc is not None and doc["turn"] == 1 and doc["tier"] == "base"
+
+
+def test_strong_success_uses_the_window_only_and_extends_the_base_pin() -> None:
+    batch = build_commit(_ctx(), _decide("strong"), Snapshot(), OK)
+    ops = batch.writes[0].ops
+    assert {op.key: op.ttl_s for op in ops if isinstance(op, SetOp)}["pin:strong"] == 300
+    assert any(isinstance(op, ExpireAtLeastOp) and op.key == "pin:base" for op in ops)
+    assert [a["event"] for a in batch.audit] == ["escalated"]
+    router_ops = batch.writes[1].ops
+    hour = int(NOW // 3600)
+    assert IncrOp(f"share:{hour}:s", 1, ESC.share_window_h * 3600 + 3600) in router_ops
+    workspace = batch.writes[2]
+    assert workspace.slot.kind == "workspace" and len(workspace.ops) == 2
+
+
+def test_sessionless_request_gets_no_session_write() -> None:
+    batch = build_commit(_ctx(session=None), None, Snapshot(), OK)
+    assert [w.slot.kind for w in batch.writes] == ["router", "workspace"]
