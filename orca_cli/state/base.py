@@ -146,6 +146,12 @@ class SlotWrite:
     mutate: Mutate | None = None
     expected_version: int = 0  # the version the intents were resolved on (0 = no document)
     tier_ttl_s: float = 0  # the tier document's sliding TTL, reset by every commit that writes it
+    # The snapshot's tier document the intents were resolved on (`Snapshot.tier`). The store
+    # caches nothing, so its first attempt sends `mutate(base_doc)` guarded by
+    # `expected_version`: on a version match base_doc *is* the fresh document. On a mismatch the
+    # store re-runs `mutate` on the fresh document it got back. Leaving it None with
+    # expected_version > 0 costs one extra round trip (the first attempt only fetches).
+    base_doc: TierDoc | None = None
 
 
 @dataclass(frozen=True, slots=True)
