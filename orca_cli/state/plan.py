@@ -190,16 +190,11 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
         if decision.state_tier == "strong":
             ops.append(ExpireAtLeastOp("pin:base", ctx.esc.tier_ttl_s))
     return SlotWrite(SlotRef.of_session(ctx.router, ctx.session), tuple(ops), mutate=mutate,
-                     expected_version=snapshot.tier_version, tier_ttl_s=ctx.esc.tier_ttl_s,
-                     **_base_doc(snapshot))
+                     expected_version=snapshot.tier_version, base_doc=snapshot.tier,
+                     tier_ttl_s=ctx.esc.tier_ttl_s)
 
 
 def _mutate(doc: dict[str, Any] | None, *, intents: tuple[Intent, ...], now: float,
             esc: EscalationConfig) -> dict[str, Any] | None:
     return apply_intents(doc, intents, now, esc)
 
-
-def _base_doc(snapshot: Snapshot) -> dict[str, Any]:
-    # `SlotWrite.base_doc` (the document the intents were resolved on) lets the Redis backend
-    # compute the first attempt without an extra read; absent on older interfaces.
-    return {"base_doc": snapshot.tier} if "base_doc" in SlotWrite.__dataclass_fields__ else {}
