@@ -1,0 +1,213 @@
+"""The live-path upstream transport on aiohttp (SPEC §0, §7, §12; STYLE §4 rule 13).
+
+One pooled `ClientSession` per upstream origin, created lazily inside the running loop and
+closed by `aclose()` (the app's lifespan owns the transport). No cookie jar, no redirects.
+
+Encoding: bodies are relayed byte for byte, so the transport never decompresses. It asks the
+upstream for `accept-encoding: identity` (dropping any accept-encoding it was given), because
+the response taps must read SSE and usage in clear text; should an upstream compress anyway,
+`content-encoding` is on the response allow-list, so the client still gets bytes it can read.
+
+Timeouts: `connect` and `sock_connect` are `connect_s`; `sock_read` is `idle_s` (aiohttp's own
+per-read timer, which also bounds each chunk wait); the wait for the response headers is
+`asyncio.timeout(min(first_byte_s, time left))`. The deadline bounds body reads too: once less
+than `idle_s` remains, each read is wrapped in `asyncio.timeout(time left)`, so the common path
+costs no extra timer per chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Literal
+
+import aiohttp
+from yarl import URL
+
+from orca_cli.clock import Clock, SystemClock
+from orca_cli.proxy.transport import (
+    Headers,
+    Timeouts,
+    UpstreamConnectError,
+    UpstreamRequest,
+    UpstreamStreamError,
+    UpstreamTimeout,
+)
+
+__all__ = ["AiohttpTransport", "AiohttpResponse"]
+
+_URL_CACHE_MAX = 1024
+
+
+def _origin(url: str) -> str:
+    slash = url.find("/", url.find("://") + 3)
+    return url if slash < 0 else url[:slash]
+
+
+class AiohttpTransport:
+    """`Transport` over pooled aiohttp sessions, one per upstream origin."""
+
+    def __init__(
+        self,
+        *,
+        limit: int = 256,
+        keepalive_timeout_s: float = 30.0,
+        clock: Clock | None = None,
+    ) -> None:
+        self._limit = limit
+        self._keepalive = keepalive_timeout_s
+        self._clock: Clock = clock or SystemClock()
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
+        self._urls: dict[str, URL] = {}
+        self._timeouts: dict[tuple[float, float], aiohttp.ClientTimeout] = {}
+
+    def _session(self, origin: str) -> aiohttp.ClientSession:
+        session = self._sessions.get(origin)
+        if session is None or session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=self._limit,
+                limit_per_host=0,
+                ttl_dns_cache=300,
+                keepalive_timeout=self._keepalive,
+            )
+            session = aiohttp.ClientSession(
+                connector=connector,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                auto_decompress=False,
+                raise_for_status=False,
+                trust_env=False,
+            )
+            self._sessions[origin] = session
+        return session
+
+    def _url(self, url: str) -> URL:
+        parsed = self._urls.get(url)
+        if parsed is None:
+            if len(self._urls) >= _URL_CACHE_MAX:
+                self._urls.clear()
+            parsed = self._urls[url] = URL(url)
+        return parsed
+
+    def _client_timeout(self, t: Timeouts) -> aiohttp.ClientTimeout:
+        key = (t.connect_s, t.idle_s)
+        found = self._timeouts.get(key)
+        if found is None:
+            if len(self._timeouts) >= 64:
+                self._timeouts.clear()
+            found = self._timeouts[key] = aiohttp.ClientTimeout(
+                total=None, connect=t.connect_s, sock_connect=t.connect_s, sock_read=t.idle_s
+            )
+        return found
+
+    async def send(self, req: UpstreamRequest, timeouts: Timeouts) -> AiohttpResponse:
+        remaining = timeouts.deadline_monotonic - self._clock.monotonic()
+        if remaining <= 0:
+            raise UpstreamTimeout("total", retryable=False)
+        phase: Literal["first_byte", "total"] = (
+            "first_byte" if timeouts.first_byte_s <= remaining else "total"
+        )
+        headers = [(k, v) for k, v in req.headers if k.lower() != "accept-encoding"]
+        headers.append(("accept-encoding", "identity"))
+        session = self._session(_origin(req.url))
+        try:
+            async with asyncio.timeout(min(timeouts.first_byte_s, remaining)):
+                resp = await session.request(
+                    req.method,
+                    self._url(req.url),
+                    headers=headers,
+                    data=req.body,
+                    timeout=self._client_timeout(timeouts),
+                    allow_redirects=False,
+                )
+        except aiohttp.ConnectionTimeoutError:
+            raise UpstreamTimeout("connect") from None
+        except aiohttp.ServerTimeoutError:
+            raise UpstreamTimeout("first_byte") from None
+        except TimeoutError:
+            raise UpstreamTimeout(phase, retryable=phase == "first_byte") from None
+        except aiohttp.ClientConnectorError as exc:
+            raise UpstreamConnectError(f"upstream connect failed: {exc.os_error.strerror or exc.os_error}") from None
+        except aiohttp.InvalidURL:
+            raise UpstreamConnectError("upstream URL is invalid", retryable=False) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise UpstreamConnectError(f"upstream failed before responding: {type(exc).__name__}") from None
+        return AiohttpResponse(resp, timeouts, self._clock)
+
+    async def aclose(self) -> None:
+        sessions, self._sessions = self._sessions, {}
+        for session in sessions.values():
+            await session.close()
+
+
+class AiohttpResponse:
+    __slots__ = ("status", "headers", "_resp", "_deadline", "_idle", "_clock", "_eof", "_closed", "_yielded")
+
+    def __init__(self, resp: aiohttp.ClientResponse, timeouts: Timeouts, clock: Clock) -> None:
+        self.status = resp.status
+        self.headers: Headers = tuple(
+            (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in resp.raw_headers
+        )
+        self._resp = resp
+        self._deadline = timeouts.deadline_monotonic
+        self._idle = timeouts.idle_s
+        self._clock = clock
+        self._eof = False
+        self._closed = False
+        self._yielded = False
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        content = self._resp.content
+        clock = self._clock
+        deadline = self._deadline
+        idle = self._idle
+        while True:
+            remaining = deadline - clock.monotonic()
+            try:
+                if remaining < idle:
+                    if remaining <= 0:
+                        raise TimeoutError
+                    async with asyncio.timeout(remaining):
+                        data = await content.readany()
+                else:
+                    data = await content.readany()
+            except aiohttp.ServerTimeoutError:
+                raise UpstreamTimeout("idle", retryable=not self._yielded) from None
+            except TimeoutError:
+                raise UpstreamTimeout("total", retryable=False) from None
+            except (aiohttp.ClientError, OSError) as exc:
+                raise UpstreamStreamError(
+                    f"upstream connection broke mid-body: {type(exc).__name__}",
+                    retryable=not self._yielded,
+                ) from None
+            if not data:
+                self._eof = True
+                return
+            self._yielded = True
+            yield data
+
+    async def read(self) -> bytes:
+        remaining = self._deadline - self._clock.monotonic()
+        try:
+            if remaining <= 0:
+                raise TimeoutError
+            async with asyncio.timeout(remaining):
+                body = await self._resp.read()
+        except aiohttp.ServerTimeoutError:
+            raise UpstreamTimeout("idle", retryable=True) from None
+        except TimeoutError:
+            raise UpstreamTimeout("total", retryable=False) from None
+        except (aiohttp.ClientError, OSError) as exc:
+            raise UpstreamStreamError(
+                f"upstream connection broke mid-body: {type(exc).__name__}", retryable=True
+            ) from None
+        self._eof = True
+        return body
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._eof:
+            self._resp.release()  # finished: the connection goes back to the pool
+        else:
+            self._resp.close()  # unfinished: abort, so the upstream sees the cancel

@@ -1,0 +1,235 @@
+"""The upstream transport seam (SPEC §0, §7; STYLE §4 rules 13–14).
+
+A `Transport` sends one `UpstreamRequest` and returns an `UpstreamResponse` as soon as the
+status line and headers arrived; the body is then read chunk by chunk (`chunks()`, never
+buffered) or whole (`read()`). Three implementations share this protocol: aiohttp on the live
+path, httpx for the CLI and respx tests, and the in-process `sim` channel.
+
+Timeouts (SPEC §2 `[server]`): `connect_s` bounds the connect, `first_byte_s` the wait for the
+response headers, `idle_s` every wait for the next body chunk, and `deadline_monotonic` (on the
+transport's clock, `SystemClock().monotonic()` by default) bounds everything. Failures surface
+as the `UpstreamError` subclasses below; `retryable` is true only while no body byte has been
+handed to the caller and deadline time remains (SPEC §7: retry only before the first byte).
+
+The helpers here are the request/response rules of SPEC §1.2 and §7: auth headers per wire
+format, the upstream URL per endpoint, and the response-header allow-list.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from orca_cli.config.schema import ChannelConfig, ServerConfig
+from orca_cli.errors import UpstreamError
+
+__all__ = [
+    "UpstreamRequest",
+    "Timeouts",
+    "UpstreamResponse",
+    "Transport",
+    "UpstreamConnectError",
+    "UpstreamTimeout",
+    "UpstreamStreamError",
+    "TimeoutPhase",
+    "Headers",
+    "RESPONSE_HEADER_ALLOWLIST",
+    "RESPONSE_HEADER_PREFIXES",
+    "ANTHROPIC_VERSION",
+    "ENDPOINTS",
+    "filter_response_headers",
+    "auth_headers",
+    "anthropic_version_header",
+    "upstream_url",
+    "header_value",
+]
+
+Headers = tuple[tuple[str, str], ...]
+TimeoutPhase = Literal["connect", "first_byte", "idle", "total"]
+ANTHROPIC_VERSION = "2023-06-01"
+
+# The three forwarded endpoints (SPEC §1.2) and the wire format each one speaks.
+ENDPOINTS: dict[str, Literal["openai", "anthropic"]] = {
+    "/v1/chat/completions": "openai",
+    "/v1/messages": "anthropic",
+    "/v1/messages/count_tokens": "anthropic",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamRequest:
+    """One attempt: the forwarded body and the headers to send (auth included)."""
+
+    method: str
+    url: str
+    headers: Headers
+    body: bytes
+    channel: str
+    key_index: int
+    stream: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Timeouts:
+    connect_s: float
+    first_byte_s: float
+    idle_s: float
+    deadline_monotonic: float
+
+    @classmethod
+    def for_request(cls, server: ServerConfig, start_monotonic: float) -> Timeouts:
+        """The `[server]` timeouts of a request that started at `start_monotonic`."""
+        return cls(
+            connect_s=server.connect_timeout_s,
+            first_byte_s=server.first_byte_timeout_s,
+            idle_s=server.idle_timeout_s,
+            deadline_monotonic=start_monotonic + server.total_timeout_s,
+        )
+
+
+class UpstreamResponse(Protocol):
+    status: int
+    headers: Headers  # names lower-cased, in the order received
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """Body bytes as they arrive; each wait bounded by `idle_s` and the deadline."""
+        ...
+
+    async def read(self) -> bytes:
+        """The whole body (non-streaming answers), bounded by idle and deadline."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the connection; abort it when the body is unfinished. Idempotent."""
+        ...
+
+
+class Transport(Protocol):
+    async def send(self, req: UpstreamRequest, timeouts: Timeouts) -> UpstreamResponse:
+        """Return once status and headers arrived (bounded by `first_byte_s` and deadline)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class UpstreamConnectError(UpstreamError):
+    """Refused, reset or unresolvable before any response: local-origin and retryable."""
+
+    local_origin = True
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message, retryable=retryable)
+
+
+class UpstreamTimeout(UpstreamError):
+    """A timeout of one phase; retryable only before the first body byte (SPEC §7)."""
+
+    local_origin = True
+
+    def __init__(self, phase: TimeoutPhase, *, retryable: bool | None = None) -> None:
+        self.phase: TimeoutPhase = phase
+        if retryable is None:
+            retryable = phase in ("connect", "first_byte")
+        super().__init__(f"upstream {phase.replace('_', '-')} timeout", retryable=retryable)
+
+
+class UpstreamStreamError(UpstreamError):
+    """The connection broke while the body was being read; never retried once bytes flowed."""
+
+    local_origin = False
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message, retryable=retryable)
+
+
+# --- response headers (SPEC §7) -------------------------------------------------------------
+
+# content-encoding passes because bodies are relayed byte for byte (transports never
+# decompress): whatever the bytes are, the header describing them must travel with them.
+RESPONSE_HEADER_ALLOWLIST: frozenset[str] = frozenset(
+    {
+        "content-type",
+        "content-encoding",
+        "x-request-id",
+        "request-id",
+        "anthropic-request-id",
+        "openai-processing-ms",
+        "openai-version",
+        "retry-after",
+        "retry-after-ms",
+        "x-should-retry",
+        "x-orca-sim",
+    }
+)
+RESPONSE_HEADER_PREFIXES: tuple[str, ...] = ("x-ratelimit-", "anthropic-ratelimit-")
+
+
+def filter_response_headers(headers: Iterable[tuple[str, str]]) -> Headers:
+    """Keep only allow-listed upstream headers, names lower-cased; never framing or cookies."""
+    allow = RESPONSE_HEADER_ALLOWLIST
+    out: list[tuple[str, str]] = []
+    for name, value in headers:
+        low = name.lower()
+        if (low in allow or low.startswith(RESPONSE_HEADER_PREFIXES)) and _safe_value(value):
+            out.append((low, value))
+    return tuple(out)
+
+
+def _safe_value(value: str) -> bool:
+    return "\n" not in value and "\r" not in value and "\x00" not in value
+
+
+def header_value(headers: Iterable[tuple[str, str]], name: str) -> str | None:
+    """The first value of header `name` (compared case-insensitively), or None."""
+    low = name.lower()
+    for k, v in headers:
+        if k.lower() == low:
+            return v
+    return None
+
+
+# --- request side (SPEC §1.2, §11) ----------------------------------------------------------
+
+
+def auth_headers(api: Literal["openai", "anthropic"], key: str) -> Headers:
+    """The upstream credential in the format's own header."""
+    if api == "anthropic":
+        return (("x-api-key", key),)
+    return (("authorization", f"Bearer {key}"),)
+
+
+def anthropic_version_header(client_headers: Iterable[tuple[str, str]]) -> Headers:
+    """`anthropic-version` to add when the client sent none (a client's is forwarded as is)."""
+    if header_value(client_headers, "anthropic-version") is None:
+        return (("anthropic-version", ANTHROPIC_VERSION),)
+    return ()
+
+
+def upstream_url(channel_cfg: ChannelConfig, api: Literal["openai", "anthropic"], path: str) -> str:
+    """The upstream URL of endpoint `path` on a channel (one of `ENDPOINTS`).
+
+    A base URL whose path already names an API version (`…/v1`, Gemini's `…/v1beta/openai`)
+    gets the endpoint without its `/v1` prefix.
+    """
+    return _join(channel_cfg.base_url, api, path)
+
+
+_VERSION_SEGMENT = re.compile(r"/v\d+[a-z0-9]*(?:/|$)")
+
+
+@functools.lru_cache(maxsize=512)
+def _join(base_url: str, api: str, path: str) -> str:
+    want = ENDPOINTS.get(path)
+    if want is None:
+        raise ValueError(f"unknown upstream endpoint {path!r}; expected one of {list(ENDPOINTS)}")
+    if want != api:
+        raise ValueError(f"endpoint {path} speaks {want}, not {api}")
+    base = base_url.rstrip("/")
+    slash = base.find("/", base.find("://") + 3)
+    base_path = base[slash:] if slash > 0 else ""
+    if _VERSION_SEGMENT.search(base_path):
+        return base + path[3:]  # drop the endpoint's own "/v1"
+    return base + path

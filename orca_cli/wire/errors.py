@@ -1,0 +1,123 @@
+"""orca's own error bodies, in the inbound API's shape (SPEC §1.2, §7).
+
+Upstream errors are relayed unmodified; these bodies are only for errors orca itself raises
+(malformed JSON 400, unknown model 404, body too large 413, cap refusal 429, nothing
+attemptable 503) and for the in-stream error that ends a stream that broke after its first
+byte. A message must never carry an untrusted header value: callers pass fixed text, and
+this module strips control characters and bounds the length as a second line of defence.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import orjson
+
+__all__ = [
+    "ANTHROPIC_ERROR_TYPES",
+    "OPENAI_ERROR_TYPES",
+    "OPENAI_ERROR_CODES",
+    "error_type",
+    "error_body",
+    "stream_error_event",
+]
+
+Api = Literal["openai", "anthropic"]
+
+ANTHROPIC_ERROR_TYPES: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    415: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    502: "api_error",
+    503: "overloaded_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+OPENAI_ERROR_TYPES: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "insufficient_quota",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "server_error",
+    502: "server_error",
+    503: "server_error",
+    504: "server_error",
+}
+OPENAI_ERROR_CODES: dict[int, str] = {
+    400: "invalid_request",
+    401: "invalid_api_key",
+    403: "permission_denied",
+    404: "model_not_found",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    422: "invalid_request",
+    429: "rate_limit_exceeded",
+    500: "server_error",
+    502: "bad_gateway",
+    503: "service_unavailable",
+    504: "timeout",
+}
+
+_MAX_MESSAGE = 2000
+_CONTROL = {c: None for c in range(32)} | {127: None}
+
+
+def error_type(api: Api, status: int) -> str:
+    """The format's error type name for `status` (a 4xx/5xx default when not listed)."""
+    table = ANTHROPIC_ERROR_TYPES if api == "anthropic" else OPENAI_ERROR_TYPES
+    found = table.get(status)
+    if found is not None:
+        return found
+    if status >= 500:
+        return "api_error" if api == "anthropic" else "server_error"
+    return "invalid_request_error"
+
+
+def _clean(message: str) -> str:
+    text = message.translate(_CONTROL)
+    return text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 1] + "…"
+
+
+def error_body(
+    api: Api, status: int, message: str, *, kind: str | None = None, code: str | None = None
+) -> bytes:
+    """A complete JSON error body: OpenAI `{"error": {message, type, param, code}}` or
+    Anthropic `{"type": "error", "error": {type, message}}`. `kind` overrides the type name."""
+    etype = kind or error_type(api, status)
+    text = _clean(message)
+    if api == "anthropic":
+        return orjson.dumps({"type": "error", "error": {"type": etype, "message": text}})
+    return orjson.dumps(
+        {
+            "error": {
+                "message": text,
+                "type": etype,
+                "param": None,
+                "code": code if code is not None else OPENAI_ERROR_CODES.get(status),
+            }
+        }
+    )
+
+
+def stream_error_event(api: Api, message: str, kind: str | None = None) -> bytes:
+    """The SSE bytes of an in-stream error (SPEC §7): Anthropic `event: error`, OpenAI
+    `data: {"error": …}`. A stream ended with this never gets a fake clean end after it."""
+    if api == "anthropic":
+        payload = error_body("anthropic", 500, message, kind=kind or "api_error")
+        return b"event: error\ndata: " + payload + b"\n\n"
+    payload = orjson.dumps(
+        {"error": {"message": _clean(message), "type": kind or "server_error", "param": None, "code": None}}
+    )
+    return b"data: " + payload + b"\n\n"

@@ -1,0 +1,424 @@
+"""Response-side taps: usage, finish, clean end and strike signals (SPEC §3 step 8, §6.3, §7).
+
+`ResponseTap` watches the bytes the proxy relays — `feed()` per stream chunk, `feed_body()`
+for a JSON answer — and never alters or holds them. It reports normalised `Usage`, the finish
+reason, whether the clean end was seen (`[DONE]` / `message_stop` / a JSON body with a finish
+reason), whether the answer ended in error, and the response-side strike signals
+(`malformed_tool_json`, `empty_answer`, `refusal`, `truncated`).
+
+Cost: OpenAI streams are many small events, so an event's JSON is parsed only when its text
+can hold something the tap still needs (a non-null `finish_reason` or `refusal`, usage token
+counts, tool-call arguments, an error, or the first text while none was seen). The substring
+tests are prefilters only: a hit is confirmed on the parsed object, so a false hit costs one
+parse and a miss is impossible (a JSON key can never appear escaped). A malformed event is
+counted in `bad_events` and otherwise ignored: a tap never raises into the relay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+from orca_cli.wire.sse import Event, SSEDecoder
+
+__all__ = ["Usage", "ResponseTap", "Signal", "TRUNCATION_MIN_MAX_TOKENS"]
+
+Signal = Literal["malformed_tool_json", "empty_answer", "refusal", "truncated"]
+TRUNCATION_MIN_MAX_TOKENS = 1024  # SPEC §6.3: truncation strikes only on max_tokens >= 1,024
+_TRUNCATED = frozenset({"length", "max_tokens"})
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Normalised usage: `prompt_tokens` includes cached reads and cache writes."""
+
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+
+
+def _int(obj: Any, key: str) -> int:
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, int) else 0
+
+
+def _has_value(text: str, key: str) -> bool:
+    """Whether some `key` in JSON `text` (key given with its quotes) is followed by a string."""
+    at = text.find(key)
+    while at >= 0:
+        j = at + len(key)
+        n = len(text)
+        while j < n and text[j] in " \t\r\n:":
+            j += 1
+        if j < n and text[j] == '"':
+            return True
+        at = text.find(key, j)
+    return False
+
+
+class ResponseTap:
+    __slots__ = (
+        "api",
+        "stream",
+        "max_tokens",
+        "_decoder",
+        "_usage",
+        "finish_reason",
+        "completed",
+        "error_finish",
+        "error_message",
+        "has_text",
+        "refusal",
+        "_tools",
+        "_tool_seen",
+        "bad_events",
+    )
+
+    def __init__(
+        self, api: Literal["openai", "anthropic"], stream: bool, max_tokens: int | None
+    ) -> None:
+        self.api = api
+        self.stream = stream
+        self.max_tokens = max_tokens
+        self._decoder = SSEDecoder() if stream else None
+        self._usage: dict[str, int] | None = None
+        self.finish_reason: str | None = None
+        self.completed = False
+        self.error_finish = False
+        self.error_message: str | None = None
+        self.has_text = False
+        self.refusal = False
+        self._tools: dict[int, list[str]] = {}  # tool call index -> argument fragments
+        self._tool_seen = False
+        self.bad_events = 0
+
+    # --- feeding -----------------------------------------------------------------------------
+
+    def feed(self, chunk: bytes) -> None:
+        """Tap one relayed stream chunk."""
+        decoder = self._decoder
+        if decoder is None:
+            return
+        events = decoder.feed(chunk)
+        if not events:
+            return
+        on_event = self._openai_event if self.api == "openai" else self._anthropic_event
+        for ev in events:
+            on_event(ev)
+
+    def feed_body(self, body: bytes) -> None:
+        """Tap a whole JSON answer."""
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            self.bad_events += 1
+            return
+        if not isinstance(obj, dict):
+            self.bad_events += 1
+            return
+        if self.api == "openai":
+            self._openai_body(obj)
+        else:
+            self._anthropic_body(obj)
+
+    def _load(self, data: str) -> dict[str, Any] | None:
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            self.bad_events += 1
+            return None
+        return obj if isinstance(obj, dict) else None
+
+    # --- OpenAI ------------------------------------------------------------------------------
+
+    def _openai_event(self, ev: Event) -> None:
+        d = ev.data
+        if d == "[DONE]":
+            self.completed = True
+            return
+        if not (
+            '"tool_calls"' in d
+            or 'tokens"' in d
+            or '"error"' in d
+            or (not self.has_text and '"content"' in d)
+            or _has_value(d, '"finish_reason"')
+            or _has_value(d, '"refusal"')
+        ):
+            return
+        obj = self._load(d)
+        if obj is None:
+            return
+        if "error" in obj and obj["error"] is not None:
+            self._set_error(obj["error"])
+            return
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            self._openai_usage(usage)
+        choices = obj.get("choices")
+        if not isinstance(choices, list):
+            return
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                content = delta.get("content")
+                if isinstance(content, str) and not self.has_text and content.strip():
+                    self.has_text = True
+                refusal = delta.get("refusal")
+                if isinstance(refusal, str) and refusal:
+                    self.refusal = True
+                calls = delta.get("tool_calls")
+                if isinstance(calls, list):
+                    for call in calls:
+                        self._openai_tool_fragment(call)
+            finish = choice.get("finish_reason")
+            if isinstance(finish, str):
+                self._set_finish(finish)
+
+    def _openai_tool_fragment(self, call: Any) -> None:
+        if not isinstance(call, dict):
+            return
+        self._tool_seen = True
+        index = call.get("index", 0)
+        parts = self._tools.setdefault(index if isinstance(index, int) else 0, [])
+        fn = call.get("function")
+        if isinstance(fn, dict):
+            args = fn.get("arguments")
+            if isinstance(args, str) and args:
+                parts.append(args)
+
+    def _openai_usage(self, u: dict[str, Any]) -> None:
+        details = u.get("prompt_tokens_details")
+        cached = _int(details, "cached_tokens") or _int(u, "prompt_cache_hit_tokens")
+        self._usage = {
+            "prompt_tokens": _int(u, "prompt_tokens"),
+            "cached_tokens": cached,
+            "cache_write_tokens": _int(details, "cache_write_tokens"),
+            "output_tokens": _int(u, "completion_tokens"),
+        }
+
+    def _openai_body(self, obj: dict[str, Any]) -> None:
+        if obj.get("error") is not None and "choices" not in obj:
+            self._set_error(obj["error"])
+            return
+        usage = obj.get("usage")
+        if isinstance(usage, dict):
+            self._openai_usage(usage)
+        choices = obj.get("choices")
+        if not isinstance(choices, list):
+            return
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            message = choice.get("message")
+            if isinstance(message, dict):
+                content = message.get("content")
+                if isinstance(content, str) and content.strip():
+                    self.has_text = True
+                refusal = message.get("refusal")
+                if isinstance(refusal, str) and refusal:
+                    self.refusal = True
+                calls = message.get("tool_calls")
+                if isinstance(calls, list):
+                    for i, call in enumerate(calls):
+                        if isinstance(call, dict):
+                            self._openai_tool_fragment({**call, "index": i})
+            finish = choice.get("finish_reason")
+            if isinstance(finish, str):
+                self._set_finish(finish)
+                self.completed = True
+
+    # --- Anthropic ---------------------------------------------------------------------------
+
+    def _anthropic_event(self, ev: Event) -> None:
+        name = ev.event
+        d = ev.data
+        if name == "content_block_delta":
+            if '"input_json_delta"' in d:
+                obj = self._load(d)
+                if obj is not None:
+                    self._anthropic_delta(obj)
+            elif not self.has_text and '"text_delta"' in d:
+                obj = self._load(d)
+                if obj is not None:
+                    self._anthropic_delta(obj)
+            return
+        if name in ("ping", "content_block_stop"):
+            return
+        if name == "message_stop":
+            self.completed = True
+            return
+        obj = self._load(d)
+        if obj is None:
+            return
+        kind = name or obj.get("type")
+        if kind == "message_start":
+            message = obj.get("message")
+            if isinstance(message, dict):
+                self._anthropic_usage(message.get("usage"))
+        elif kind == "content_block_start":
+            block = obj.get("content_block")
+            if isinstance(block, dict):
+                btype = block.get("type")
+                if btype in ("tool_use", "server_tool_use"):
+                    self._tool_seen = True
+                    index = obj.get("index", 0)
+                    self._tools.setdefault(index if isinstance(index, int) else 0, [])
+                elif btype == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+                    self.has_text = True
+        elif kind == "content_block_delta":
+            self._anthropic_delta(obj)
+        elif kind == "message_delta":
+            self._anthropic_usage(obj.get("usage"))
+            delta = obj.get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("stop_reason"), str):
+                self._set_finish(delta["stop_reason"])
+        elif kind == "message_stop":
+            self.completed = True
+        elif kind == "error":
+            self._set_error(obj.get("error"))
+
+    def _anthropic_delta(self, obj: dict[str, Any]) -> None:
+        delta = obj.get("delta")
+        if not isinstance(delta, dict):
+            return
+        dtype = delta.get("type")
+        if dtype == "input_json_delta":
+            index = obj.get("index", 0)
+            part = delta.get("partial_json")
+            if isinstance(part, str):
+                self._tools.setdefault(index if isinstance(index, int) else 0, []).append(part)
+        elif dtype == "text_delta":
+            text = delta.get("text")
+            if isinstance(text, str) and text.strip():
+                self.has_text = True
+
+    def _anthropic_usage(self, u: Any) -> None:
+        if not isinstance(u, dict):
+            return
+        current = self._usage or {}
+        merged = dict(current)
+        # message_delta usage is cumulative and may omit the input side: keep what it omits.
+        for src, dst in (
+            ("input_tokens", "input"),
+            ("cache_read_input_tokens", "cached_tokens"),
+            ("cache_creation_input_tokens", "cache_write_tokens"),
+            ("output_tokens", "output_tokens"),
+        ):
+            value = u.get(src)
+            if isinstance(value, int):
+                merged[dst] = value
+        merged["prompt_tokens"] = (
+            merged.get("input", 0) + merged.get("cached_tokens", 0) + merged.get("cache_write_tokens", 0)
+        )
+        self._usage = merged
+
+    def _anthropic_body(self, obj: dict[str, Any]) -> None:
+        if obj.get("type") == "error":
+            self._set_error(obj.get("error"))
+            return
+        self._anthropic_usage(obj.get("usage"))
+        content = obj.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if not isinstance(block, dict):
+                    continue
+                btype = block.get("type")
+                if btype == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+                    self.has_text = True
+                elif btype in ("tool_use", "server_tool_use"):
+                    self._tool_seen = True
+        stop = obj.get("stop_reason")
+        if isinstance(stop, str):
+            self._set_finish(stop)
+            self.completed = True
+
+    # --- shared ------------------------------------------------------------------------------
+
+    def _set_finish(self, reason: str) -> None:
+        self.finish_reason = reason
+        if reason == "error":
+            self.error_finish = True
+        elif reason == "refusal":
+            self.refusal = True
+
+    def _set_error(self, err: Any) -> None:
+        self.error_finish = True
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            self.error_message = err["message"][:500]
+
+    # --- results -----------------------------------------------------------------------------
+
+    @property
+    def usage(self) -> Usage | None:
+        """Usage as reported by the upstream, or None when it reported none."""
+        u = self._usage
+        if u is None:
+            return None
+        return Usage(
+            prompt_tokens=u.get("prompt_tokens", 0),
+            cached_tokens=u.get("cached_tokens", 0),
+            cache_write_tokens=u.get("cache_write_tokens", 0),
+            output_tokens=u.get("output_tokens", 0),
+        )
+
+    @property
+    def has_tool_call(self) -> bool:
+        return self._tool_seen
+
+    @property
+    def malformed_tool_json(self) -> bool:
+        """Some accumulated tool-call arguments do not parse as a JSON object."""
+        for parts in self._tools.values():
+            if not parts:
+                continue  # no arguments streamed: the block's own (empty) input stands
+            raw = "".join(parts)
+            if not raw.strip():
+                continue
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                return True
+            if not isinstance(value, dict):
+                return True
+        return False
+
+    def tool_arguments(self) -> dict[int, str]:
+        """The concatenated tool-call argument text per call index (for tests and traces)."""
+        return {i: "".join(p) for i, p in self._tools.items()}
+
+    @property
+    def empty_answer(self) -> bool:
+        return not self.has_text and not self._tool_seen
+
+    @property
+    def truncated(self) -> bool:
+        return (
+            self.finish_reason in _TRUNCATED
+            and self.max_tokens is not None
+            and self.max_tokens >= TRUNCATION_MIN_MAX_TOKENS
+        )
+
+    @property
+    def billed_success(self) -> bool:
+        """The clean end was seen and the answer did not end in error (SPEC §3 step 9)."""
+        return self.completed and not self.error_finish
+
+    def signals(self) -> tuple[Signal, ...]:
+        """Response-side strike signals (SPEC §6.3), only for a billed-success answer."""
+        if not self.billed_success:
+            return ()
+        out: list[Signal] = []
+        if self.malformed_tool_json:
+            out.append("malformed_tool_json")
+        if self.empty_answer:
+            out.append("empty_answer")
+        if self.refusal:
+            out.append("refusal")
+        if self.truncated:
+            out.append("truncated")
+        return tuple(out)
