@@ -1,0 +1,167 @@
+"""Encodings both backends share (SPEC §6.6, §8, §9), so their stored bytes are the same.
+
+* The tier document is JSON with the store-maintained version first: `{"v": N, ...}` (the Lua
+  script reads the version with one pattern match; callers may read `doc["v"]` but never set it).
+* Audit events carry `{ts, router, session, request_id, event, trigger, reason, actor}`; the
+  stored member is the event's sorted-key JSON, so re-sending the same event is a no-op.
+* Values read back by the operator side: JSON objects/arrays are decoded, numeric strings
+  (counters) become floats, anything else stays a string.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from orca_cli.state.base import Op, SlotRef, TierDoc
+
+__all__ = [
+    "AUDIT_MAX",
+    "AUDIT_MAX_AGE_S",
+    "AUDIT_FIELDS",
+    "encode_doc",
+    "decode_doc",
+    "doc_version",
+    "ttl_ms",
+    "check_ops",
+    "decode_value",
+    "audit_event",
+    "audit_member",
+    "audit_slot",
+    "vector_from_hash",
+    "vector_from_text",
+    "dumps",
+]
+
+AUDIT_MAX = 10_000  # events kept per stream (SPEC §6.6)
+AUDIT_MAX_AGE_S = 7 * 86400  # ... or 7 days, whichever is shorter
+AUDIT_FIELDS = ("ts", "router", "session", "request_id", "event", "trigger", "reason", "actor")
+
+_NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_VERSION = re.compile(rb'^\{"v":(\d+)')
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text; unknown types become their `str` (a trace must never fail a commit)."""
+    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def encode_doc(doc: Mapping[str, Any], version: int) -> str:
+    """The stored tier document: `v` first, then the caller's fields (any `v` it set is dropped)."""
+    body: dict[str, Any] = {"v": version}
+    body.update((k, val) for k, val in doc.items() if k != "v")
+    return dumps(body)
+
+
+def decode_doc(text: str | bytes | None) -> TierDoc | None:
+    if text is None or text == "" or text == b"":
+        return None
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def doc_version(text: str | bytes | None) -> int:
+    """The stored version, read the way the Lua script reads it (0 when absent)."""
+    if not text:
+        return 0
+    raw = text.encode() if isinstance(text, str) else text
+    m = _VERSION.match(raw)
+    if m:
+        return int(m.group(1))
+    doc = decode_doc(raw)
+    v = doc.get("v") if doc else None
+    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+
+def ttl_ms(ttl_s: float) -> int:
+    """A TTL in whole milliseconds, at least 1."""
+    return max(1, round(ttl_s * 1000))
+
+
+def _finite(x: float, what: str) -> None:
+    if not math.isfinite(x):
+        raise ValueError(f"{what} must be a finite number, got {x!r}")
+
+
+def check_ops(ops: Sequence[Op]) -> None:
+    """Reject what neither backend can store: non-positive TTLs, non-finite numbers, maxlen < 1."""
+    for op in ops:
+        ttl = getattr(op, "ttl_s", None)
+        if ttl is not None and not ttl > 0:
+            raise ValueError(f"{type(op).__name__}({op.key!r}).ttl_s must be > 0, got {ttl!r}")
+        for name in ("amount", "score"):
+            if hasattr(op, name):
+                _finite(getattr(op, name), f"{type(op).__name__}.{name}")
+        maxlen = getattr(op, "maxlen", None)
+        if maxlen is not None and maxlen < 1:
+            raise ValueError(f"{type(op).__name__}({op.key!r}).maxlen must be >= 1, got {maxlen!r}")
+
+
+def decode_value(text: str) -> Any:
+    if text[:1] in ("{", "["):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return text
+    if _NUMBER.fullmatch(text):
+        return float(text)
+    return text
+
+
+def audit_event(event: Mapping[str, Any], request_id: str, now: float) -> dict[str, Any]:
+    """The stored form of an audit event: every required field present (None when unknown)."""
+    out: dict[str, Any] = {name: event.get(name) for name in AUDIT_FIELDS}
+    out.update((k, v) for k, v in event.items() if k not in out)
+    if not isinstance(out["ts"], (int, float)) or isinstance(out["ts"], bool):
+        out["ts"] = now
+    if not out["request_id"]:
+        out["request_id"] = request_id
+    if not isinstance(out["router"], str):
+        out["router"] = ""
+    return out
+
+
+def audit_member(event: Mapping[str, Any]) -> str:
+    return orjson.dumps(event, default=str, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def audit_slot(router: str) -> SlotRef:
+    """The stream an event goes to: its router's, or the workspace's for store-wide events."""
+    return SlotRef.of_router(router) if router else SlotRef("workspace")
+
+
+def vector_from_hash(fields: Mapping[str, Any]) -> list[float]:
+    """A vector stored as a hash of `HIncrOp`s with fields "0".."n-1" (missing = 0)."""
+    values: dict[int, float] = {}
+    for k, v in fields.items():
+        try:
+            values[int(k)] = float(v)
+        except (TypeError, ValueError):
+            continue
+    if not values:
+        return []
+    out = [0.0] * (max(values) + 1)
+    for i, v in values.items():
+        if i >= 0:
+            out[i] = v
+    return out
+
+
+def vector_from_text(text: str | None) -> list[float]:
+    """A vector stored as a JSON array by a `SetOp`."""
+    if not text:
+        return []
+    try:
+        raw = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return []
+    if not isinstance(raw, list):
+        return []
+    return [float(x) for x in raw if isinstance(x, (int, float)) and not isinstance(x, bool)]

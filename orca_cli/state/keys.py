@@ -1,0 +1,218 @@
+"""Store key names (SPEC §9): hash-tagged slots, suffix builders, and the parser for scans.
+
+Every key lives in one of four hash slots, so each slot's keys land on one Redis Cluster slot
+and one Lua script can touch them atomically:
+
+    <prefix>:{r:<router>:s:<session>}:<suffix>   a session: tier, pin:<tier>, chan:<tier>, commit:<rid>
+    <prefix>:{r:<router>}:<suffix>               a router: share:<hour>:s|t, stats:<hour>, pct,
+                                                 linucb:<arm>, aff:<hash>, recent, audit, commit:<rid>
+    <prefix>:{w}:<suffix>                        the workspace: share:<hour>:s|t, audit, commit:<rid>
+    <prefix>:{t}:<suffix>                        traces: trace:<id>, cid:<client id>, idx
+    <prefix>:epoch                               the state-loss epoch (SPEC §9)
+
+Session ids reach this module already sanitised by `wire/session_id.py` (SPEC §1.4: no `{`, `}`
+or control characters, at most 128 bytes). Router names and the prefix come from config and must
+be "safe names" (`check_name`); a free-form component inside a suffix (a request id, a client
+request id, an arm, an affinity hash) goes through `safe_component`, the same rule as §1.4.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from orca_cli.state.base import SlotRef
+
+__all__ = [
+    "SLOT_KINDS",
+    "check_name",
+    "safe_component",
+    "slot_tag",
+    "full_key",
+    "epoch_key",
+    "parse_key",
+    "scan_pattern",
+    "key_matches",
+    "glob_escape",
+    "tier_key",
+    "pin_key",
+    "chan_key",
+    "marker_key",
+    "share_key",
+    "stats_key",
+    "PCT_KEY",
+    "RECENT_KEY",
+    "AUDIT_KEY",
+    "TRACE_INDEX_KEY",
+    "linucb_key",
+    "affinity_key",
+    "trace_key",
+    "client_id_key",
+    "TRACES",
+    "WORKSPACE",
+]
+
+SLOT_KINDS = ("session", "router", "workspace", "traces")
+WORKSPACE = SlotRef("workspace")
+TRACES = SlotRef("traces")
+
+_UNSAFE_NAME = re.compile(r"[\x00-\x20\x7f-\x9f{}:*?\[\]\\]")
+_UNSAFE_COMPONENT = re.compile(r"[\x00-\x1f\x7f-\x9f{}]")
+_MAX_COMPONENT_BYTES = 128
+
+PCT_KEY = "pct"
+RECENT_KEY = "recent"
+AUDIT_KEY = "audit"
+TRACE_INDEX_KEY = "idx"
+
+
+def check_name(name: str, what: str = "router name") -> str:
+    """Return `name` if it can sit inside a hash tag; raise ValueError otherwise.
+
+    A safe name is non-empty and has no `:`, braces, whitespace, control or glob characters,
+    so `parse_key` can split a session tag `{r:<router>:s:<session>}` unambiguously.
+    """
+    if not name or _UNSAFE_NAME.search(name):
+        raise ValueError(
+            f"{what} {name!r} cannot be used in a store key; use letters, digits, '-', '_' or '.'"
+        )
+    return name
+
+
+def safe_component(raw: str) -> str:
+    """The SPEC §1.4 rule for any free-form key part: too long or unsafe -> `h:` + sha256 hex."""
+    data = raw.encode("utf-8", "surrogatepass")
+    if len(data) > _MAX_COMPONENT_BYTES or _UNSAFE_COMPONENT.search(raw):
+        return "h:" + hashlib.sha256(data).hexdigest()
+    return raw
+
+
+def slot_tag(prefix: str, slot: SlotRef) -> str:
+    """`<prefix>:{...}:` — everything before the suffix."""
+    if slot.kind == "session":
+        return f"{prefix}:{{r:{slot.router}:s:{safe_component(slot.session)}}}:"
+    if slot.kind == "router":
+        return f"{prefix}:{{r:{slot.router}}}:"
+    if slot.kind == "workspace":
+        return f"{prefix}:{{w}}:"
+    if slot.kind == "traces":
+        return f"{prefix}:{{t}}:"
+    raise ValueError(f"unknown slot kind {slot.kind!r}; valid: {', '.join(SLOT_KINDS)}")
+
+
+def full_key(prefix: str, slot: SlotRef, suffix: str) -> str:
+    return slot_tag(prefix, slot) + suffix
+
+
+def epoch_key(prefix: str) -> str:
+    return f"{prefix}:epoch"
+
+
+def parse_key(prefix: str, key: str) -> tuple[SlotRef, str] | None:
+    """Split a full key back into its slot and suffix; None for the epoch or foreign keys."""
+    head = prefix + ":{"
+    if not key.startswith(head):
+        return None
+    close = key.find("}", len(head))
+    if close < 0 or key[close + 1 : close + 2] != ":":
+        return None
+    tag, suffix = key[len(head) : close], key[close + 2 :]
+    if tag == "w":
+        return WORKSPACE, suffix
+    if tag == "t":
+        return TRACES, suffix
+    if not tag.startswith("r:"):
+        return None
+    rest = tag[2:]
+    router, sep, session = rest.partition(":")
+    if not sep:
+        return (SlotRef.of_router(router), suffix) if router else None
+    if not router or not session.startswith("s:") or len(session) < 3:
+        return None
+    return SlotRef.of_session(router, session[2:]), suffix
+
+
+def glob_escape(text: str) -> str:
+    """Escape Redis MATCH glob characters so `text` matches literally."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
+def scan_pattern(prefix: str, slot_kind: str, *, router: str | None = None,
+                 session: str | None = None, key_prefix: str = "") -> str:
+    """A MATCH pattern covering the requested keys (callers still filter with `parse_key`).
+
+    `slot_kind` is one of SLOT_KINDS or "all". A router pattern with no router also matches
+    session keys (`*` spans `:s:<session>`), hence the filtering.
+    """
+    tail = glob_escape(key_prefix) + "*"
+    p = glob_escape(prefix)
+    r = glob_escape(router) if router else "*"
+    if slot_kind == "session":
+        s = glob_escape(safe_component(session)) if session else "*"
+        return f"{p}:{{r:{r}:s:{s}}}:{tail}"
+    if slot_kind == "router":
+        return f"{p}:{{r:{r}}}:{tail}"
+    if slot_kind == "workspace":
+        return f"{p}:{{w}}:{tail}"
+    if slot_kind == "traces":
+        return f"{p}:{{t}}:{tail}"
+    if slot_kind == "all":
+        return f"{p}:{{*"
+    raise ValueError(f"unknown slot kind {slot_kind!r}; valid: {', '.join(SLOT_KINDS)}, all")
+
+
+def key_matches(ref: SlotRef, suffix: str, slot_kind: str, *, router: str | None = None,
+                session: str | None = None, key_prefix: str = "") -> bool:
+    """The exact filter a scan applies to a parsed key (MATCH patterns are only a first cut)."""
+    if slot_kind != "all" and ref.kind != slot_kind:
+        return False
+    if router is not None and ref.kind in ("session", "router") and ref.router != router:
+        return False
+    if session is not None and ref.kind == "session" and ref.session != safe_component(session):
+        return False
+    return suffix.startswith(key_prefix)
+
+
+# --- suffix builders: the only spelling of each key, shared by writers and readers -------------
+
+def tier_key() -> str:
+    return "tier"
+
+
+def pin_key(tier: str) -> str:
+    return f"pin:{tier}"
+
+
+def chan_key(tier: str) -> str:
+    return f"chan:{tier}"
+
+
+def marker_key(request_id: str) -> str:
+    return f"commit:{safe_component(request_id)}"
+
+
+def share_key(hour: int, kind: str) -> str:
+    """`kind` is "s" (billed successes served strong) or "t" (all billed successes)."""
+    if kind not in ("s", "t"):
+        raise ValueError(f"share bucket kind must be 's' or 't', got {kind!r}")
+    return f"share:{int(hour)}:{kind}"
+
+
+def stats_key(hour: int) -> str:
+    return f"stats:{int(hour)}"
+
+
+def linucb_key(arm: str) -> str:
+    return f"linucb:{safe_component(arm)}"
+
+
+def affinity_key(prefix_hash: str) -> str:
+    return f"aff:{safe_component(prefix_hash)}"
+
+
+def trace_key(request_id: str) -> str:
+    return f"trace:{safe_component(request_id)}"
+
+
+def client_id_key(client_request_id: str) -> str:
+    return f"cid:{safe_component(client_request_id)}"

@@ -1,0 +1,436 @@
+"""The embedded store (SPEC §9): dicts in the `orca serve` process, TTLs by the injected Clock.
+
+Same key names, same encodings and the same semantics as the Redis backend (one contract suite
+runs on both). Atomicity comes from the event loop: `commit` applies everything with no `await`
+inside, so no other task can interleave. Memory stays bounded: an expired key is dropped when
+touched, and a sweep drops every expired key every `sweep_every` commits or `sweep_interval_s`
+seconds, so 10,000 idle sessions do not stay resident (SPEC §12).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from orca_cli.clock import Clock
+from orca_cli.errors import StoreUnavailable
+from orca_cli.state import keys as K
+from orca_cli.state.base import (
+    MARKER_TTL_S,
+    CommitBatch,
+    CommitResult,
+    DelOp,
+    ExpireAtLeastOp,
+    HIncrOp,
+    IncrOp,
+    KeyEntry,
+    Op,
+    PushOp,
+    ReadRequest,
+    SetOp,
+    ShareCounts,
+    SlotRef,
+    SlotResult,
+    SlotWrite,
+    Snapshot,
+    ZAddOp,
+)
+from orca_cli.state.codec import (
+    AUDIT_MAX,
+    AUDIT_MAX_AGE_S,
+    audit_event,
+    audit_member,
+    audit_slot,
+    check_ops,
+    decode_doc,
+    decode_value,
+    doc_version,
+    dumps,
+    encode_doc,
+    vector_from_hash,
+    vector_from_text,
+)
+
+__all__ = ["MemoryStore"]
+
+
+class _ZSet:
+    """A sorted set ordered like Redis's: by score, then member."""
+
+    __slots__ = ("items", "scores")
+
+    def __init__(self) -> None:
+        self.items: list[tuple[float, str]] = []
+        self.scores: dict[str, float] = {}
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def add(self, member: str, score: float) -> None:
+        old = self.scores.get(member)
+        if old is not None:
+            if old == score:
+                return
+            del self.items[bisect.bisect_left(self.items, (old, member))]
+        self.scores[member] = score
+        bisect.insort(self.items, (score, member))
+
+    def pop_lowest(self, n: int) -> list[str]:
+        if n <= 0:
+            return []
+        gone = [m for _, m in self.items[:n]]
+        del self.items[:n]
+        for m in gone:
+            del self.scores[m]
+        return gone
+
+    def remove_below(self, score: float) -> list[str]:
+        return self.pop_lowest(bisect.bisect_left(self.items, (score, "")))
+
+    def range_from(self, score: float) -> list[tuple[float, str]]:
+        return self.items[bisect.bisect_left(self.items, (score, "")):]
+
+
+_Value: TypeAlias = str | float | dict[str, float] | list[str] | _ZSet
+_KIND_OF_OP: dict[type, str] = {IncrOp: "string", HIncrOp: "hash", PushOp: "list", ZAddOp: "zset"}
+
+
+@dataclass(slots=True)
+class _Entry:
+    value: _Value
+    expires_at: float | None
+
+
+def _kind(value: _Value) -> str:
+    if isinstance(value, (str, float)):
+        return "string"
+    if isinstance(value, dict):
+        return "hash"
+    if isinstance(value, list):
+        return "list"
+    return "zset"
+
+
+def _decode(value: _Value) -> Any:
+    """The operator-side view, identical to what the Redis backend decodes."""
+    if isinstance(value, float):
+        return value
+    if isinstance(value, str):
+        return decode_value(value)
+    if isinstance(value, dict):
+        return {k: float(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode_value(v) for v in value]
+    return [[decode_value(m), s] for s, m in value.items]
+
+
+class MemoryStore:
+    """The `memory` backend; also the fast fake every unit test uses (no fakeredis)."""
+
+    backend = "memory"
+
+    def __init__(self, *, clock: Clock, key_prefix: str = "orca", trace_max: int = 20000,
+                 trace_ttl_s: float = 86400, audit_max: int = AUDIT_MAX,
+                 sweep_every: int = 1024, sweep_interval_s: float = 60.0) -> None:
+        self._clock = clock
+        self._prefix = K.check_name(key_prefix, "state.key_prefix")
+        self._trace_max = max(1, trace_max)
+        self._trace_ttl_s = trace_ttl_s
+        self._audit_max = audit_max
+        self._sweep_every = sweep_every
+        self._sweep_interval_s = sweep_interval_s
+        self._data: dict[str, _Entry] = {}
+        self._since_sweep = 0
+        self._last_sweep = clock.now()
+        self.reads = 0
+        self.commits = 0
+
+    # --- primitives (each mirrors one Redis command) ---------------------------------------
+
+    def _entry(self, key: str, now: float) -> _Entry | None:
+        e = self._data.get(key)
+        if e is not None and e.expires_at is not None and e.expires_at <= now:
+            del self._data[key]
+            return None
+        return e
+
+    def _value(self, key: str, now: float) -> _Value | None:
+        e = self._entry(key, now)
+        return None if e is None else e.value
+
+    def _text(self, key: str, now: float) -> str | None:
+        v = self._value(key, now)
+        return v if isinstance(v, str) else None
+
+    def _put(self, key: str, value: _Value, ttl_s: float | None, now: float) -> None:
+        self._data[key] = _Entry(value, None if not ttl_s else now + ttl_s)
+
+    def _expire(self, key: str, ttl_s: float, now: float) -> None:
+        e = self._entry(key, now)
+        if e is not None:
+            e.expires_at = now + ttl_s
+
+    def sweep(self) -> int:
+        """Drop every expired key now; returns how many were dropped."""
+        now = self._clock.now()
+        dead = [k for k, e in self._data.items() if e.expires_at is not None and e.expires_at <= now]
+        for k in dead:
+            del self._data[k]
+        self._since_sweep = 0
+        self._last_sweep = now
+        return len(dead)
+
+    def _maybe_sweep(self, now: float) -> None:
+        self._since_sweep += 1
+        if self._since_sweep >= self._sweep_every or now - self._last_sweep >= self._sweep_interval_s:
+            self.sweep()
+
+    def __len__(self) -> int:
+        """Keys resident (expired ones included until touched or swept)."""
+        return len(self._data)
+
+    # --- request path ----------------------------------------------------------------------
+
+    async def read(self, req: ReadRequest) -> Snapshot:
+        self.reads += 1
+        now = self._clock.now()
+        tier_text: str | None = None
+        pins: dict[str, str] = {}
+        chans: dict[str, Mapping[str, Any]] = {}
+        share = ShareCounts()
+        affinity: Mapping[str, Any] | None = None
+        linucb: dict[str, list[float]] = {}
+        pct: tuple[float, ...] = ()
+        if req.router:
+            K.check_name(req.router)
+            if req.session:
+                tag = K.slot_tag(self._prefix, SlotRef.of_session(req.router, req.session))
+                tier_text = self._text(tag + K.tier_key(), now)
+                for tier in ("base", "strong"):
+                    model = self._text(tag + K.pin_key(tier), now)
+                    if model is not None:
+                        pins[tier] = model
+                    chan = decode_doc(self._text(tag + K.chan_key(tier), now))
+                    if chan is not None:
+                        chans[tier] = chan
+            rtag = K.slot_tag(self._prefix, SlotRef.of_router(req.router))
+            share = self._share(rtag, req.share_hours, now)
+            if req.affinity_key:
+                affinity = decode_doc(self._text(rtag + K.affinity_key(req.affinity_key), now))
+            for arm in req.linucb_arms:
+                v = self._value(rtag + K.linucb_key(arm), now)
+                linucb[arm] = (vector_from_hash(v) if isinstance(v, dict)
+                               else vector_from_text(v if isinstance(v, str) else None))
+            if req.percentile_samples > 0:
+                samples = self._value(rtag + K.PCT_KEY, now)
+                if isinstance(samples, list):
+                    pct = tuple(_floats(samples[: req.percentile_samples]))
+        ws = ShareCounts()
+        if req.workspace:
+            ws = self._share(K.slot_tag(self._prefix, K.WORKSPACE), req.share_hours, now)
+        return Snapshot(tier=decode_doc(tier_text), tier_version=doc_version(tier_text),
+                        pins=pins, channel_pins=chans, share=share, workspace_share=ws,
+                        affinity=affinity, linucb=linucb, percentile_samples=pct)
+
+    def _share(self, tag: str, hours: tuple[int, ...], now: float) -> ShareCounts:
+        strong = total = 0.0
+        for h in hours:
+            strong += _num(self._value(tag + K.share_key(h, "s"), now))
+            total += _num(self._value(tag + K.share_key(h, "t"), now))
+        return ShareCounts(strong, total)
+
+    async def commit(self, batch: CommitBatch) -> CommitResult:
+        self.commits += 1
+        now = self._clock.now()
+        # No await beyond this point: the whole batch applies atomically on the loop.
+        self._maybe_sweep(now)
+        results = tuple(self._apply_slot(batch.request_id, w, now) for w in batch.writes)
+        for event in batch.audit:
+            self._append_audit(audit_event(event, batch.request_id, now), now)
+        if batch.trace is not None:
+            self._write_trace(batch.request_id, batch.trace, now)
+        return CommitResult(results, round_trips=1)
+
+    def _apply_slot(self, request_id: str, w: SlotWrite, now: float) -> SlotResult:
+        session = w.slot.kind == "session"
+        if w.mutate is not None and not session:
+            raise ValueError(f"a tier mutate belongs to a session slot, not a {w.slot.kind} slot")
+        check_ops(w.ops)
+        tag = K.slot_tag(self._prefix, w.slot)
+        marker, tkey = tag + K.marker_key(request_id), tag + K.tier_key()
+        if self._entry(marker, now) is not None:
+            return SlotResult(w.slot, "duplicate", decode_doc(self._text(tkey, now)) if session else None)
+        self._check_types(tag, tkey if session else None, w.ops, now)
+        doc_text = self._text(tkey, now) if session else None
+        if w.mutate is not None:
+            new = w.mutate(decode_doc(doc_text))
+            if new is None:
+                self._data.pop(tkey, None)
+                doc_text = None
+            else:
+                doc_text = encode_doc(new, doc_version(doc_text) + 1)
+                self._put(tkey, doc_text, w.tier_ttl_s or None, now)
+        elif session and doc_text is not None and w.tier_ttl_s > 0:
+            self._expire(tkey, w.tier_ttl_s, now)
+        for op in w.ops:
+            self._apply_op(tag + op.key, op, now)
+        self._put(marker, "1", MARKER_TTL_S, now)
+        return SlotResult(w.slot, "applied", decode_doc(doc_text) if session else None)
+
+    def _check_types(self, tag: str, tkey: str | None, ops: tuple[Op, ...], now: float) -> None:
+        wanted = [(tkey, "string")] if tkey else []
+        wanted += [(tag + op.key, _KIND_OF_OP[type(op)]) for op in ops if type(op) in _KIND_OF_OP]
+        for key, kind in wanted:
+            v = self._value(key, now)
+            if v is not None and _kind(v) != kind:
+                raise StoreUnavailable(f"store key {key} is a {_kind(v)}, not a {kind}; nothing applied")
+
+    def _apply_op(self, key: str, op: Op, now: float) -> None:
+        if isinstance(op, SetOp):
+            self._put(key, op.value, op.ttl_s, now)
+        elif isinstance(op, DelOp):
+            self._data.pop(key, None)
+        elif isinstance(op, IncrOp):
+            self._put(key, _num(self._value(key, now)) + op.amount, op.ttl_s, now)
+        elif isinstance(op, HIncrOp):
+            h = self._value(key, now)
+            fields: dict[str, float] = h if isinstance(h, dict) else {}
+            fields[op.field] = fields.get(op.field, 0.0) + op.amount
+            self._put(key, fields, op.ttl_s, now)
+        elif isinstance(op, PushOp):
+            items = self._value(key, now)
+            lst: list[str] = items if isinstance(items, list) else []
+            lst.insert(0, op.value)
+            del lst[op.maxlen:]
+            self._put(key, lst, op.ttl_s, now)
+        elif isinstance(op, ZAddOp):
+            z = self._value(key, now)
+            zs = z if isinstance(z, _ZSet) else _ZSet()
+            zs.add(op.member, float(op.score))
+            zs.pop_lowest(len(zs) - op.maxlen)
+            self._put(key, zs, op.ttl_s, now)
+        elif isinstance(op, ExpireAtLeastOp):
+            e = self._entry(key, now)
+            if e is not None and e.expires_at is not None and e.expires_at - now < op.ttl_s:
+                e.expires_at = now + op.ttl_s
+
+    def _append_audit(self, event: dict[str, Any], now: float) -> None:
+        key = K.slot_tag(self._prefix, audit_slot(event["router"])) + K.AUDIT_KEY
+        z = self._value(key, now)
+        zs = z if isinstance(z, _ZSet) else _ZSet()
+        zs.add(audit_member(event), float(event["ts"]))
+        zs.remove_below(now - AUDIT_MAX_AGE_S)
+        zs.pop_lowest(len(zs) - self._audit_max)
+        self._put(key, zs, AUDIT_MAX_AGE_S, now)
+
+    def _write_trace(self, request_id: str, trace: Mapping[str, Any], now: float) -> None:
+        tag = K.slot_tag(self._prefix, K.TRACES)
+        tid = K.safe_component(request_id)
+        ttl = self._trace_ttl_s
+        self._put(tag + K.trace_key(tid), dumps(dict(trace)), ttl, now)
+        member = tid
+        cid = trace.get("client_request_id")
+        if isinstance(cid, str) and cid:
+            safe_cid = K.safe_component(cid)
+            self._put(tag + K.client_id_key(safe_cid), tid, ttl, now)
+            member = f"{tid}\n{safe_cid}"
+        ts = trace.get("ts")
+        score = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else now
+        z = self._value(tag + K.TRACE_INDEX_KEY, now)
+        idx = z if isinstance(z, _ZSet) else _ZSet()
+        idx.add(member, score)
+        idx.remove_below(now - ttl)
+        for old in idx.pop_lowest(len(idx) - self._trace_max):
+            old_id, _, old_cid = old.partition("\n")
+            self._data.pop(tag + K.trace_key(old_id), None)
+            if old_cid and self._text(tag + K.client_id_key(old_cid), now) == old_id:
+                self._data.pop(tag + K.client_id_key(old_cid), None)
+        self._put(tag + K.TRACE_INDEX_KEY, idx, ttl, now)
+
+    # --- operator side ---------------------------------------------------------------------
+
+    async def scan(self, slot_kind: str, *, router: str | None = None,
+                   session: str | None = None, key_prefix: str = "") -> list[KeyEntry]:
+        K.scan_pattern(self._prefix, slot_kind)  # validates slot_kind
+        now = self._clock.now()
+        out: list[KeyEntry] = []
+        for key in sorted(self._data):
+            parsed = K.parse_key(self._prefix, key)
+            if parsed is None or not K.key_matches(parsed[0], parsed[1], slot_kind, router=router,
+                                                   session=session, key_prefix=key_prefix):
+                continue
+            entry = self._entry_view(key, parsed[0], parsed[1], now)
+            if entry is not None:
+                out.append(entry)
+        return out
+
+    def _entry_view(self, key: str, slot: SlotRef, suffix: str, now: float) -> KeyEntry | None:
+        e = self._entry(key, now)
+        if e is None:
+            return None
+        ttl = None if e.expires_at is None else e.expires_at - now
+        return KeyEntry(slot, suffix, _decode(e.value), ttl)
+
+    async def get(self, slot: SlotRef, key: str) -> KeyEntry | None:
+        full = K.slot_tag(self._prefix, slot) + key
+        parsed = K.parse_key(self._prefix, full)
+        return self._entry_view(full, parsed[0] if parsed else slot, key, self._clock.now())
+
+    async def get_trace(self, request_id: str) -> Mapping[str, Any] | None:
+        now = self._clock.now()
+        tag = K.slot_tag(self._prefix, K.TRACES)
+        doc = decode_doc(self._text(tag + K.trace_key(request_id), now))
+        if doc is None:
+            tid = self._text(tag + K.client_id_key(request_id), now)
+            if tid is not None:
+                doc = decode_doc(self._text(tag + K.trace_key(tid), now))
+        return doc
+
+    async def list_audit(self, router: str | None = None,
+                         since: float | None = None) -> list[Mapping[str, Any]]:
+        now = self._clock.now()
+        streams = [K.slot_tag(self._prefix, K.WORKSPACE) + K.AUDIT_KEY]
+        if router:
+            streams.append(K.slot_tag(self._prefix, SlotRef.of_router(router)) + K.AUDIT_KEY)
+        else:
+            streams += [k for k in self._data if _is_router_audit(self._prefix, k)]
+        events: list[tuple[float, str]] = []
+        for key in streams:
+            z = self._value(key, now)
+            if isinstance(z, _ZSet):
+                events += z.range_from(since) if since is not None else z.items
+        return [decode_doc(m) or {} for _, m in sorted(events)]
+
+    async def ping(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+def _is_router_audit(prefix: str, key: str) -> bool:
+    parsed = K.parse_key(prefix, key)
+    return parsed is not None and parsed[0].kind == "router" and parsed[1] == K.AUDIT_KEY
+
+
+def _num(value: _Value | None) -> float:
+    if value is None:
+        return 0.0
+    if isinstance(value, float):
+        return value
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _floats(items: list[str]) -> list[float]:
+    out = []
+    for s in items:
+        try:
+            out.append(float(s))
+        except ValueError:
+            continue
+    return out

@@ -1,0 +1,636 @@
+"""The Redis store (SPEC §9): one pipelined round trip per `read` and per `commit`.
+
+* `read` sends one pipeline (no MULTI): the session slot's MGET, the router slot's read script,
+  the workspace MGET and the epoch GET.
+* `commit` sends one pipeline: one SLOT_COMMIT script per slot write, the audit ZADDs and the
+  trace script. A session slot whose stored version moved on answers "conflict" with the fresh
+  document and applies nothing; only that slot is re-sent, its `mutate` re-run on the fresh
+  document, at most MAX_CAS_ATTEMPTS times. Commits of one session from this process queue on a
+  per-session gate, so they do not conflict with each other; the gate remembers the document
+  the last commit returned, used only as the optimistic base of the next compare-and-set.
+* Every call has one hard deadline (`timeout_ms`); any Redis error or timeout becomes
+  `StoreUnavailable`. The client never retries (redis-py's default retry re-sends writes whose
+  outcome is unknown, RELIABILITY finding 1); a commit retried by its caller applies once thanks
+  to its per-slot markers. A timed-out connection is closed by redis-py, never reused.
+* State loss: the epoch key `<prefix>:epoch` holds `{token, created[, lost_at]}`. Every read
+  GETs it; when it vanished (or this server's `run_id` changed, checked after an error and on
+  `ping`, single and Sentinel modes), the store records `state_lost_at`, re-creates the epoch
+  with `lost_at` (so every sidecar, even one started later, reports the same time) and audits
+  `state_lost` once (actor "store").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, TypeVar
+
+from redis.exceptions import NoScriptError, RedisError
+
+from orca_cli.clock import Clock
+from orca_cli.errors import StoreUnavailable
+from orca_cli.state import keys as K
+from orca_cli.state.base import (
+    MARKER_TTL_S,
+    MAX_CAS_ATTEMPTS,
+    CommitBatch,
+    CommitResult,
+    DelOp,
+    ExpireAtLeastOp,
+    HIncrOp,
+    IncrOp,
+    KeyEntry,
+    Op,
+    PushOp,
+    ReadRequest,
+    SetOp,
+    ShareCounts,
+    SlotRef,
+    SlotResult,
+    SlotWrite,
+    Snapshot,
+    TierDoc,
+    ZAddOp,
+)
+from orca_cli.state.codec import (
+    AUDIT_MAX,
+    AUDIT_MAX_AGE_S,
+    audit_event,
+    audit_member,
+    audit_slot,
+    check_ops,
+    decode_doc,
+    decode_value,
+    doc_version,
+    dumps,
+    encode_doc,
+    ttl_ms,
+    vector_from_hash,
+    vector_from_text,
+)
+from orca_cli.state.scripts import ALL_SCRIPTS, ROUTER_READ, SLOT_COMMIT, TRACE_WRITE
+
+__all__ = ["RedisStore"]
+
+T = TypeVar("T")
+Cmd = tuple[Any, ...]
+_SCAN_CHUNK = 500
+
+
+@dataclass(slots=True)
+class _Gate:
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    users: int = 0
+    hint: tuple[int, str] | None = None  # (version, stored JSON) as the store last answered
+
+
+@dataclass(slots=True)
+class _Plan:
+    index: int
+    write: SlotWrite
+    expected: int
+    mode: str = "-"
+    doc: str = ""
+
+
+class RedisStore:
+    """The `redis` backend, in `single`, `sentinel` or `cluster` mode."""
+
+    backend = "redis"
+
+    def __init__(self, connect: Callable[[], Any], *, mode: str, clock: Clock, key_prefix: str,
+                 timeout_ms: int, trace_max: int = 20000, trace_ttl_s: float = 86400,
+                 audit_max: int = AUDIT_MAX, on_close: Callable[[], Awaitable[None]] | None = None) -> None:
+        self._connect = connect
+        self._mode = mode
+        self._clock = clock
+        self._prefix = K.check_name(key_prefix, "state.key_prefix")
+        self._timeout_ms = timeout_ms
+        self._timeout_s = timeout_ms / 1000
+        self._trace_max = max(1, trace_max)
+        self._trace_ttl_s = trace_ttl_s
+        self._audit_max = audit_max
+        self._on_close = on_close
+        self._redis: Any = None
+        self._ready = False
+        self._init_lock = asyncio.Lock()
+        self._gates: dict[str, _Gate] = {}
+        self._run_id: str | None = None
+        self._epoch_token: str | None = None
+        self._recheck = False
+        self.state_lost_at: float | None = None
+        self.reads = 0
+        self.commits = 0
+        self.round_trips = 0  # pipelines sent (a read or commit is one in the common case)
+        self.errors = 0
+        self.conflicts = 0  # session-slot compare-and-set conflicts re-sent
+        self.conflict_storms = 0  # commits given up after MAX_CAS_ATTEMPTS
+
+    # --- plumbing --------------------------------------------------------------------------
+
+    def _client(self) -> Any:
+        if self._redis is None:
+            self._redis = self._connect()
+        return self._redis
+
+    async def _guarded(self, what: str, call: Callable[[], Awaitable[T]],
+                       timeout_s: float | None = None) -> T:
+        try:
+            async with asyncio.timeout(timeout_s or self._timeout_s):
+                return await call()
+        except StoreUnavailable:
+            self._note_error()
+            raise
+        except (RedisError, OSError, TimeoutError) as e:
+            self._note_error()
+            detail = str(e) or type(e).__name__
+            raise StoreUnavailable(
+                f"state store {what} failed within {self._timeout_ms} ms ({detail}); "
+                "requests are served degraded until it answers"
+            ) from e
+
+    def _note_error(self) -> None:
+        self.errors += 1
+        self._recheck = True
+
+    async def _pipeline(self, cmds: Sequence[Cmd]) -> list[Any]:
+        pipe = self._client().pipeline(transaction=False)
+        for cmd in cmds:
+            pipe.execute_command(*cmd)
+        self.round_trips += 1
+        return list(await pipe.execute(raise_on_error=False))
+
+    async def _run(self, cmds: Sequence[Cmd]) -> tuple[list[Any], int]:
+        """One round trip (two after a server restart flushed the scripts); errors raise."""
+        res = await self._pipeline(cmds)
+        trips = 1
+        if any(isinstance(r, NoScriptError) for r in res):
+            # Nothing ran for a NOSCRIPT reply; what did run is idempotent (markers, ZADD, SET).
+            await self._load_scripts()
+            res = await self._pipeline(cmds)
+            trips += 2
+        for r in res:
+            if isinstance(r, Exception):
+                raise StoreUnavailable(
+                    f"state store answered an error ({r}); the outcome of this call is unknown, "
+                    "a commit retried with the same request id applies once"
+                )
+        return res, trips
+
+    async def _load_scripts(self) -> None:
+        if self._mode == "cluster":
+            for s in ALL_SCRIPTS:
+                await self._client().script_load(s.source)  # sent to every primary
+        else:
+            await self._pipeline([("SCRIPT LOAD", s.source) for s in ALL_SCRIPTS])
+
+    async def _ensure_ready(self) -> int:
+        """First contact: record run_id, make sure the epoch exists, load the scripts."""
+        if self._ready:
+            return 0
+        async with self._init_lock:
+            if self._ready:
+                return 0
+            now = self._clock.now()
+            epoch = K.epoch_key(self._prefix)
+            fresh = dumps({"token": secrets.token_hex(8), "created": now})
+            cmds: list[Cmd] = [("SET", epoch, fresh, "NX"), ("GET", epoch)]
+            if self._mode != "cluster":
+                cmds.append(("INFO", "server"))
+            res, trips = await self._run(cmds)
+            if self._mode != "cluster":
+                self._run_id = _run_id(res[2])
+            doc = decode_doc(res[1]) or {}
+            self._epoch_token = doc.get("token")
+            lost_at = doc.get("lost_at")
+            if isinstance(lost_at, (int, float)):
+                self.state_lost_at = float(lost_at)
+            await self._load_scripts()
+            self._ready = True
+            return trips + 1
+
+    async def _observe_epoch(self, epoch_text: str | None, info: Any | None) -> int:
+        """Detect a state loss from the epoch GET (and INFO server when re-checking)."""
+        reason = ""
+        if info is not None:
+            run_id = _run_id(info)
+            if self._run_id is not None and run_id and run_id != self._run_id:
+                reason = "run_id_changed"
+            self._run_id = run_id or self._run_id
+            self._recheck = False
+        doc = decode_doc(epoch_text)
+        token = doc.get("token") if doc else None
+        if token is None:
+            reason = "epoch_missing"
+        elif token != self._epoch_token and not reason:
+            # Another sidecar saw the loss first and re-created the epoch: adopt its record.
+            self._epoch_token = token
+            lost_at = doc.get("lost_at") if doc else None
+            self.state_lost_at = float(lost_at) if isinstance(lost_at, (int, float)) else self._clock.now()
+        if not reason:
+            return 0
+        return await self._declare_lost(reason, only_if_missing=token is None)
+
+    async def _declare_lost(self, reason: str, *, only_if_missing: bool) -> int:
+        now = self._clock.now()
+        epoch = K.epoch_key(self._prefix)
+        token = secrets.token_hex(8)
+        doc = dumps({"token": token, "created": now, "lost_at": now, "reason": reason})
+        setter: Cmd = ("SET", epoch, doc, "NX") if only_if_missing else ("SET", epoch, doc)
+        res, trips = await self._run([setter, ("GET", epoch)])
+        winner = decode_doc(res[1]) or {}
+        self._epoch_token = winner.get("token")
+        lost_at = winner.get("lost_at")
+        self.state_lost_at = float(lost_at) if isinstance(lost_at, (int, float)) else now
+        if res[0] and self._epoch_token == token:  # we re-created it: audit once, store-wide
+            event = audit_event({"ts": now, "event": "state_lost", "reason": reason,
+                                 "actor": "store", "request_id": f"epoch:{token}"}, "", now)
+            _, more = await self._run(self._audit_cmds([event], now))
+            trips += more
+        return trips
+
+    # --- request path ----------------------------------------------------------------------
+
+    async def read(self, req: ReadRequest) -> Snapshot:
+        self.reads += 1
+        return await self._guarded("read", lambda: self._read(req))
+
+    async def _read(self, req: ReadRequest) -> Snapshot:
+        await self._ensure_ready()
+        cmds: list[Cmd] = []
+        session_at = router_at = ws_at = -1
+        router_tag = ""
+        if req.router:
+            K.check_name(req.router)
+            if req.session:
+                tag = K.slot_tag(self._prefix, SlotRef.of_session(req.router, req.session))
+                session_at = len(cmds)
+                cmds.append(("MGET", tag + K.tier_key(), tag + K.pin_key("base"),
+                             tag + K.pin_key("strong"), tag + K.chan_key("base"),
+                             tag + K.chan_key("strong")))
+            router_tag = K.slot_tag(self._prefix, SlotRef.of_router(req.router))
+            rkeys = [router_tag + K.share_key(h, k) for h in req.share_hours for k in ("s", "t")]
+            nshare = len(rkeys)
+            if req.affinity_key:
+                rkeys.append(router_tag + K.affinity_key(req.affinity_key))
+            if req.percentile_samples > 0:
+                rkeys.append(router_tag + K.PCT_KEY)
+            rkeys += [router_tag + K.linucb_key(arm) for arm in req.linucb_arms]
+            if rkeys:
+                router_at = len(cmds)
+                cmds.append(("EVALSHA", ROUTER_READ.sha, len(rkeys), *rkeys, nshare,
+                             "1" if req.affinity_key else "0", max(0, req.percentile_samples)))
+        if req.workspace and req.share_hours:
+            wtag = K.slot_tag(self._prefix, K.WORKSPACE)
+            ws_at = len(cmds)
+            cmds.append(("MGET", *[wtag + K.share_key(h, k) for h in req.share_hours for k in ("s", "t")]))
+        epoch_at = len(cmds)
+        cmds.append(("GET", K.epoch_key(self._prefix)))
+        info_at = -1
+        if self._recheck and self._mode != "cluster":
+            info_at = len(cmds)
+            cmds.append(("INFO", "server"))
+        res, _ = await self._run(cmds)
+        await self._observe_epoch(res[epoch_at], res[info_at] if info_at >= 0 else None)
+
+        tier_text: str | None = None
+        pins: dict[str, str] = {}
+        chans: dict[str, Mapping[str, Any]] = {}
+        if session_at >= 0:
+            tier_text, pb, ps, cb, cs = res[session_at]
+            pins = {t: m for t, m in (("base", pb), ("strong", ps)) if m is not None}
+            chans = {t: d for t, d in (("base", decode_doc(cb)), ("strong", decode_doc(cs))) if d}
+        share = ShareCounts()
+        affinity: Mapping[str, Any] | None = None
+        linucb: dict[str, list[float]] = {}
+        pct: tuple[float, ...] = ()
+        if router_at >= 0:
+            shares, aff, samples, arms = res[router_at]
+            share = _sum_share(shares)
+            affinity = decode_doc(aff)
+            pct = tuple(_floats(samples))
+            for arm, (kind, data) in zip(req.linucb_arms, arms):
+                if kind == "hash":
+                    linucb[arm] = vector_from_hash(dict(zip(data[::2], data[1::2])))
+                else:
+                    linucb[arm] = vector_from_text(data[0] if data else None)
+        ws = _sum_share(res[ws_at]) if ws_at >= 0 else ShareCounts()
+        return Snapshot(tier=decode_doc(tier_text), tier_version=doc_version(tier_text),
+                        pins=pins, channel_pins=chans, share=share, workspace_share=ws,
+                        affinity=affinity, linucb=linucb, percentile_samples=pct,
+                        state_lost_at=self.state_lost_at)
+
+    async def commit(self, batch: CommitBatch) -> CommitResult:
+        self.commits += 1
+        return await self._guarded("commit", lambda: self._commit(batch))
+
+    async def _commit(self, batch: CommitBatch) -> CommitResult:
+        for w in batch.writes:
+            if w.mutate is not None and w.slot.kind != "session":
+                raise ValueError(f"a tier mutate belongs to a session slot, not a {w.slot.kind} slot")
+            check_ops(w.ops)
+        trips = await self._ensure_ready()
+        now = self._clock.now()
+        gated = sorted({K.slot_tag(self._prefix, w.slot) for w in batch.writes if w.mutate})
+        async with self._gates_held(gated) as gates:
+            plans = [self._first_plan(i, w, gates) for i, w in enumerate(batch.writes)]
+            extra = self._audit_cmds([audit_event(e, batch.request_id, now) for e in batch.audit], now)
+            if batch.trace is not None:
+                extra.append(self._trace_cmd(batch.request_id, batch.trace, now))
+            results: list[SlotResult | None] = [None] * len(plans)
+            pending = plans
+            cmds = [self._slot_cmd(batch.request_id, p) for p in pending] + extra
+            for attempt in range(1, MAX_CAS_ATTEMPTS + 1):
+                res, more = await self._run(cmds)
+                trips += more
+                retry: list[_Plan] = []
+                for plan, (status, text) in zip(pending, res):
+                    gate = gates.get(K.slot_tag(self._prefix, plan.write.slot))
+                    if gate is not None:
+                        gate.hint = (doc_version(text), text) if text else None
+                    if status == "conflict":
+                        retry.append(self._replan(plan, text))
+                    else:
+                        tier = decode_doc(text) if plan.write.slot.kind == "session" else None
+                        results[plan.index] = SlotResult(plan.write.slot, status, tier, attempt)
+                if not retry:
+                    return CommitResult(tuple(r for r in results if r is not None), round_trips=trips)
+                self.conflicts += len(retry)
+                if attempt >= 2:  # two writers racing from different sidecars: de-synchronise
+                    await asyncio.sleep(random.uniform(0, 0.0005 * 2 ** (attempt - 2)))
+                pending = retry
+                cmds = [self._slot_cmd(batch.request_id, p) for p in pending]
+        self.conflict_storms += 1
+        raise StoreUnavailable(
+            f"state store commit {batch.request_id!r} met a conflict storm: the session changed "
+            f"under it {MAX_CAS_ATTEMPTS} times; nothing of that slot was applied"
+        )
+
+    @asynccontextmanager
+    async def _gates_held(self, tags: list[str]) -> AsyncIterator[dict[str, _Gate]]:
+        held: dict[str, _Gate] = {}
+        try:
+            for tag in tags:  # sorted: two batches never wait on each other crosswise
+                gate = self._gates.setdefault(tag, _Gate())
+                gate.users += 1
+                held[tag] = gate
+                await gate.lock.acquire()
+            yield held
+        finally:
+            for tag, gate in held.items():
+                if gate.lock.locked():
+                    gate.lock.release()
+                gate.users -= 1
+                if gate.users == 0:
+                    self._gates.pop(tag, None)
+
+    def _first_plan(self, index: int, w: SlotWrite, gates: Mapping[str, _Gate]) -> _Plan:
+        if w.mutate is None:
+            mode = "-" if w.slot.kind != "session" else ("t" if w.tier_ttl_s > 0 else "r")
+            return _Plan(index, w, 0, mode)
+        expected, base = w.expected_version, w.base_doc
+        hint = gates[K.slot_tag(self._prefix, w.slot)].hint
+        if hint is not None and hint[0] > expected:
+            expected, base = hint[0], decode_doc(hint[1])
+        elif expected > 0 and base is None:
+            # No base document to apply onto: let this attempt only fetch the fresh one.
+            return _Plan(index, w, -1, "w", "")
+        elif base is not None:
+            base = decode_doc(dumps(base))  # mutate gets its own copy
+        return self._mutated(_Plan(index, w, expected), base)
+
+    def _replan(self, plan: _Plan, fresh_text: str | None) -> _Plan:
+        return self._mutated(_Plan(plan.index, plan.write, doc_version(fresh_text)),
+                             decode_doc(fresh_text))
+
+    def _mutated(self, plan: _Plan, base: TierDoc | None) -> _Plan:
+        assert plan.write.mutate is not None
+        new = plan.write.mutate(base)
+        if new is None:
+            plan.mode, plan.doc = "d", ""
+        else:
+            plan.mode, plan.doc = "w", encode_doc(new, plan.expected + 1)
+        return plan
+
+    def _slot_cmd(self, request_id: str, plan: _Plan) -> Cmd:
+        w = plan.write
+        tag = K.slot_tag(self._prefix, w.slot)
+        keys = [tag + K.marker_key(request_id), tag + K.tier_key()]
+        index: dict[str, int] = {}
+        ops = []
+        for op in w.ops:
+            full = tag + op.key
+            if full not in index:
+                keys.append(full)
+                index[full] = len(keys)
+            ops.append(_encode_op(op, index[full]))
+        tier_ttl = ttl_ms(w.tier_ttl_s) if w.tier_ttl_s > 0 else 0
+        return ("EVALSHA", SLOT_COMMIT.sha, len(keys), *keys, ttl_ms(MARKER_TTL_S), plan.mode,
+                plan.expected, plan.doc, tier_ttl, dumps(ops))
+
+    def _audit_cmds(self, events: Sequence[Mapping[str, Any]], now: float) -> list[Cmd]:
+        cmds: list[Cmd] = []
+        streams: list[str] = []
+        for ev in events:
+            key = K.slot_tag(self._prefix, audit_slot(ev["router"])) + K.AUDIT_KEY
+            cmds.append(("ZADD", key, repr(float(ev["ts"])), audit_member(ev)))
+            if key not in streams:
+                streams.append(key)
+        for key in streams:
+            cmds += [("ZREMRANGEBYSCORE", key, "-inf", f"({now - AUDIT_MAX_AGE_S!r}"),
+                     ("ZREMRANGEBYRANK", key, 0, -(self._audit_max + 1)),
+                     ("PEXPIRE", key, ttl_ms(AUDIT_MAX_AGE_S))]
+        return cmds
+
+    def _trace_cmd(self, request_id: str, trace: Mapping[str, Any], now: float) -> Cmd:
+        tag = K.slot_tag(self._prefix, K.TRACES)
+        tid = K.safe_component(request_id)
+        keys = [tag + K.trace_key(tid), tag + K.TRACE_INDEX_KEY]
+        member = tid
+        cid = trace.get("client_request_id")
+        if isinstance(cid, str) and cid:
+            safe_cid = K.safe_component(cid)
+            keys.append(tag + K.client_id_key(safe_cid))
+            member = f"{tid}\n{safe_cid}"
+        ts = trace.get("ts")
+        score = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else now
+        return ("EVALSHA", TRACE_WRITE.sha, len(keys), *keys, dumps(dict(trace)),
+                ttl_ms(self._trace_ttl_s), repr(score), member, tid,
+                repr(now - self._trace_ttl_s), self._trace_max, tag + "trace:", tag + "cid:")
+
+    # --- operator side ---------------------------------------------------------------------
+
+    async def _scan_keys(self, pattern: str) -> list[str]:
+        if self._mode == "cluster":
+            async def every_primary() -> list[str]:
+                return [k async for k in self._client().scan_iter(match=pattern, count=1000)]
+            return await self._guarded("scan", every_primary, self._timeout_s * 40)
+        found: list[str] = []
+        cursor = 0
+        while True:
+            cursor, batch = await self._guarded(
+                "scan", lambda c=cursor: self._client().scan(c, match=pattern, count=1000))
+            found += batch
+            if int(cursor) == 0:
+                return found
+
+    async def _inspect(self, keys: Sequence[str]) -> list[tuple[Any, float | None] | None]:
+        """(decoded value, TTL seconds) per key, None for a key that is gone."""
+        out: list[tuple[Any, float | None] | None] = []
+        for i in range(0, len(keys), _SCAN_CHUNK):
+            chunk = keys[i : i + _SCAN_CHUNK]
+            meta = await self._guarded("scan", lambda c=chunk: self._pipeline(
+                [cmd for k in c for cmd in (("TYPE", k), ("PTTL", k))]))
+            kinds, ttls = meta[0::2], meta[1::2]
+            fetch = [_fetch_cmd(k, t) for k, t in zip(chunk, kinds)]
+            vals = await self._guarded("scan", lambda f=fetch: self._pipeline([c for c in f if c]))
+            it = iter(vals)
+            for kind, ttl, cmd in zip(kinds, ttls, fetch):
+                if cmd is None or isinstance(ttl, Exception) or ttl == -2:
+                    out.append(None)
+                    continue
+                value = next(it)
+                out.append((_decode(kind, value), None if ttl < 0 else ttl / 1000))
+        return out
+
+    async def scan(self, slot_kind: str, *, router: str | None = None,
+                   session: str | None = None, key_prefix: str = "") -> list[KeyEntry]:
+        pattern = K.scan_pattern(self._prefix, slot_kind, router=router, session=session,
+                                 key_prefix=key_prefix)
+        wanted: list[tuple[str, SlotRef, str]] = []
+        for key in sorted(set(await self._scan_keys(pattern))):
+            parsed = K.parse_key(self._prefix, key)
+            if parsed and K.key_matches(parsed[0], parsed[1], slot_kind, router=router,
+                                        session=session, key_prefix=key_prefix):
+                wanted.append((key, parsed[0], parsed[1]))
+        views = await self._inspect([k for k, _, _ in wanted])
+        return [KeyEntry(slot, suffix, v[0], v[1])
+                for (_, slot, suffix), v in zip(wanted, views) if v is not None]
+
+    async def get(self, slot: SlotRef, key: str) -> KeyEntry | None:
+        view = (await self._inspect([K.slot_tag(self._prefix, slot) + key]))[0]
+        return None if view is None else KeyEntry(slot, key, view[0], view[1])
+
+    async def get_trace(self, request_id: str) -> Mapping[str, Any] | None:
+        tag = K.slot_tag(self._prefix, K.TRACES)
+
+        async def lookup() -> Mapping[str, Any] | None:
+            res, _ = await self._run([("GET", tag + K.trace_key(request_id)),
+                                      ("GET", tag + K.client_id_key(request_id))])
+            if res[0] is None and res[1] is not None:
+                res, _ = await self._run([("GET", tag + K.trace_key(res[1]))])
+            return decode_doc(res[0])
+
+        return await self._guarded("trace lookup", lookup)
+
+    async def list_audit(self, router: str | None = None,
+                         since: float | None = None) -> list[Mapping[str, Any]]:
+        streams = [K.slot_tag(self._prefix, K.WORKSPACE) + K.AUDIT_KEY]
+        if router:
+            streams.append(K.slot_tag(self._prefix, SlotRef.of_router(router)) + K.AUDIT_KEY)
+        else:
+            pattern = K.scan_pattern(self._prefix, "router", key_prefix=K.AUDIT_KEY)
+            for key in await self._scan_keys(pattern):
+                parsed = K.parse_key(self._prefix, key)
+                if parsed and parsed[0].kind == "router" and parsed[1] == K.AUDIT_KEY:
+                    streams.append(key)
+        low = "-inf" if since is None else repr(float(since))
+        res, _ = await self._guarded("audit listing", lambda: self._run(
+            [("ZRANGEBYSCORE", key, low, "+inf", "WITHSCORES") for key in streams]))
+        events = sorted((score, member) for rows in res for member, score in _pairs(rows))
+        return [decode_doc(m) or {} for _, m in events]
+
+    async def ping(self) -> None:
+        async def probe() -> None:
+            await self._ensure_ready()
+            cmds: list[Cmd] = [("GET", K.epoch_key(self._prefix))]
+            if self._mode != "cluster":
+                cmds.append(("INFO", "server"))
+            else:
+                await self._client().ping()
+            res, _ = await self._run(cmds)
+            await self._observe_epoch(res[0], res[1] if len(res) > 1 else None)
+
+        await self._guarded("ping", probe)
+
+    async def close(self) -> None:
+        if self._redis is not None:
+            client, self._redis = self._redis, None
+            await client.aclose()
+        if self._on_close is not None:
+            await self._on_close()
+        self._ready = False
+
+
+def _encode_op(op: Op, ki: int) -> list[Any]:
+    if isinstance(op, SetOp):
+        return ["s", ki, op.value, ttl_ms(op.ttl_s)]
+    if isinstance(op, DelOp):
+        return ["d", ki]
+    if isinstance(op, IncrOp):
+        return ["i", ki, repr(float(op.amount)), ttl_ms(op.ttl_s)]
+    if isinstance(op, HIncrOp):
+        return ["h", ki, op.field, repr(float(op.amount)), ttl_ms(op.ttl_s)]
+    if isinstance(op, PushOp):
+        return ["p", ki, op.value, op.maxlen, ttl_ms(op.ttl_s)]
+    if isinstance(op, ZAddOp):
+        return ["z", ki, op.member, repr(float(op.score)), op.maxlen, ttl_ms(op.ttl_s)]
+    if isinstance(op, ExpireAtLeastOp):
+        return ["x", ki, ttl_ms(op.ttl_s)]
+    raise TypeError(f"unknown store op {op!r}")
+
+
+def _fetch_cmd(key: str, kind: Any) -> Cmd | None:
+    return {"string": ("GET", key), "hash": ("HGETALL", key), "list": ("LRANGE", key, 0, -1),
+            "zset": ("ZRANGE", key, 0, -1, "WITHSCORES")}.get(kind if isinstance(kind, str) else "")
+
+
+def _decode(kind: str, value: Any) -> Any:
+    if kind == "string":
+        return decode_value(value)
+    if kind == "hash":
+        return {k: decode_value(v) for k, v in value.items()}
+    if kind == "list":
+        return [decode_value(v) for v in value]
+    return [[decode_value(m), sc] for m, sc in _pairs(value)]
+
+
+def _run_id(info: Any) -> str | None:
+    if isinstance(info, Mapping):
+        rid = info.get("run_id")
+        return str(rid) if rid else None
+    return None
+
+
+def _sum_share(values: Sequence[Any]) -> ShareCounts:
+    """MGET of [s, t, s, t, ...] buckets; a missing bucket reads 0."""
+    nums = [_float_or_zero(v) for v in values]
+    return ShareCounts(sum(nums[0::2]), sum(nums[1::2]))
+
+
+def _float_or_zero(v: Any) -> float:
+    try:
+        return float(v) if v is not None else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _pairs(value: Any) -> list[tuple[str, float]]:
+    """WITHSCORES replies, whether the client paired them already or not."""
+    if value and isinstance(value[0], (list, tuple)):
+        return [(m, float(sc)) for m, sc in value]
+    return [(m, float(sc)) for m, sc in zip(value[0::2], value[1::2])]
+
+
+def _floats(values: Sequence[Any]) -> list[float]:
+    out = []
+    for v in values:
+        try:
+            out.append(float(v))
+        except (TypeError, ValueError):
+            continue
+    return out

@@ -1,0 +1,161 @@
+"""The session id chain of SPEC §1.4: pure, no I/O, never raises on a junk body.
+
+First that resolves wins: `X-Orca-Session` → the headers agents already send
+(`X-Claude-Code-Session-Id`, Codex's `session_id`, `x-opencode-session`, `X-Amp-Thread-Id`) →
+`X-Session-Id` → body `metadata.session_id` → OpenAI `prompt_cache_key` → Anthropic
+`metadata.user_id` (the part after `_session_`) → a derived id, `d:` + sha256 over router, tool
+names, system prompt and first user message (32 hex). Explicit ids are long-pin eligible; derived
+ones are not. The OpenAI `user` field names a person, never a conversation: it is never read.
+
+An id longer than 128 UTF-8 bytes or containing `{`, `}` or control characters becomes `h:` +
+its sha256 hex (it would break Redis hash-tag slots); the original is kept in `raw` for traces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+__all__ = ["SessionId", "sanitize_session_id", "resolve_session_id", "derive_session_id",
+           "SESSION_HEADERS", "MAX_SESSION_ID_BYTES"]
+
+MAX_SESSION_ID_BYTES = 128
+SESSION_HEADERS = (
+    "x-orca-session",
+    "x-claude-code-session-id",
+    "session_id",
+    "x-opencode-session",
+    "x-amp-thread-id",
+    "x-session-id",
+)
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f{}]")
+_SESSION_MARK = "_session_"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionId:
+    id: str  # safe for store keys
+    raw: str | None  # the value as received (None for a derived id); for traces only
+    source: str  # "header:<name>", "body:<path>" or "derived"
+    explicit: bool  # long-pin eligible (SPEC §5)
+
+
+def sanitize_session_id(raw: str) -> str:
+    data = raw.encode("utf-8", "surrogatepass")
+    if len(data) > MAX_SESSION_ID_BYTES or _UNSAFE.search(raw):
+        return "h:" + hashlib.sha256(data).hexdigest()
+    return raw
+
+
+def _clean(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    return value or None
+
+
+def _explicit(value: str, source: str) -> SessionId:
+    return SessionId(sanitize_session_id(value), value, source, True)
+
+
+def _from_user_id(user_id: Any) -> str | None:
+    """Claude Code's `metadata.user_id`: `user_<h>_account_<uuid>_session_<uuid>`, or a JSON
+    object text with a `session_id` (newer releases)."""
+    text = _clean(user_id)
+    if text is None:
+        return None
+    if text.startswith("{"):
+        try:
+            doc = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+        return _clean(doc.get("session_id")) if isinstance(doc, dict) else None
+    _, mark, rest = text.partition(_SESSION_MARK)
+    return _clean(rest) if mark else None
+
+
+def resolve_session_id(headers: Mapping[str, str], body: Mapping[str, Any], *, router: str,
+                       api: Literal["openai", "anthropic"]) -> SessionId:
+    """`headers` have lower-cased names. Always returns an id (derived as the last resort)."""
+    for name in SESSION_HEADERS:
+        value = _clean(headers.get(name))
+        if value is not None:
+            return _explicit(value, f"header:{name}")
+    if not isinstance(body, Mapping):
+        body = {}
+    metadata = body.get("metadata")
+    if isinstance(metadata, Mapping):
+        value = _clean(metadata.get("session_id"))
+        if value is not None:
+            return _explicit(value, "body:metadata.session_id")
+    if api == "openai":
+        value = _clean(body.get("prompt_cache_key"))
+        if value is not None:
+            return _explicit(value, "body:prompt_cache_key")
+    elif isinstance(metadata, Mapping):
+        value = _from_user_id(metadata.get("user_id"))
+        if value is not None:
+            return _explicit(value, "body:metadata.user_id")
+    return SessionId(derive_session_id(body, router=router, api=api), None, "derived", False)
+
+
+def derive_session_id(body: Mapping[str, Any], *, router: str,
+                      api: Literal["openai", "anthropic"]) -> str:
+    """`d:` + sha256(router, tool names, system prompt text, first user message text)[:32].
+
+    Stable across the turns of one conversation: every input is fixed by its first turn.
+    """
+    messages = body.get("messages")
+    if messages is None and api == "openai":
+        messages = body.get("input")  # the Responses API
+    msgs = [m for m in messages if isinstance(m, Mapping)] if isinstance(messages, list) else []
+    system: list[str] = []
+    if api == "anthropic":
+        system.append(_text(body.get("system")))
+    first_user = messages if isinstance(messages, str) else ""
+    for m in msgs:
+        role = m.get("role")
+        if role == "user":
+            first_user = _text(m.get("content"))
+            break
+        if api == "openai" and role in ("system", "developer"):
+            system.append(_text(m.get("content")))
+    if api == "openai" and isinstance(body.get("instructions"), str):
+        system.append(body["instructions"])
+    material = [router, _tool_names(body.get("tools")), "\n".join(s for s in system if s),
+                first_user]
+    return "d:" + hashlib.sha256(orjson.dumps(material)).hexdigest()[:32]
+
+
+def _text(content: Any) -> str:
+    """The text of a string or a list of content blocks (`{"type": "text", "text": ...}`)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        return "\n".join(parts)
+    return ""
+
+
+def _tool_names(tools: Any) -> list[str]:
+    names: list[str] = []
+    if not isinstance(tools, list):
+        return names
+    for tool in tools:
+        if not isinstance(tool, Mapping):
+            continue
+        fn = tool.get("function")
+        name = fn.get("name") if isinstance(fn, Mapping) else tool.get("name")
+        if isinstance(name, str):
+            names.append(name)
+    return names

@@ -1,0 +1,207 @@
+"""Store fixtures: one contract suite over both backends, plus a private redis-server for faults.
+
+* `store` / `env`: parametrized over `memory` (FakeClock, time moved by hand) and `redis` (the
+  server at ORCA_TEST_REDIS_URL, a unique key prefix per test, real short TTLs: `env.advance`
+  moves the fake clock *and* sleeps). Keys of the prefix are deleted at teardown.
+* `own_redis`: a redis-server of our own on a free loopback port (`--enable-debug-command local
+  --save "" --appendonly no`), for DEBUG SLEEP, CLIENT PAUSE, restarts; stopped by its pid.
+
+Redis unreachable (or redis-server missing) skips those tests with the reason, except under
+CI=true, where it fails: CI always provides Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orca_cli.clock import FakeClock
+from orca_cli.config.schema import StateConfig
+from orca_cli.state.base import Store
+from orca_cli.state.factory import open_store
+
+REDIS_URL = os.environ.get("ORCA_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{reason} (CI=true: Redis is required)")
+    pytest.skip(reason)
+
+
+def _sync_client(url: str) -> Any:
+    import redis
+
+    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=1,
+                                decode_responses=True)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    client = _sync_client(REDIS_URL)
+    try:
+        client.ping()
+    except Exception as e:  # any failure to answer means "no Redis here"
+        _unavailable(f"Redis at {REDIS_URL} is unreachable ({type(e).__name__}: {e})")
+    finally:
+        client.close()
+    return REDIS_URL
+
+
+def delete_prefix(url: str, prefix: str) -> None:
+    client = _sync_client(url)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
+
+
+@dataclass
+class StoreEnv:
+    """What a contract test needs besides the store: the clock, time, more stores."""
+
+    backend: str
+    clock: FakeClock
+    prefix: str
+    url: str = ""
+    timeout_ms: int = 2000
+    opened: list[Store] = field(default_factory=list)
+
+    @property
+    def real_time(self) -> bool:
+        return self.backend == "redis"
+
+    async def advance(self, seconds: float) -> None:
+        self.clock.advance(seconds)
+        if self.real_time:
+            await asyncio.sleep(seconds)
+
+    def open(self, **kw: Any) -> Store:
+        """Another store on the same data (Redis) or a fresh one (memory)."""
+        cfg = StateConfig(backend="redis" if self.backend == "redis" else "memory",
+                          redis_url=self.url or StateConfig().redis_url, key_prefix=self.prefix,
+                          timeout_ms=kw.pop("timeout_ms", self.timeout_ms))
+        store = open_store(cfg, clock=self.clock, trace_max=kw.pop("trace_max", 20000),
+                           trace_ttl_s=kw.pop("trace_ttl_s", 86400), **kw)
+        self.opened.append(store)
+        return store
+
+    def redis(self) -> Any:
+        return _sync_client(self.url)
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def env(request: pytest.FixtureRequest) -> AsyncIterator[StoreEnv]:
+    prefix = f"orcatest-{uuid.uuid4().hex[:12]}"
+    url = request.getfixturevalue("redis_url") if request.param == "redis" else ""
+    e = StoreEnv(request.param, FakeClock(), prefix, url)
+    try:
+        yield e
+    finally:
+        for s in e.opened:
+            await s.close()
+        if url:
+            delete_prefix(url, prefix)
+
+
+@pytest.fixture
+def store(env: StoreEnv) -> Store:
+    return env.open()
+
+
+@pytest.fixture
+async def redis_env(redis_url: str) -> AsyncIterator[StoreEnv]:
+    """Redis only, for behaviour memory cannot have (two sidecars, faults, state loss)."""
+    prefix = f"orcatest-{uuid.uuid4().hex[:12]}"
+    e = StoreEnv("redis", FakeClock(), prefix, redis_url)
+    try:
+        yield e
+    finally:
+        for s in e.opened:
+            await s.close()
+        delete_prefix(redis_url, prefix)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class RedisServer:
+    """A redis-server process we start, restart and stop by pid."""
+
+    def __init__(self, binary: str, workdir: Path) -> None:
+        self.binary = binary
+        self.workdir = workdir
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--enable-debug-command", "local", "--dir", str(self.workdir),
+             "--daemonize", "no", "--logfile", str(self.workdir / "redis.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            client = _sync_client(self.url)
+            try:
+                client.ping()
+                return
+            except Exception:
+                time.sleep(0.02)
+            finally:
+                client.close()
+        self.stop()
+        raise RuntimeError(f"redis-server on port {self.port} did not answer PING within 5 s")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def client(self) -> Any:
+        return _sync_client(self.url)
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        _unavailable("redis-server is not installed (apt-get install redis-server)")
+        raise AssertionError("unreachable")
+    server = RedisServer(binary, tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
