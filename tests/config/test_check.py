@@ -1,0 +1,89 @@
+"""`check()`: SPEC §2's `config check` extras on a loaded config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orca_cli.config import check, parse
+
+from .helpers import minimal_doc
+
+
+def _issues(doc: dict[str, Any]) -> list[tuple[str, str, str]]:
+    return [(i.severity, i.key, i.why) for i in check(parse(doc, source="f.toml", environ={}))]
+
+
+def _two_format_doc() -> dict[str, Any]:
+    doc = minimal_doc()
+    doc["channels"].append({"name": "sim-b", "type": "sim", "api": "anthropic", "keys": ["k"],
+                            "models": ["cheap-a", "big-a"]})
+    doc["routers"]["coding"] = {"weak_pool": ["cheap", "cheap-a"], "strong_pool": ["big", "big-a"]}
+    doc["models"] = {m: {"input": 1.0} for m in ("cheap", "big", "cheap-a", "big-a")}
+    return doc
+
+
+def test_complete_config_has_no_issues() -> None:
+    assert _issues(_two_format_doc()) == []
+
+
+def test_empty_escalation_pool_with_mode_not_off_is_an_error() -> None:
+    doc = _two_format_doc()
+    doc["routers"]["coding"] = {"weak_pool": ["cheap", "cheap-a"]}
+    errors = [i for i in _issues(doc) if i[0] == "error"]
+    assert errors == [("error", "routers.coding.escalation.pool",
+                       'escalation mode is "auto" but the escalation pool is empty (pool and '
+                       'strong_pool are both empty); list models in strong_pool, '
+                       'or set mode = "off"')]
+    doc["routers"]["coding"]["escalation"] = {"mode": "off"}
+    assert [i for i in _issues(doc) if i[0] == "error"] == []
+
+
+def test_escalation_pool_naming_an_unknown_model_is_an_error() -> None:
+    from dataclasses import replace
+
+    cfg = parse(_two_format_doc(), environ={})
+    router = cfg.routers["coding"]
+    bad = replace(cfg, routers={"coding": replace(router, escalation=replace(
+        router.escalation, pool=("ghost",)))})
+    (issue,) = [i for i in check(bad) if i.severity == "error"]
+    assert issue.key == "routers.coding.escalation.pool" and '"ghost"' in issue.why
+
+
+def test_tier_without_a_candidate_for_a_format_warns_per_format_and_tier() -> None:
+    doc = minimal_doc()  # openai-only sim channel
+    doc["models"] = {"cheap": {}, "big": {}}
+    warnings = [i for i in _issues(doc) if i[0] == "warning"]
+    tail = 'has no model served by an enabled channel with api = "anthropic"'
+    assert [(w[1], w[2].split(";")[0]) for w in warnings] == [
+        ("routers.coding", f"the base tier {tail}"),
+        ("routers.coding", f"the strong tier {tail}"),
+    ]
+
+
+def test_disabled_channels_do_not_count_as_candidates() -> None:
+    doc = _two_format_doc()
+    doc["channels"][1]["enabled"] = False
+    keys = {(i[1], i[2].split(";")[0]) for i in _issues(doc)}
+    assert ("routers.coding", 'the strong tier has no model served by an enabled channel with '
+                              'api = "anthropic"') in keys
+    assert ("routers.coding", 'model "big-a" is served by no enabled channel') in keys
+
+
+def test_strong_tier_is_not_checked_when_escalation_is_off() -> None:
+    doc = minimal_doc()
+    doc["models"] = {"cheap": {}, "big": {}}
+    doc["routers"]["coding"]["escalation"] = {"mode": "off"}
+    assert [i[2].split(";")[0] for i in _issues(doc)] == [
+        'the base tier has no model served by an enabled channel with api = "anthropic"']
+
+
+def test_served_model_without_price_table_warns() -> None:
+    doc = _two_format_doc()
+    del doc["models"]["big"]
+    assert ("warning", "models.big", "has no [models] table: its cost counts as 0") in _issues(doc)
+
+
+def test_issue_string_names_file_and_key() -> None:
+    doc = minimal_doc()
+    (first, *_rest) = check(parse(doc, source="f.toml", environ={}))
+    assert str(first).startswith("f.toml: routers.coding: the base tier")

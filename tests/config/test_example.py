@@ -1,0 +1,109 @@
+"""The shipped example (`orca.toml.example` = package `example.toml`) is valid and complete."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from orca_cli.config import check, example_text, load, template_text
+from orca_cli.config.schema import (
+    ChannelConfig,
+    Config,
+    DifficultyConfig,
+    EscalationConfig,
+    FaultConfig,
+    FeatureConfig,
+    ModelConfig,
+    RouterConfig,
+    ServerConfig,
+    StateConfig,
+    WorkspaceConfig,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "orca.toml.example"
+
+
+def _fields(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def test_repo_example_and_packaged_example_are_identical() -> None:
+    assert EXAMPLE.read_text("utf-8") == example_text()
+    assert template_text() == example_text()
+
+
+def test_example_loads_with_no_environment_and_checks_clean() -> None:
+    cfg = load(str(EXAMPLE), environ={})
+    assert check(cfg) == []
+    assert set(cfg.routers) == {"coding", "background"}
+
+
+def test_example_routers_use_only_sim_channels_and_real_ones_are_off() -> None:
+    cfg = load(str(EXAMPLE), environ={})
+    enabled = cfg.enabled_channels()
+    assert enabled and all(ch.type == "sim" for ch in enabled)
+    assert {ch.api for ch in enabled} == {"openai", "anthropic"}
+    assert all(len(ch.keys) == 3 for ch in enabled)
+    real = {ch.type: ch for ch in cfg.channels if ch.type != "sim"}
+    assert set(real) >= {"anthropic", "openai", "deepseek", "openrouter"}
+    assert not any(ch.enabled for ch in real.values())
+
+
+def test_example_real_channel_keys_come_from_the_environment() -> None:
+    raw = tomllib.loads(EXAMPLE.read_text("utf-8"))
+    for ch in raw["channels"]:
+        if ch["type"] != "sim":
+            assert ch["keys"] and all(k.startswith("${") for k in ch["keys"]), ch["name"]
+    env = {"ANTHROPIC_API_KEY": "sk-ant-x", "OPENAI_API_KEY": "sk-o"}
+    cfg = load(str(EXAMPLE), environ=env)
+    anthropic = cfg.channel("anthropic")
+    assert anthropic is not None and [k.reveal() for k in anthropic.keys] == ["sk-ant-x"]
+
+
+def test_example_prices_are_the_dated_list_prices() -> None:
+    text = EXAMPLE.read_text("utf-8")
+    assert "List prices as of 2026-08" in text
+    m = load(str(EXAMPLE), environ={}).models
+    got = {k: (v.input, v.output) for k, v in m.items()}
+    assert got == {
+        "claude-haiku-4-5": (1.0, 5.0), "claude-sonnet-4-5": (3.0, 15.0),
+        "claude-opus-4-1": (15.0, 75.0), "gpt-4.1-mini": (0.40, 1.60),
+        "gpt-4.1": (2.0, 8.0), "deepseek-chat": (0.27, 1.10),
+    }
+    assert m["claude-opus-4-1"].cache_write == 1.25
+    assert (m["gpt-4.1-mini"].cache_read, m["gpt-4.1-mini"].cache_write) == (0.25, 1.0)
+    assert (m["deepseek-chat"].cache_read, m["deepseek-chat"].cache_write) == (0.1, 1.0)
+
+
+def test_example_routers_and_aliases() -> None:
+    cfg = load(str(EXAMPLE), environ={})
+    coding, background = cfg.routers["coding"], cfg.routers["background"]
+    assert (coding.strategy, coding.session_aware, coding.escalation.mode) == (
+        "gated_adaptive", True, "auto")
+    assert coding.escalation.t2 == 0.55
+    assert (background.strategy, background.session_aware) == ("cheapest", False)
+    assert cfg.aliases["claude-sonnet-*"] == "orca/coding"
+    assert cfg.aliases["claude-haiku-*"] == "orca/background"
+
+
+def _walk_keys(table: dict[str, Any], out: set[str], prefix: str = "") -> None:
+    for k, v in table.items():
+        out.add(k)
+        if isinstance(v, dict):
+            _walk_keys(v, out)
+        elif isinstance(v, list) and v and isinstance(v[0], dict):
+            for item in v:
+                _walk_keys(item, out)
+
+
+def test_example_writes_every_schema_key_at_least_once() -> None:
+    raw = tomllib.loads(EXAMPLE.read_text("utf-8"))
+    written: set[str] = set()
+    _walk_keys(raw, written)
+    classes = (ServerConfig, StateConfig, ChannelConfig, FaultConfig, ModelConfig, RouterConfig,
+               EscalationConfig, WorkspaceConfig, FeatureConfig, DifficultyConfig, Config)
+    schema = set().union(*(_fields(c) for c in classes)) - {"source"}
+    assert schema - written == set()
