@@ -34,7 +34,7 @@ from orca_cli.proxy.transport import (
     UpstreamTimeout,
 )
 
-__all__ = ["AiohttpTransport", "AiohttpResponse"]
+__all__ = ["AiohttpResponse", "AiohttpTransport"]
 
 _URL_CACHE_MAX = 1024
 
@@ -126,11 +126,15 @@ class AiohttpTransport:
         except TimeoutError:
             raise UpstreamTimeout(phase, retryable=phase == "first_byte") from None
         except aiohttp.ClientConnectorError as exc:
-            raise UpstreamConnectError(f"upstream connect failed: {exc.os_error.strerror or exc.os_error}") from None
+            raise UpstreamConnectError(
+                f"upstream connect failed: {exc.os_error.strerror or exc.os_error}"
+            ) from None
         except aiohttp.InvalidURL:
             raise UpstreamConnectError("upstream URL is invalid", retryable=False) from None
         except (aiohttp.ClientError, OSError) as exc:
-            raise UpstreamConnectError(f"upstream failed before responding: {type(exc).__name__}") from None
+            raise UpstreamConnectError(
+                f"upstream failed before responding: {type(exc).__name__}"
+            ) from None
         return AiohttpResponse(resp, timeouts, self._clock)
 
     async def aclose(self) -> None:
@@ -140,7 +144,17 @@ class AiohttpTransport:
 
 
 class AiohttpResponse:
-    __slots__ = ("status", "headers", "_resp", "_deadline", "_idle", "_clock", "_eof", "_closed", "_yielded")
+    __slots__ = (
+        "_clock",
+        "_closed",
+        "_deadline",
+        "_eof",
+        "_idle",
+        "_resp",
+        "_yielded",
+        "headers",
+        "status",
+    )
 
     def __init__(self, resp: aiohttp.ClientResponse, timeouts: Timeouts, clock: Clock) -> None:
         self.status = resp.status

@@ -1,7 +1,7 @@
 """The upstream transport on httpx (SPEC §0; STYLE §4 rules 13 and 20).
 
 Same protocol as the aiohttp transport, for the CLI, `orca doctor --probe`, and tests with
-respx or `httpx.MockTransport`; the live path uses aiohttp (httpx costs ≈7× the CPU, §12).
+respx or `httpx.MockTransport`; the live path uses aiohttp (httpx costs about 7 times the CPU, §12).
 Every timeout is explicit: httpx's `read` is the idle timeout, `connect` and `pool` are
 `connect_s`, and the wait for headers is `asyncio.timeout(min(first_byte_s, time left))`.
 Bodies are read raw (`aiter_raw`), never decompressed, with `accept-encoding: identity` asked
@@ -26,7 +26,7 @@ from orca_cli.proxy.transport import (
     UpstreamTimeout,
 )
 
-__all__ = ["HttpxTransport", "HttpxResponse"]
+__all__ = ["HttpxResponse", "HttpxTransport"]
 
 
 class HttpxTransport:
@@ -101,7 +101,15 @@ class HttpxTransport:
 
 class HttpxResponse:
     __slots__ = (
-        "status", "headers", "_resp", "_deadline", "_idle", "_clock", "_closed", "_yielded", "_whole"
+        "_clock",
+        "_closed",
+        "_deadline",
+        "_idle",
+        "_resp",
+        "_whole",
+        "_yielded",
+        "headers",
+        "status",
     )
 
     def __init__(self, resp: httpx.Response, timeouts: Timeouts, clock: Clock) -> None:

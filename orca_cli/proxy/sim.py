@@ -48,7 +48,7 @@ from orca_cli.proxy.transport import (
 )
 from orca_cli.wire.errors import error_body
 
-__all__ = ["SimTransport", "SimCall", "SimResponse", "TOOL_MARKER"]
+__all__ = ["TOOL_MARKER", "SimCall", "SimResponse", "SimTransport"]
 
 TOOL_MARKER = "[tool]"
 _CACHE_MAX = 50_000
@@ -88,13 +88,19 @@ class SimTransport:
         api = ENDPOINTS.get(path)
         key_fp = _key_fp(req.headers)
         if api is None or req.method.upper() != "POST":
-            return self._error("openai", 404, f"sim: no such endpoint {path}", key_fp, "", req, path)
+            return self._error(
+                "openai", 404, f"sim: no such endpoint {path}", key_fp, "", req, path
+            )
         try:
             body = orjson.loads(req.body)
         except orjson.JSONDecodeError:
-            return self._error(api, 400, "sim: the request body is not valid JSON", key_fp, "", req, path)
+            return self._error(
+                api, 400, "sim: the request body is not valid JSON", key_fp, "", req, path
+            )
         if not isinstance(body, dict) or not isinstance(body.get("model"), str):
-            return self._error(api, 400, "sim: the request needs a string `model`", key_fp, "", req, path)
+            return self._error(
+                api, 400, "sim: the request needs a string `model`", key_fp, "", req, path
+            )
         model: str = body["model"]
         stream = bool(body.get("stream")) and path != "/v1/messages/count_tokens"
 
@@ -109,9 +115,14 @@ class SimTransport:
         self.calls.append(call)
         if path == "/v1/messages/count_tokens":
             tokens = sum(_prefix_tokens(body, api)[1]) if body.get("messages") else 1
-            return SimResponse(self, call, 200, _headers(api, False, digest), [
-                orjson.dumps({"input_tokens": max(1, tokens)})
-            ], 0)
+            return SimResponse(
+                self,
+                call,
+                200,
+                _headers(api, False, digest),
+                [orjson.dumps({"input_tokens": max(1, tokens)})],
+                0,
+            )
         answer = self._answer(body, api, key_fp, model, digest, b"cache_control" in req.body)
         if stream:
             include_usage = api == "anthropic" or bool(
@@ -119,8 +130,12 @@ class SimTransport:
                 and body["stream_options"].get("include_usage")
             )
             parts = render_stream(api, answer, include_usage)
-            return SimResponse(self, call, 200, _headers(api, True, digest), parts, faults.after_bytes)
-        return SimResponse(self, call, 200, _headers(api, False, digest), [render_body(api, answer)], 0)
+            return SimResponse(
+                self, call, 200, _headers(api, True, digest), parts, faults.after_bytes
+            )
+        return SimResponse(
+            self, call, 200, _headers(api, False, digest), [render_body(api, answer)], 0
+        )
 
     # --- pieces --------------------------------------------------------------------------------
 
@@ -148,8 +163,14 @@ class SimTransport:
         return int.from_bytes(h, "big") / 2**64
 
     def _error(
-        self, api: Literal["openai", "anthropic"], status: int, message: str, key_fp: str,
-        model: str, req: UpstreamRequest, path: str,
+        self,
+        api: Literal["openai", "anthropic"],
+        status: int,
+        message: str,
+        key_fp: str,
+        model: str,
+        req: UpstreamRequest,
+        path: str,
     ) -> SimResponse:
         self.calls.append(SimCall(key_fp, model, req.stream, api, path, status))
         headers: list[tuple[str, str]] = [
@@ -160,11 +181,18 @@ class SimTransport:
         if status == 429:
             headers.append(("retry-after", "1"))
         call = self.calls[-1]
-        return SimResponse(self, call, status, tuple(headers), [error_body(api, status, message)], 0)
+        return SimResponse(
+            self, call, status, tuple(headers), [error_body(api, status, message)], 0
+        )
 
     def _answer(
-        self, body: dict[str, Any], api: Literal["openai", "anthropic"], key_fp: str,
-        model: str, digest: bytes, has_cache_control: bool,
+        self,
+        body: dict[str, Any],
+        api: Literal["openai", "anthropic"],
+        key_fp: str,
+        model: str,
+        digest: bytes,
+        has_cache_control: bool,
     ) -> Answer:
         digests, sizes = _prefix_tokens(body, api)
         prompt = max(1, sum(sizes))
@@ -189,9 +217,16 @@ class SimTransport:
             finish = forced
         output = max(1, (len(text) + 3) // 4) if tool is None else max(1, len(tool[2]) // 4 + 8)
         return Answer(
-            id_hex=digest.hex()[:24], model=model, created=int(self.clock.now()), text=text,
-            tool=tool, finish=finish, prompt_tokens=prompt, cached_tokens=cached,
-            cache_write_tokens=write, output_tokens=output,
+            id_hex=digest.hex()[:24],
+            model=model,
+            created=int(self.clock.now()),
+            text=text,
+            tool=tool,
+            finish=finish,
+            prompt_tokens=prompt,
+            cached_tokens=cached,
+            cache_write_tokens=write,
+            output_tokens=output,
         )
 
     def _cache_lookup(self, key_fp: str, model: str, digests: list[bytes], sizes: list[int]) -> int:
@@ -221,8 +256,13 @@ class SimResponse:
     """A simulated response; `chunks()` yields one SSE event (or the body) at a time."""
 
     def __init__(
-        self, owner: SimTransport, call: SimCall, status: int, headers: Headers,
-        parts: list[bytes], after_bytes: int,
+        self,
+        owner: SimTransport,
+        call: SimCall,
+        status: int,
+        headers: Headers,
+        parts: list[bytes],
+        after_bytes: int,
     ) -> None:
         self.status = status
         self.headers = headers
@@ -321,9 +361,7 @@ def _last_user_text(body: dict[str, Any]) -> str:
     return "\n".join(texts)
 
 
-def _tool_call(
-    body: dict[str, Any], api: str, digest: bytes
-) -> tuple[str, str, str] | None:
+def _tool_call(body: dict[str, Any], api: str, digest: bytes) -> tuple[str, str, str] | None:
     """(call id, tool name, arguments JSON) when the tool rule fires, else None."""
     tools = body.get("tools")
     if not isinstance(tools, list) or not tools or not isinstance(tools[0], dict):
@@ -402,34 +440,64 @@ def render_body(api: str, a: Answer) -> bytes:
     """A non-streaming answer body in the format's shape."""
     if api == "anthropic":
         content: list[dict[str, Any]] = (
-            [{"type": "tool_use", "id": a.tool[0], "name": a.tool[1], "input": orjson.loads(a.tool[2])}]
+            [
+                {
+                    "type": "tool_use",
+                    "id": a.tool[0],
+                    "name": a.tool[1],
+                    "input": orjson.loads(a.tool[2]),
+                }
+            ]
             if a.tool
             else [{"type": "text", "text": a.text}]
         )
-        return orjson.dumps({
-            "id": "msg_sim_" + a.id_hex, "type": "message", "role": "assistant", "model": a.model,
-            "content": content, "stop_reason": _ANTHROPIC_STOP.get(a.finish, a.finish),
-            "stop_sequence": None, "usage": _anthropic_usage(a, a.output_tokens),
-        })
+        return orjson.dumps(
+            {
+                "id": "msg_sim_" + a.id_hex,
+                "type": "message",
+                "role": "assistant",
+                "model": a.model,
+                "content": content,
+                "stop_reason": _ANTHROPIC_STOP.get(a.finish, a.finish),
+                "stop_sequence": None,
+                "usage": _anthropic_usage(a, a.output_tokens),
+            }
+        )
     message: dict[str, Any] = {"role": "assistant", "content": a.text or None, "refusal": None}
     if a.tool:
         message["tool_calls"] = [
-            {"id": a.tool[0], "type": "function", "function": {"name": a.tool[1], "arguments": a.tool[2]}}
+            {
+                "id": a.tool[0],
+                "type": "function",
+                "function": {"name": a.tool[1], "arguments": a.tool[2]},
+            }
         ]
-    return orjson.dumps({
-        "id": "chatcmpl-sim-" + a.id_hex, "object": "chat.completion", "created": a.created,
-        "model": a.model, "system_fingerprint": "orca-sim",
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": a.finish}],
-        "usage": _openai_usage(a),
-    })
+    return orjson.dumps(
+        {
+            "id": "chatcmpl-sim-" + a.id_hex,
+            "object": "chat.completion",
+            "created": a.created,
+            "model": a.model,
+            "system_fingerprint": "orca-sim",
+            "choices": [
+                {"index": 0, "message": message, "logprobs": None, "finish_reason": a.finish}
+            ],
+            "usage": _openai_usage(a),
+        }
+    )
 
 
 def render_stream(api: str, a: Answer, include_usage: bool) -> list[bytes]:
     """The SSE byte chunks of a streaming answer, one event per chunk."""
     if api == "anthropic":
         return _anthropic_stream(a)
-    head = {"id": "chatcmpl-sim-" + a.id_hex, "object": "chat.completion.chunk",
-            "created": a.created, "model": a.model, "system_fingerprint": "orca-sim"}
+    head = {
+        "id": "chatcmpl-sim-" + a.id_hex,
+        "object": "chat.completion.chunk",
+        "created": a.created,
+        "model": a.model,
+        "system_fingerprint": "orca-sim",
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         obj: dict[str, Any] = {
@@ -443,8 +511,20 @@ def render_stream(api: str, a: Answer, include_usage: bool) -> list[bytes]:
     out = [chunk({"role": "assistant", "content": None if a.tool else ""})]
     if a.tool:
         call_id, name, args = a.tool
-        out.append(chunk({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
-                                          "function": {"name": name, "arguments": ""}}]}))
+        out.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
         for piece in _pieces(args, 8):
             out.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
     else:
@@ -452,7 +532,9 @@ def render_stream(api: str, a: Answer, include_usage: bool) -> list[bytes]:
             out.append(chunk({"content": piece}))
     out.append(chunk({}, a.finish))
     if include_usage:
-        out.append(b"data: " + orjson.dumps({**head, "choices": [], "usage": _openai_usage(a)}) + b"\n\n")
+        out.append(
+            b"data: " + orjson.dumps({**head, "choices": [], "usage": _openai_usage(a)}) + b"\n\n"
+        )
     out.append(b"data: [DONE]\n\n")
     return out
 
@@ -462,9 +544,15 @@ def _event(name: str, obj: dict[str, Any]) -> bytes:
 
 
 def _anthropic_stream(a: Answer) -> list[bytes]:
-    message = {
-        "id": "msg_sim_" + a.id_hex, "type": "message", "role": "assistant", "model": a.model,
-        "content": [], "stop_reason": None, "stop_sequence": None, "usage": _anthropic_usage(a, 1),
+    message: dict[str, Any] = {
+        "id": "msg_sim_" + a.id_hex,
+        "type": "message",
+        "role": "assistant",
+        "model": a.model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": _anthropic_usage(a, 1),
     }
     out = [_event("message_start", {"type": "message_start", "message": message})]
     if a.tool:
@@ -474,19 +562,41 @@ def _anthropic_stream(a: Answer) -> list[bytes]:
     else:
         block = {"type": "text", "text": ""}
         deltas = [{"type": "text_delta", "text": p} for p in _pieces(a.text, 16)]
-    out.append(_event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}))
+    out.append(
+        _event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": block},
+        )
+    )
     out.append(_event("ping", {"type": "ping"}))
     for d in deltas:
-        out.append(_event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": d}))
+        out.append(
+            _event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": d})
+        )
     out.append(_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
     if a.finish == "error":
-        out.append(_event("error", {"type": "error", "error": {
-            "type": "overloaded_error", "message": "sim: simulated error finish"}}))
+        out.append(
+            _event(
+                "error",
+                {
+                    "type": "error",
+                    "error": {"type": "overloaded_error", "message": "sim: simulated error finish"},
+                },
+            )
+        )
         return out
-    out.append(_event("message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": _ANTHROPIC_STOP.get(a.finish, a.finish), "stop_sequence": None},
-        "usage": {"output_tokens": a.output_tokens},
-    }))
+    out.append(
+        _event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {
+                    "stop_reason": _ANTHROPIC_STOP.get(a.finish, a.finish),
+                    "stop_sequence": None,
+                },
+                "usage": {"output_tokens": a.output_tokens},
+            },
+        )
+    )
     out.append(_event("message_stop", {"type": "message_stop"}))
     return out

@@ -1,4 +1,4 @@
-"""The upstream transport seam (SPEC §0, §7; STYLE §4 rules 13–14).
+"""The upstream transport seam (SPEC §0, §7; STYLE §4 rules 13-14).
 
 A `Transport` sends one `UpstreamRequest` and returns an `UpstreamResponse` as soon as the
 status line and headers arrived; the body is then read chunk by chunk (`chunks()`, never
@@ -27,24 +27,24 @@ from orca_cli.config.schema import ChannelConfig, ServerConfig
 from orca_cli.errors import UpstreamError
 
 __all__ = [
-    "UpstreamRequest",
-    "Timeouts",
-    "UpstreamResponse",
-    "Transport",
-    "UpstreamConnectError",
-    "UpstreamTimeout",
-    "UpstreamStreamError",
-    "TimeoutPhase",
-    "Headers",
-    "RESPONSE_HEADER_ALLOWLIST",
-    "RESPONSE_HEADER_PREFIXES",
     "ANTHROPIC_VERSION",
     "ENDPOINTS",
-    "filter_response_headers",
-    "auth_headers",
+    "RESPONSE_HEADER_ALLOWLIST",
+    "RESPONSE_HEADER_PREFIXES",
+    "Headers",
+    "TimeoutPhase",
+    "Timeouts",
+    "Transport",
+    "UpstreamConnectError",
+    "UpstreamRequest",
+    "UpstreamResponse",
+    "UpstreamStreamError",
+    "UpstreamTimeout",
     "anthropic_version_header",
-    "upstream_url",
+    "auth_headers",
+    "filter_response_headers",
     "header_value",
+    "upstream_url",
 ]
 
 Headers = tuple[tuple[str, str], ...]

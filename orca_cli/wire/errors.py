@@ -15,10 +15,10 @@ import orjson
 
 __all__ = [
     "ANTHROPIC_ERROR_TYPES",
-    "OPENAI_ERROR_TYPES",
     "OPENAI_ERROR_CODES",
-    "error_type",
+    "OPENAI_ERROR_TYPES",
     "error_body",
+    "error_type",
     "stream_error_event",
 ]
 
@@ -118,6 +118,13 @@ def stream_error_event(api: Api, message: str, kind: str | None = None) -> bytes
         payload = error_body("anthropic", 500, message, kind=kind or "api_error")
         return b"event: error\ndata: " + payload + b"\n\n"
     payload = orjson.dumps(
-        {"error": {"message": _clean(message), "type": kind or "server_error", "param": None, "code": None}}
+        {
+            "error": {
+                "message": _clean(message),
+                "type": kind or "server_error",
+                "param": None,
+                "code": None,
+            }
+        }
     )
     return b"data: " + payload + b"\n\n"

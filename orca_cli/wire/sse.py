@@ -30,7 +30,7 @@ class Event:
 class SSEDecoder:
     """Feed raw body chunks; get back the events they completed."""
 
-    __slots__ = ("_buf", "_skip_lf", "_first")
+    __slots__ = ("_buf", "_first", "_skip_lf")
 
     def __init__(self) -> None:
         self._buf = b""

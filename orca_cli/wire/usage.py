@@ -23,7 +23,7 @@ import orjson
 
 from orca_cli.wire.sse import Event, SSEDecoder
 
-__all__ = ["Usage", "ResponseTap", "Signal", "TRUNCATION_MIN_MAX_TOKENS"]
+__all__ = ["TRUNCATION_MIN_MAX_TOKENS", "ResponseTap", "Signal", "Usage"]
 
 Signal = Literal["malformed_tool_json", "empty_answer", "refusal", "truncated"]
 TRUNCATION_MIN_MAX_TOKENS = 1024  # SPEC §6.3: truncation strikes only on max_tokens >= 1,024
@@ -61,20 +61,20 @@ def _has_value(text: str, key: str) -> bool:
 
 class ResponseTap:
     __slots__ = (
-        "api",
-        "stream",
-        "max_tokens",
         "_decoder",
+        "_tool_seen",
+        "_tools",
         "_usage",
-        "finish_reason",
+        "api",
+        "bad_events",
         "completed",
         "error_finish",
         "error_message",
+        "finish_reason",
         "has_text",
+        "max_tokens",
         "refusal",
-        "_tools",
-        "_tool_seen",
-        "bad_events",
+        "stream",
     )
 
     def __init__(
@@ -268,7 +268,9 @@ class ResponseTap:
                     self._tool_seen = True
                     index = obj.get("index", 0)
                     self._tools.setdefault(index if isinstance(index, int) else 0, [])
-                elif btype == "text" and isinstance(block.get("text"), str) and block["text"].strip():
+                elif (
+                    btype == "text" and isinstance(block.get("text"), str) and block["text"].strip()
+                ):
                     self.has_text = True
         elif kind == "content_block_delta":
             self._anthropic_delta(obj)
@@ -313,7 +315,9 @@ class ResponseTap:
             if isinstance(value, int):
                 merged[dst] = value
         merged["prompt_tokens"] = (
-            merged.get("input", 0) + merged.get("cached_tokens", 0) + merged.get("cache_write_tokens", 0)
+            merged.get("input", 0)
+            + merged.get("cached_tokens", 0)
+            + merged.get("cache_write_tokens", 0)
         )
         self._usage = merged
 

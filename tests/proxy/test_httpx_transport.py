@@ -35,7 +35,9 @@ def _timeouts() -> Timeouts:
 async def test_status_body_and_retry_headers_pass_through_unmodified() -> None:
     body = b'{"error":{"message":"Overloaded","type":"overloaded_error"}}'
     respx.post(URL).mock(
-        return_value=httpx.Response(503, content=body, headers={"retry-after": "7", "x-should-retry": "true"})
+        return_value=httpx.Response(
+            503, content=body, headers={"retry-after": "7", "x-should-retry": "true"}
+        )
     )
     t = HttpxTransport()
     try:
@@ -63,8 +65,11 @@ async def test_streaming_relays_each_chunk_and_taps_usage() -> None:
         for e in events:
             yield e
 
-    respx.post(URL).mock(return_value=httpx.Response(200, content=gen(),
-                                                     headers={"content-type": "text/event-stream"}))
+    respx.post(URL).mock(
+        return_value=httpx.Response(
+            200, content=gen(), headers={"content-type": "text/event-stream"}
+        )
+    )
     t = HttpxTransport()
     try:
         resp = await t.send(_req(stream=True), _timeouts())
@@ -95,8 +100,11 @@ async def test_connect_error_maps_to_retryable_connect_error() -> None:
 
 @pytest.mark.parametrize(
     ("exc", "phase"),
-    [(httpx.ConnectTimeout("t"), "connect"), (httpx.ReadTimeout("t"), "first_byte"),
-     (httpx.PoolTimeout("t"), "connect")],
+    [
+        (httpx.ConnectTimeout("t"), "connect"),
+        (httpx.ReadTimeout("t"), "first_byte"),
+        (httpx.PoolTimeout("t"), "connect"),
+    ],
 )
 async def test_httpx_timeouts_map_to_phases(exc: Exception, phase: str) -> None:
     def handler(request: httpx.Request) -> httpx.Response:

@@ -30,12 +30,29 @@ from orca_cli.wire.usage import ResponseTap
 
 OPENAI = "/v1/chat/completions"
 ANTHROPIC = "/v1/messages"
-OPENAI_TOOLS = [{"type": "function", "function": {
-    "name": "read_file",
-    "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "n": {"type": "integer"}},
-                   "required": ["path", "n"]}}}]
-ANTHROPIC_TOOLS = [{"name": "read_file", "input_schema": {
-    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]
+OPENAI_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "n": {"type": "integer"}},
+                "required": ["path", "n"],
+            },
+        },
+    }
+]
+ANTHROPIC_TOOLS = [
+    {
+        "name": "read_file",
+        "input_schema": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        },
+    }
+]
 
 
 def sim(**kw: Any) -> tuple[SimTransport, FakeClock]:
@@ -47,8 +64,15 @@ def far(clock: FakeClock, first_byte: float = 5) -> Timeouts:
     return Timeouts(5, first_byte, 5, clock.monotonic() + 60)
 
 
-def body(api: str, text: str = "hello", *, stream: bool = False, history: list[Any] | None = None,
-         tools: bool = False, **extra: Any) -> dict[str, Any]:
+def body(
+    api: str,
+    text: str = "hello",
+    *,
+    stream: bool = False,
+    history: list[Any] | None = None,
+    tools: bool = False,
+    **extra: Any,
+) -> dict[str, Any]:
     messages = [*(history or []), {"role": "user", "content": text}]
     b: dict[str, Any] = {"model": "sim-small", "messages": messages, "stream": stream, **extra}
     if api == "anthropic":
@@ -65,11 +89,23 @@ def body(api: str, text: str = "hello", *, stream: bool = False, history: list[A
     return b
 
 
-async def call(t: SimTransport, clock: FakeClock, api: str, b: dict[str, Any], key: str = "sk-a",
-               ) -> tuple[int, bytes, ResponseTap, dict[str, str]]:
+async def call(
+    t: SimTransport,
+    clock: FakeClock,
+    api: str,
+    b: dict[str, Any],
+    key: str = "sk-a",
+) -> tuple[int, bytes, ResponseTap, dict[str, str]]:
     path = ANTHROPIC if api == "anthropic" else OPENAI
-    req = UpstreamRequest("POST", "sim://local" + path, auth_headers(api, key),  # type: ignore[arg-type]
-                          orjson.dumps(b), "sim", 0, bool(b.get("stream")))
+    req = UpstreamRequest(
+        "POST",
+        "sim://local" + path,
+        auth_headers(api, key),  # type: ignore[arg-type]
+        orjson.dumps(b),
+        "sim",
+        0,
+        bool(b.get("stream")),
+    )
     resp = await t.send(req, far(clock))
     tap = ResponseTap(api, bool(b.get("stream")), b.get("max_tokens"))  # type: ignore[arg-type]
     if b.get("stream"):
@@ -85,7 +121,10 @@ async def call(t: SimTransport, clock: FakeClock, api: str, b: dict[str, Any], k
 
 
 def sse_json(raw: bytes) -> list[tuple[str | None, Any]]:
-    return [(e.event, e.data if e.data == "[DONE]" else orjson.loads(e.data)) for e in SSEDecoder().feed(raw)]
+    return [
+        (e.event, e.data if e.data == "[DONE]" else orjson.loads(e.data))
+        for e in SSEDecoder().feed(raw)
+    ]
 
 
 async def test_openai_json_answer_has_the_real_shape_and_is_labelled() -> None:
@@ -94,7 +133,9 @@ async def test_openai_json_answer_has_the_real_shape_and_is_labelled() -> None:
     assert status == 200 and headers["x-orca-sim"] == "1"
     msg = ChatCompletion.model_validate(orjson.loads(raw))
     assert msg.model == "sim-small"
-    assert msg.choices[0].message.content is not None and msg.choices[0].message.content.startswith("[sim]")
+    assert msg.choices[0].message.content is not None and msg.choices[0].message.content.startswith(
+        "[sim]"
+    )
     assert msg.choices[0].finish_reason == "stop"
     assert tap.completed and tap.signals() == ()
     assert msg.usage is not None and msg.usage.prompt_tokens > 0
@@ -153,7 +194,7 @@ async def test_same_body_gives_the_same_bytes() -> None:
 async def test_second_turn_with_the_same_key_reads_the_cache(api: str) -> None:
     t, clock = sim()
     first = body(api, "fix the failing test in parser.py " * 20)
-    _, raw1, tap1, _ = await call(t, clock, api, first)
+    _, _raw1, tap1, _ = await call(t, clock, api, first)
     assert tap1.usage is not None and tap1.usage.cached_tokens == 0
     history = [*first["messages"][-1:], {"role": "assistant", "content": "done"}]
     if api == "openai":
@@ -183,20 +224,27 @@ async def test_anthropic_cache_writes_are_reported_only_with_cache_control() -> 
     plain = body("anthropic", "a " * 400)
     u = (await call(t, clock, "anthropic", plain))[2].usage
     assert u is not None and u.cache_write_tokens == 0
-    marked = body("anthropic", "b " * 400, system=[{"type": "text", "text": "sys",
-                                                     "cache_control": {"type": "ephemeral"}}])
+    marked = body(
+        "anthropic",
+        "b " * 400,
+        system=[{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}],
+    )
     _, raw, tap, _ = await call(t, clock, "anthropic", marked)
     usage = orjson.loads(raw)["usage"]
     assert usage["cache_creation_input_tokens"] > 0 and usage["cache_read_input_tokens"] == 0
     assert tap.usage is not None and tap.usage.prompt_tokens == (
-        usage["input_tokens"] + usage["cache_creation_input_tokens"] + usage["cache_read_input_tokens"]
+        usage["input_tokens"]
+        + usage["cache_creation_input_tokens"]
+        + usage["cache_read_input_tokens"]
     )
 
 
 @pytest.mark.parametrize("stream", [False, True])
 async def test_tool_marker_yields_a_tool_call_with_valid_arguments_openai(stream: bool) -> None:
     t, clock = sim()
-    _, raw, tap, _ = await call(t, clock, "openai", body("openai", "look [tool]", stream=stream, tools=True))
+    _, raw, tap, _ = await call(
+        t, clock, "openai", body("openai", "look [tool]", stream=stream, tools=True)
+    )
     assert tap.has_tool_call and tap.finish_reason == "tool_calls" and not tap.malformed_tool_json
     args = orjson.loads(tap.tool_arguments()[0])
     assert set(args) == {"path", "n"} and isinstance(args["n"], int)
@@ -209,7 +257,9 @@ async def test_tool_marker_yields_a_tool_call_with_valid_arguments_openai(stream
 @pytest.mark.parametrize("stream", [False, True])
 async def test_tool_marker_yields_a_tool_use_block_anthropic(stream: bool) -> None:
     t, clock = sim()
-    _, raw, tap, _ = await call(t, clock, "anthropic", body("anthropic", "[tool] please", stream=stream, tools=True))
+    _, raw, tap, _ = await call(
+        t, clock, "anthropic", body("anthropic", "[tool] please", stream=stream, tools=True)
+    )
     assert tap.has_tool_call and tap.finish_reason == "tool_use" and not tap.malformed_tool_json
     if stream:
         assert b'"input_json_delta"' in raw
@@ -220,29 +270,41 @@ async def test_tool_marker_yields_a_tool_use_block_anthropic(stream: bool) -> No
 
 async def test_no_marker_or_no_tools_means_a_text_answer() -> None:
     t, clock = sim()
-    assert not (await call(t, clock, "openai", body("openai", "plain", tools=True)))[2].has_tool_call
-    assert not (await call(t, clock, "openai", body("openai", "[tool] but no tools")))[2].has_tool_call
+    assert not (await call(t, clock, "openai", body("openai", "plain", tools=True)))[
+        2
+    ].has_tool_call
+    assert not (await call(t, clock, "openai", body("openai", "[tool] but no tools")))[
+        2
+    ].has_tool_call
 
 
 async def test_small_max_tokens_truncates_with_length() -> None:
     t, clock = sim()
     tap = (await call(t, clock, "anthropic", body("anthropic", max_tokens=3)))[2]
-    assert tap.finish_reason == "max_tokens" and not tap.truncated  # max_tokens < 1024 never strikes
+    assert (
+        tap.finish_reason == "max_tokens" and not tap.truncated
+    )  # max_tokens < 1024 never strikes
 
 
 async def test_count_tokens_answers_an_estimate() -> None:
     t, clock = sim()
     b = {"model": "sim-small", "messages": [{"role": "user", "content": "x" * 400}]}
-    req = UpstreamRequest("POST", "sim://local/v1/messages/count_tokens", (), orjson.dumps(b), "sim", 0, False)
+    req = UpstreamRequest(
+        "POST", "sim://local/v1/messages/count_tokens", (), orjson.dumps(b), "sim", 0, False
+    )
     resp = await t.send(req, far(clock))
     assert MessageTokensCount.model_validate_json(await resp.read()).input_tokens >= 100
 
 
 async def test_unknown_path_and_bad_json_answer_provider_shaped_errors() -> None:
     t, clock = sim()
-    resp = await t.send(UpstreamRequest("POST", "sim://local/v1/nope", (), b"{}", "sim", 0, False), far(clock))
+    resp = await t.send(
+        UpstreamRequest("POST", "sim://local/v1/nope", (), b"{}", "sim", 0, False), far(clock)
+    )
     assert resp.status == 404 and "error" in orjson.loads(await resp.read())
-    resp = await t.send(UpstreamRequest("POST", "sim://local/v1/messages", (), b"{", "sim", 0, False), far(clock))
+    resp = await t.send(
+        UpstreamRequest("POST", "sim://local/v1/messages", (), b"{", "sim", 0, False), far(clock)
+    )
     assert resp.status == 400 and orjson.loads(await resp.read())["type"] == "error"
 
 
@@ -276,7 +338,9 @@ async def test_a_retry_of_the_same_body_draws_afresh() -> None:
 
 async def test_stall_longer_than_first_byte_timeout_times_out() -> None:
     t, clock = sim(faults=FaultConfig(stall_s=30))
-    req = UpstreamRequest("POST", "sim://local" + OPENAI, (), orjson.dumps(body("openai")), "sim", 0, False)
+    req = UpstreamRequest(
+        "POST", "sim://local" + OPENAI, (), orjson.dumps(body("openai")), "sim", 0, False
+    )
     with pytest.raises(UpstreamTimeout) as info:
         await t.send(req, far(clock, first_byte=0.05))
     assert info.value.phase == "first_byte" and info.value.retryable
@@ -312,8 +376,15 @@ async def test_error_finish_reason_fault(api: str) -> None:
 async def test_observations_record_calls_and_cancelled_streams() -> None:
     t, clock = sim()
     await call(t, clock, "openai", body("openai"), key="sk-a")
-    req = UpstreamRequest("POST", "sim://local" + OPENAI, auth_headers("openai", "sk-b"),
-                          orjson.dumps(body("openai", stream=True)), "sim", 0, True)
+    req = UpstreamRequest(
+        "POST",
+        "sim://local" + OPENAI,
+        auth_headers("openai", "sk-b"),
+        orjson.dumps(body("openai", stream=True)),
+        "sim",
+        0,
+        True,
+    )
     resp = await t.send(req, far(clock))
     async for _ in resp.chunks():
         break
@@ -329,8 +400,15 @@ def sdk_client(t: SimTransport, clock: FakeClock, lib: Any = httpx) -> Any:
 
     async def handler(request: Any) -> Any:
         body = await request.aread()
-        req = UpstreamRequest("POST", str(request.url), tuple(request.headers.items()), body, "sim", 0,
-                              b'"stream":true' in body)
+        req = UpstreamRequest(
+            "POST",
+            str(request.url),
+            tuple(request.headers.items()),
+            body,
+            "sim",
+            0,
+            b'"stream":true' in body,
+        )
         resp = await t.send(req, far(clock))
         return lib.Response(resp.status, headers=list(resp.headers), content=await resp.read())
 
@@ -340,10 +418,15 @@ def sdk_client(t: SimTransport, clock: FakeClock, lib: Any = httpx) -> Any:
 async def test_the_official_openai_sdk_reads_sim_streams_and_tool_calls() -> None:
     t, clock = sim()
     async with sdk_client(t, clock) as http:
-        client = openai.AsyncOpenAI(api_key="sk-sdk", base_url="http://sim.test/v1", http_client=http)
+        client = openai.AsyncOpenAI(
+            api_key="sk-sdk", base_url="http://sim.test/v1", http_client=http
+        )
         stream = await client.chat.completions.create(
-            model="sim-small", messages=[{"role": "user", "content": "go [tool]"}],
-            tools=OPENAI_TOOLS, stream=True, stream_options={"include_usage": True},  # type: ignore[arg-type]
+            model="sim-small",
+            messages=[{"role": "user", "content": "go [tool]"}],
+            tools=OPENAI_TOOLS,
+            stream=True,
+            stream_options={"include_usage": True},  # type: ignore[arg-type]
         )
         args = ""
         usage = None
@@ -363,9 +446,13 @@ async def test_the_official_anthropic_sdk_accumulates_sim_streams() -> None:
     major = int(anthropic.__version__.split(".")[0])
     lib = importlib.import_module("httpx2") if major >= 2 else httpx
     async with sdk_client(t, clock, lib) as http:
-        client = anthropic.AsyncAnthropic(api_key="sk-sdk", base_url="http://sim.test", http_client=http)
+        client = anthropic.AsyncAnthropic(
+            api_key="sk-sdk", base_url="http://sim.test", http_client=http
+        )
         async with client.messages.stream(
-            model="sim-small", max_tokens=1024, tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
+            model="sim-small",
+            max_tokens=1024,
+            tools=ANTHROPIC_TOOLS,  # type: ignore[arg-type]
             messages=[{"role": "user", "content": "[tool] read it"}],
         ) as stream:
             final = await stream.get_final_message()

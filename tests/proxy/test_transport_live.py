@@ -1,4 +1,4 @@
-"""Both real transports against a loopback fake provider (SPEC §7, RELIABILITY S1, S2, S7–S11)."""
+"""Both real transports against a loopback fake provider (SPEC §7, RELIABILITY S1, S2, S7-S11)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from orca_cli.proxy.transport import (
     UpstreamTimeout,
     filter_response_headers,
 )
-from tests.proxy.conftest import FakeUpstream
+
+from .conftest import FakeUpstream
 
 KINDS = ["aiohttp", "httpx"]
 
@@ -41,18 +42,27 @@ def timeouts(
 
 
 def request(url: str, body: bytes = b'{"model":"m"}', *, stream: bool = False) -> UpstreamRequest:
-    headers = (("content-type", "application/json"), ("authorization", "Bearer sk-test"),
-               ("accept-encoding", "gzip"))
+    headers = (
+        ("content-type", "application/json"),
+        ("authorization", "Bearer sk-test"),
+        ("accept-encoding", "gzip"),
+    )
     return UpstreamRequest("POST", url, headers, body, "ch", 0, stream)
 
 
-async def test_status_headers_and_body_pass_through(transport: Transport, upstream: FakeUpstream) -> None:
+async def test_status_headers_and_body_pass_through(
+    transport: Transport, upstream: FakeUpstream
+) -> None:
     async def handler(req: web.Request) -> web.StreamResponse:
         return web.Response(
             status=429,
             body=b'{"error":{"message":"slow down","type":"rate_limit_error"}}',
-            headers={"content-type": "application/json", "retry-after": "2",
-                     "set-cookie": "a=b", "x-ratelimit-remaining-requests": "0"},
+            headers={
+                "content-type": "application/json",
+                "retry-after": "2",
+                "set-cookie": "a=b",
+                "x-ratelimit-remaining-requests": "0",
+            },
         )
 
     upstream.handler = handler
@@ -71,7 +81,9 @@ async def test_status_headers_and_body_pass_through(transport: Transport, upstre
     seen = upstream.requests[0]
     assert seen.body == body  # forwarded byte for byte
     assert seen.headers["Authorization"] == "Bearer sk-test"
-    assert seen.headers["Accept-Encoding"] == "identity"  # never compressed: the taps read clear text
+    assert (
+        seen.headers["Accept-Encoding"] == "identity"
+    )  # never compressed: the taps read clear text
 
 
 async def test_stream_chunks_arrive_as_sent(transport: Transport, upstream: FakeUpstream) -> None:
@@ -101,7 +113,9 @@ async def test_stream_chunks_arrive_as_sent(transport: Transport, upstream: Fake
     assert upstream.finished == 1
 
 
-async def test_refused_connect_fails_fast_as_connect_error(transport: Transport, closed_port: int) -> None:
+async def test_refused_connect_fails_fast_as_connect_error(
+    transport: Transport, closed_port: int
+) -> None:
     async with asyncio.timeout(5):  # connect_s is 30: only a fast failure finishes in time
         with pytest.raises(UpstreamConnectError) as info:
             await transport.send(
@@ -157,7 +171,9 @@ async def test_idle_timeout_mid_stream(transport: Transport, upstream: FakeUpstr
     assert received == [b"data: 1\n\n"]
 
 
-async def test_dribbling_stream_is_ended_by_the_deadline(transport: Transport, upstream: FakeUpstream) -> None:
+async def test_dribbling_stream_is_ended_by_the_deadline(
+    transport: Transport, upstream: FakeUpstream
+) -> None:
     async def handler(req: web.Request) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
         await resp.prepare(req)
@@ -195,7 +211,9 @@ async def test_aclose_mid_stream_cancels_the_upstream_handler(
     assert upstream.finished == 0
 
 
-async def test_connection_drop_mid_body_is_a_stream_error(transport: Transport, upstream: FakeUpstream) -> None:
+async def test_connection_drop_mid_body_is_a_stream_error(
+    transport: Transport, upstream: FakeUpstream
+) -> None:
     async def handler(req: web.Request) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
         resp.content_length = 1000
