@@ -1,0 +1,195 @@
+"""Resolve a request's `model` field into what serves it (SPEC §1.3).
+
+The field names one of:
+
+* a router: `orca/<router>` or a bare configured router name;
+* an alias from `[aliases]` (exact keys win over glob patterns; among patterns the longest
+  wins); the alias target is itself resolved once, as a router or a model — never as another
+  alias, so alias loops cannot happen;
+* a concrete model served by an enabled channel;
+* a provider-qualified `channel:model` — the first `:` segment is a channel only when it
+  names a configured channel that lists the model; then only that channel serves and
+  cross-channel fallback is disabled;
+
+optionally followed by a routing suffix `:nitro` (throughput), `:cheap` (price) or `:fast`
+(latency) that overrides the mode for this request. Any other `:` segment stays part of the
+model id (`vendor/model:free` is a model id, not a suffix).
+
+For one name the order is: router, exact alias key, glob alias (longest pattern), concrete
+model, `channel:model` — aliases sit before models because agents send real model names
+(`claude-haiku-4-5`) that the operator redirects. A field whose last segment is a suffix word
+is tried, so every id stays reachable,
+
+1. whole, without glob aliases — so a model literally named `x:fast` is served as itself;
+2. with the suffix stripped, globs included — `claude-haiku-4-5:fast` reaches the
+   `claude-haiku-*` alias, in latency mode;
+3. whole, globs included.
+
+Pure and I/O-free.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Literal
+
+from orca_cli.config.schema import Config
+from orca_cli.errors import UnknownModel
+
+__all__ = [
+    "ROUTER_PREFIX",
+    "SUFFIX_MODE",
+    "Mode",
+    "Suffix",
+    "Target",
+    "available_targets",
+    "resolve_target",
+]
+
+Suffix = Literal["nitro", "cheap", "fast"]
+Mode = Literal["balanced", "price", "latency", "throughput"]
+
+SUFFIX_MODE: dict[str, Mode] = {"nitro": "throughput", "cheap": "price", "fast": "latency"}
+ROUTER_PREFIX = "orca/"
+_GLOB_CHARS = frozenset("*?[")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What the `model` field resolved to.
+
+    `channel` is set for a provider-qualified id: only that channel may serve, and
+    cross-channel fallback is disabled. `suffix` overrides the routing mode (`mode_for`).
+    """
+
+    kind: Literal["router", "model"]
+    router: str | None
+    model: str | None
+    channel: str | None
+    suffix: Suffix | None
+    requested: str
+    via_alias: str | None
+
+    @property
+    def mode_override(self) -> Mode | None:
+        """The mode the suffix forces, or None."""
+        return SUFFIX_MODE[self.suffix] if self.suffix is not None else None
+
+    def mode_for(self, configured: Mode) -> Mode:
+        """The effective channel-ordering mode: the suffix's, else the configured one."""
+        return self.mode_override or configured
+
+
+def resolve_target(model_field: str, cfg: Config) -> Target:
+    """Resolve `model_field` per SPEC §1.3; raise `UnknownModel` listing what is available."""
+    name = model_field.strip()
+    if name:
+        base, suffix = _split_suffix(name)
+        if suffix is None:
+            found = _resolve(name, cfg, None, model_field, globs=True)
+        else:
+            found = _resolve(name, cfg, None, model_field, globs=False)
+            if found is None:
+                found = _resolve(base, cfg, suffix, model_field, globs=True)
+            if found is None:
+                found = _resolve(name, cfg, None, model_field, globs=True)
+        if found is not None:
+            return found
+    raise UnknownModel(model_field, available_targets(cfg))
+
+
+def available_targets(cfg: Config) -> list[str]:
+    """Every name a client may send: `orca/<router>`, alias keys, concrete models (sorted)."""
+    names = {ROUTER_PREFIX + r for r in cfg.routers}
+    names.update(cfg.aliases)
+    names.update(cfg.model_ids())
+    return sorted(names)
+
+
+def _split_suffix(name: str) -> tuple[str, Suffix | None]:
+    head, sep, last = name.rpartition(":")
+    if sep and head and last in SUFFIX_MODE:
+        return head, _as_suffix(last)
+    return name, None
+
+
+def _as_suffix(word: str) -> Suffix | None:
+    if word == "nitro":
+        return "nitro"
+    if word == "cheap":
+        return "cheap"
+    if word == "fast":
+        return "fast"
+    return None
+
+
+def _resolve(
+    name: str, cfg: Config, suffix: Suffix | None, requested: str, *, globs: bool
+) -> Target | None:
+    """Router, then exact alias, then (with `globs`) glob alias, then model / `channel:model`.
+
+    An alias that matches but whose target does not resolve gives None: the alias is the
+    operator's intent, so it is never silently bypassed for a same-named model.
+    """
+    router = _router_name(name, cfg)
+    if router is not None:
+        return Target("router", router, None, None, suffix, requested, None)
+    key = _alias_key(name, cfg, globs=globs)
+    if key is not None:
+        return _resolve_alias_target(cfg.aliases[key], cfg, suffix, requested, key)
+    return _resolve_direct(name, cfg, suffix, requested, None)
+
+
+def _resolve_direct(
+    name: str, cfg: Config, suffix: Suffix | None, requested: str, via: str | None
+) -> Target | None:
+    """A router, a concrete model or `channel:model` — everything except aliases."""
+    router = _router_name(name, cfg)
+    if router is not None:
+        return Target("router", router, None, None, suffix, requested, via)
+    if name in cfg.model_ids():
+        return Target("model", None, name, None, suffix, requested, via)
+    channel, sep, model = name.partition(":")
+    if sep and model:
+        ch = cfg.channel(channel)
+        if ch is not None and model in ch.models:
+            return Target("model", None, model, channel, suffix, requested, via)
+    return None
+
+
+def _router_name(name: str, cfg: Config) -> str | None:
+    if name.startswith(ROUTER_PREFIX) and name[len(ROUTER_PREFIX) :] in cfg.routers:
+        return name[len(ROUTER_PREFIX) :]
+    if name in cfg.routers:
+        return name
+    return None
+
+
+def _alias_key(name: str, cfg: Config, *, globs: bool) -> str | None:
+    """The exact alias key for `name`, else (with `globs`) the longest matching pattern."""
+    if name in cfg.aliases:
+        return name
+    if not globs:
+        return None
+    matches = [k for k in cfg.aliases if _GLOB_CHARS & set(k) and fnmatchcase(name, k)]
+    if not matches:
+        return None
+    # Longest pattern wins; ties broken by the pattern text so the choice is deterministic.
+    return min(matches, key=lambda k: (-len(k), k))
+
+
+def _resolve_alias_target(
+    target: str, cfg: Config, suffix: Suffix | None, requested: str, key: str
+) -> Target | None:
+    """One level: the alias target is a router or a model (with its own optional suffix).
+
+    The request's suffix wins over one written in the alias target.
+    """
+    target = target.strip()
+    found = _resolve_direct(target, cfg, suffix, requested, key)
+    if found is None:
+        base, own = _split_suffix(target)
+        if own is not None:
+            found = _resolve_direct(base, cfg, suffix or own, requested, key)
+    return found
