@@ -1,0 +1,290 @@
+"""Candidate sets, exclusions with reasons, channel and key ordering, soft pins (SPEC §1.3, §5).
+
+`build_candidates` turns a list of model ids (a tier's pool, a router's allowed set, or one
+concrete model) into `Candidate`s. A candidate is excluded, with a reason code, when
+
+* `no_channel`      — no enabled channel serves it (or the qualified channel is disabled);
+* `format_mismatch` — no enabled channel serving it speaks the inbound api;
+* `context_window`  — its `context_window` is smaller than the request's estimated tokens;
+* `unhealthy`       — every channel that could serve it has no healthy key.
+
+Channels filtered out of a kept candidate are listed in `Candidate.filtered` with their
+reasons (`channel_disabled`, `format_mismatch`, `unhealthy`, `drained`).
+
+Channel order within a model follows the mode (SPEC §1.3): `balanced` is a weighted random
+order over healthy channels by `weight` (drawn without replacement from the injected rng, so
+the first pick is weight-proportional and the rest is the fallback order); `price`, `latency`
+and `throughput` are ordered. In every mode weight-0 channels are drained — excluded unless
+nothing else serves, and an all-zero pool is treated as equal weights.
+
+Health is an injected predicate `healthy(channel_name, key_index)`; the proxy's breaker plugs
+in there. A channel without keys (`sim`, pass-through auth) has one implicit key slot, index 0,
+with an empty fingerprint. Pure and I/O-free.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from orca_cli.config.schema import ChannelConfig, Config, ModelConfig
+from orca_cli.routing.target import Mode
+
+__all__ = [
+    "Api",
+    "Candidate",
+    "ChannelChoice",
+    "Healthy",
+    "Mode",
+    "all_healthy",
+    "build_candidates",
+    "check_channel_pin",
+    "check_model_pin",
+    "key_slots",
+    "model_config",
+    "order_channels",
+    "order_keys",
+    "speaks",
+]
+
+Api = Literal["openai", "anthropic"]
+Healthy = Callable[[str, int], bool]
+
+_DEFAULT_MODEL = ModelConfig()
+
+
+def all_healthy(channel: str, key_index: int) -> bool:
+    """The default health predicate: everything is healthy."""
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelChoice:
+    """One channel able to serve a candidate, with its healthy key indices in try order."""
+
+    channel: str
+    weight: float
+    keys: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A model considered for a request. `excluded` is a reason code or None."""
+
+    model: str
+    channels: tuple[ChannelChoice, ...]
+    excluded: str | None
+    reason: str
+    filtered: tuple[tuple[str, str], ...] = ()  # (channel, reason) left out of `channels`
+
+    @property
+    def usable(self) -> bool:
+        return self.excluded is None
+
+
+def model_config(model: str, cfg: Config) -> ModelConfig:
+    """The model's `[models."<id>"]` table, or the ModelConfig defaults."""
+    return cfg.models.get(model, _DEFAULT_MODEL)
+
+
+def speaks(ch: ChannelConfig, api: str) -> bool:
+    """Whether the channel accepts the inbound wire format (`sim` speaks both, SPEC §2)."""
+    return ch.type == "sim" or ch.api == api
+
+
+def key_slots(ch: ChannelConfig) -> tuple[tuple[int, str], ...]:
+    """(index, fingerprint) of every key; one implicit slot `(0, "")` for a keyless channel."""
+    if not ch.keys:
+        return ((0, ""),)
+    return tuple((i, k.fp) for i, k in enumerate(ch.keys))
+
+
+def order_keys(
+    ch: ChannelConfig, healthy: Healthy = all_healthy, rng: random.Random | None = None
+) -> tuple[int, ...]:
+    """Healthy key indices in try order: round-robin from a random start (rng), else in order.
+
+    Rotating from a random start spreads first attempts evenly over the healthy keys while
+    the remaining keys stay in config order as the fallback sequence.
+    """
+    good = tuple(i for i, _ in key_slots(ch) if healthy(ch.name, i))
+    if rng is None or len(good) < 2:
+        return good
+    start = rng.randrange(len(good))
+    return good[start:] + good[:start]
+
+
+def order_channels(
+    channels: Sequence[ChannelConfig], mode: Mode, rng: random.Random | None = None
+) -> tuple[list[ChannelConfig], list[ChannelConfig]]:
+    """Order channels of one model by mode; returns (ordered, drained).
+
+    Weight-0 channels are drained unless every channel has weight 0 (then all count equal).
+    `balanced` without an rng (explain, config check) orders by weight desc, then name.
+    """
+    live = [c for c in channels if c.weight > 0]
+    drained = [c for c in channels if c.weight <= 0] if live else []
+    pool = live or list(channels)
+    all_zero = not live
+
+    def weight(c: ChannelConfig) -> float:
+        return 1.0 if all_zero else float(c.weight)
+
+    by_weight = sorted(pool, key=lambda c: (-weight(c), c.name))
+    if mode == "balanced":
+        if rng is None:
+            return by_weight, drained
+        return _weighted_order(pool, weight, rng), drained
+    if mode == "latency":
+        known = sorted(
+            (c for c in by_weight if c.expected_latency_ms > 0), key=lambda c: c.expected_latency_ms
+        )
+        return known + [c for c in by_weight if c.expected_latency_ms <= 0], drained
+    if mode == "throughput":
+        known = sorted((c for c in by_weight if c.expected_tps > 0), key=lambda c: -c.expected_tps)
+        return known + [c for c in by_weight if c.expected_tps <= 0], drained
+    # price: channels of one model share the model's price, so weight desc then name.
+    return by_weight, drained
+
+
+def _weighted_order(
+    pool: Sequence[ChannelConfig], weight: Callable[[ChannelConfig], float], rng: random.Random
+) -> list[ChannelConfig]:
+    """Weighted sampling without replacement, one `rng.random()` per position."""
+    rest = list(pool)
+    out: list[ChannelConfig] = []
+    while rest:
+        total = sum(weight(c) for c in rest)
+        point = rng.random() * total
+        pick = len(rest) - 1
+        for i, c in enumerate(rest):
+            point -= weight(c)
+            if point < 0:
+                pick = i
+                break
+        out.append(rest.pop(pick))
+    return out
+
+
+def build_candidates(
+    models: Sequence[str],
+    api: Api,
+    est_tokens: int,
+    cfg: Config,
+    *,
+    mode: Mode = "balanced",
+    healthy: Healthy = all_healthy,
+    rng: random.Random | None = None,
+    channel: str | None = None,
+) -> tuple[Candidate, ...]:
+    """One Candidate per distinct model id, in the given order (SPEC §1.3).
+
+    `channel` restricts every model to that one channel (a provider-qualified request).
+    """
+    seen: dict[str, None] = dict.fromkeys(models)
+    return tuple(_candidate(m, api, est_tokens, cfg, mode, healthy, rng, channel) for m in seen)
+
+
+def _candidate(
+    model: str,
+    api: Api,
+    est_tokens: int,
+    cfg: Config,
+    mode: Mode,
+    healthy: Healthy,
+    rng: random.Random | None,
+    only: str | None,
+) -> Candidate:
+    serving = [c for c in cfg.channels if model in c.models and (only is None or c.name == only)]
+    filtered: list[tuple[str, str]] = []
+    enabled = []
+    for c in serving:
+        if c.enabled:
+            enabled.append(c)
+        else:
+            filtered.append((c.name, "channel_disabled"))
+    if not enabled:
+        why = f"no enabled channel serves {model!r}" + (f" via {only!r}" if only else "")
+        return Candidate(model, (), "no_channel", why, tuple(filtered))
+    fitting = []
+    for c in enabled:
+        if speaks(c, api):
+            fitting.append(c)
+        else:
+            filtered.append((c.name, "format_mismatch"))
+    if not fitting:
+        why = f"no enabled channel serving {model!r} speaks the {api} format"
+        return Candidate(model, (), "format_mismatch", why, tuple(filtered))
+    window = model_config(model, cfg).context_window
+    if window < est_tokens:
+        why = f"context_window {window} < estimated {est_tokens} tokens"
+        return Candidate(model, (), "context_window", why, tuple(filtered))
+    alive = []
+    for c in fitting:
+        if any(healthy(c.name, i) for i, _ in key_slots(c)):
+            alive.append(c)
+        else:
+            filtered.append((c.name, "unhealthy"))
+    if not alive:
+        why = f"every channel serving {model!r} is unhealthy"
+        return Candidate(model, (), "unhealthy", why, tuple(filtered))
+    ordered, drained = order_channels(alive, mode, rng)
+    filtered.extend((c.name, "drained") for c in drained)
+    choices = tuple(ChannelChoice(c.name, c.weight, order_keys(c, healthy, rng)) for c in ordered)
+    return Candidate(model, choices, None, "ok", tuple(filtered))
+
+
+def check_channel_pin(
+    pin: Mapping[str, Any] | None,
+    model: str,
+    cfg: Config,
+    healthy: Healthy = all_healthy,
+    api: Api = "openai",
+) -> tuple[bool, bool, str]:
+    """Consult a soft channel pin `{channel, key_index, key_fp}` (SPEC §5).
+
+    Returns (usable, keep, reason). `keep=False` means the pin should be deleted:
+    `channel_missing`, `channel_disabled`, `not_served` (the channel no longer lists the
+    model), `format_mismatch`, `key_missing`, `key_rotated` (the key at `key_index` has
+    another fingerprint — a reordered or rotated `keys` list), `channel_drained` (weight 0
+    while the model has another live channel of weight > 0; kept in an all-zero pool).
+    `unhealthy` (cool-down, open breaker) is not usable but kept. A pin never fails a request.
+    """
+    if pin is None:
+        return False, True, "no_pin"
+    ch = cfg.channel(str(pin.get("channel", "")))
+    if ch is None:
+        return False, False, "channel_missing"
+    if not ch.enabled:
+        return False, False, "channel_disabled"
+    if model not in ch.models:
+        return False, False, "not_served"
+    if not speaks(ch, api):
+        return False, False, "format_mismatch"
+    index = pin.get("key_index")
+    slots = dict(key_slots(ch))
+    if not isinstance(index, int) or isinstance(index, bool) or index not in slots:
+        return False, False, "key_missing"
+    if slots[index] != str(pin.get("key_fp", "")):
+        return False, False, "key_rotated"
+    if ch.weight <= 0 and any(
+        c.enabled and c.weight > 0 and model in c.models and speaks(c, api)
+        for c in cfg.channels
+        if c.name != ch.name
+    ):
+        return False, False, "channel_drained"
+    if not healthy(ch.name, index):
+        return False, True, "unhealthy"
+    return True, True, "ok"
+
+
+def check_model_pin(pinned_model: str | None, candidates: Sequence[Candidate]) -> tuple[bool, str]:
+    """Is the pinned model a usable candidate of the current tier's pool? (SPEC §5, §6.1)."""
+    if pinned_model is None:
+        return False, "no_pin"
+    for c in candidates:
+        if c.model == pinned_model:
+            return (True, "ok") if c.excluded is None else (False, c.excluded)
+    return False, "not_in_tier"
