@@ -20,21 +20,21 @@ import orjson
 from orca_cli.state.base import Op, SlotRef, TierDoc
 
 __all__ = [
+    "AUDIT_FIELDS",
     "AUDIT_MAX",
     "AUDIT_MAX_AGE_S",
-    "AUDIT_FIELDS",
-    "encode_doc",
-    "decode_doc",
-    "doc_version",
-    "ttl_ms",
-    "check_ops",
-    "decode_value",
     "audit_event",
     "audit_member",
     "audit_slot",
+    "check_ops",
+    "decode_doc",
+    "decode_value",
+    "doc_version",
+    "dumps",
+    "encode_doc",
+    "ttl_ms",
     "vector_from_hash",
     "vector_from_text",
-    "dumps",
 ]
 
 AUDIT_MAX = 10_000  # events kept per stream (SPEC §6.6)

@@ -20,32 +20,54 @@ from orca_cli.state.base import Store
 from orca_cli.state.codec import AUDIT_MAX
 from orca_cli.state.memory import MemoryStore
 
-__all__ = ["open_store", "redis_client_factory", "DEFAULT_MAX_CONNECTIONS"]
+__all__ = ["DEFAULT_MAX_CONNECTIONS", "open_store", "redis_client_factory"]
 
 DEFAULT_MAX_CONNECTIONS = 64
 
 
-def open_store(state_cfg: StateConfig, *, clock: Clock, trace_max: int = 20000,
-               trace_ttl_s: float = 86400, audit_max: int = AUDIT_MAX,
-               max_connections: int = DEFAULT_MAX_CONNECTIONS) -> Store:
+def open_store(
+    state_cfg: StateConfig,
+    *,
+    clock: Clock,
+    trace_max: int = 20000,
+    trace_ttl_s: float = 86400,
+    audit_max: int = AUDIT_MAX,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+) -> Store:
     """Build the configured backend; Redis connects lazily on the first call."""
     if state_cfg.backend == "memory":
-        return MemoryStore(clock=clock, key_prefix=state_cfg.key_prefix, trace_max=trace_max,
-                           trace_ttl_s=trace_ttl_s, audit_max=audit_max)
+        return MemoryStore(
+            clock=clock,
+            key_prefix=state_cfg.key_prefix,
+            trace_max=trace_max,
+            trace_ttl_s=trace_ttl_s,
+            audit_max=audit_max,
+        )
     if state_cfg.backend != "redis":
-        raise ConfigError(None, "state.backend",
-                          f"must be one of memory, redis, got {state_cfg.backend!r}")
+        raise ConfigError(
+            None, "state.backend", f"must be one of memory, redis, got {state_cfg.backend!r}"
+        )
     from orca_cli.state.redis import RedisStore
 
     connect, on_close = redis_client_factory(state_cfg, max_connections=max_connections)
-    return RedisStore(connect, mode=state_cfg.redis_mode, clock=clock,
-                      key_prefix=state_cfg.key_prefix, timeout_ms=state_cfg.timeout_ms,
-                      trace_max=trace_max, trace_ttl_s=trace_ttl_s, audit_max=audit_max,
-                      on_close=on_close)
+    return RedisStore(
+        connect,
+        mode=state_cfg.redis_mode,
+        clock=clock,
+        key_prefix=state_cfg.key_prefix,
+        timeout_ms=state_cfg.timeout_ms,
+        trace_max=trace_max,
+        trace_ttl_s=trace_ttl_s,
+        audit_max=audit_max,
+        on_close=on_close,
+    )
 
 
-def redis_client_factory(cfg: StateConfig, *, max_connections: int = DEFAULT_MAX_CONNECTIONS,
-                         ) -> tuple[Callable[[], Any], Callable[[], Awaitable[None]]]:
+def redis_client_factory(
+    cfg: StateConfig,
+    *,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
+) -> tuple[Callable[[], Any], Callable[[], Awaitable[None]]]:
     """(build the client, close what the client does not close itself) for `cfg.redis_mode`."""
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
@@ -65,46 +87,56 @@ def redis_client_factory(cfg: StateConfig, *, max_connections: int = DEFAULT_MAX
         extra.clear()
 
     if cfg.redis_mode == "single":
+
         def single() -> Any:
             from redis.asyncio import BlockingConnectionPool, Redis
 
             pool = BlockingConnectionPool.from_url(
-                cfg.redis_url, max_connections=max_connections, timeout=timeout_s, **common)
+                cfg.redis_url, max_connections=max_connections, timeout=timeout_s, **common
+            )
             return Redis.from_pool(pool)  # the client owns (and closes) its pool
+
         return single, on_close
 
     if cfg.redis_mode == "cluster":
+
         def cluster() -> Any:
             from redis.asyncio.cluster import RedisCluster
 
             return RedisCluster.from_url(cfg.redis_url, max_connections=max_connections, **common)
+
         return cluster, on_close
 
     if cfg.redis_mode == "sentinel":
         hosts = [_host_port(s) for s in cfg.sentinels]
         if not hosts:
-            raise ConfigError(None, "state.sentinels",
-                              "redis_mode = \"sentinel\" needs at least one \"host:port\"")
+            raise ConfigError(
+                None, "state.sentinels", 'redis_mode = "sentinel" needs at least one "host:port"'
+            )
 
         def sentinel() -> Any:
             from redis.asyncio.connection import parse_url
             from redis.asyncio.sentinel import Sentinel
 
             url = parse_url(cfg.redis_url)
-            auth = {k: url[k] for k in ("username", "password", "db") if url.get(k) is not None}
+            options: dict[str, Any] = dict(common, max_connections=max_connections)
+            options.update((k, url[k]) for k in ("username", "password", "db") if url.get(k))
             probe = {k: common[k] for k in ("socket_timeout", "socket_connect_timeout", "retry")}
-            manager = Sentinel(hosts, sentinel_kwargs=probe)
+            manager: Any = Sentinel(hosts, sentinel_kwargs=probe)  # type: ignore[no-untyped-call]
             extra.extend(manager.sentinels)
-            return manager.master_for(cfg.sentinel_service, max_connections=max_connections,
-                                      **common, **auth)
+            return manager.master_for(cfg.sentinel_service, **options)
+
         return sentinel, on_close
 
-    raise ConfigError(None, "state.redis_mode",
-                      f"must be one of single, sentinel, cluster, got {cfg.redis_mode!r}")
+    raise ConfigError(
+        None,
+        "state.redis_mode",
+        f"must be one of single, sentinel, cluster, got {cfg.redis_mode!r}",
+    )
 
 
 def _host_port(spec: str) -> tuple[str, int]:
     host, sep, port = spec.rpartition(":")
     if not sep or not host or not port.isdigit():
-        raise ConfigError(None, "state.sentinels", f"each entry must be \"host:port\", got {spec!r}")
+        raise ConfigError(None, "state.sentinels", f'each entry must be "host:port", got {spec!r}')
     return host.strip("[]"), int(port)

@@ -3,12 +3,14 @@
 Every key lives in one of four hash slots, so each slot's keys land on one Redis Cluster slot
 and one Lua script can touch them atomically:
 
-    <prefix>:{r:<router>:s:<session>}:<suffix>   a session: tier, pin:<tier>, chan:<tier>, commit:<rid>
-    <prefix>:{r:<router>}:<suffix>               a router: share:<hour>:s|t, stats:<hour>, pct,
-                                                 linucb:<arm>, aff:<hash>, recent, audit, commit:<rid>
-    <prefix>:{w}:<suffix>                        the workspace: share:<hour>:s|t, audit, commit:<rid>
-    <prefix>:{t}:<suffix>                        traces: trace:<id>, cid:<client id>, idx
-    <prefix>:epoch                               the state-loss epoch (SPEC §9)
+    <prefix>:{r:<router>:s:<session>}:<suffix>  session: tier, pin:<tier>, chan:<tier>
+    <prefix>:{r:<router>}:<suffix>              router: share:<hour>:s|t, stats:<hour>, pct,
+                                                linucb:<arm>, aff:<hash>, recent, audit
+    <prefix>:{w}:<suffix>                       workspace: share:<hour>:s|t, audit
+    <prefix>:{t}:<suffix>                       traces: trace:<id>, cid:<client id>, idx
+    <prefix>:epoch                              the state-loss epoch (SPEC §9)
+
+Every slot a commit writes also holds that request's marker `commit:<request_id>`.
 
 Session ids reach this module already sanitised by `wire/session_id.py` (SPEC §1.4: no `{`, `}`
 or control characters, at most 128 bytes). Router names and the prefix come from config and must
@@ -24,32 +26,32 @@ import re
 from orca_cli.state.base import SlotRef
 
 __all__ = [
-    "SLOT_KINDS",
-    "check_name",
-    "safe_component",
-    "slot_tag",
-    "full_key",
-    "epoch_key",
-    "parse_key",
-    "scan_pattern",
-    "key_matches",
-    "glob_escape",
-    "tier_key",
-    "pin_key",
-    "chan_key",
-    "marker_key",
-    "share_key",
-    "stats_key",
+    "AUDIT_KEY",
     "PCT_KEY",
     "RECENT_KEY",
-    "AUDIT_KEY",
-    "TRACE_INDEX_KEY",
-    "linucb_key",
-    "affinity_key",
-    "trace_key",
-    "client_id_key",
+    "SLOT_KINDS",
     "TRACES",
+    "TRACE_INDEX_KEY",
     "WORKSPACE",
+    "affinity_key",
+    "chan_key",
+    "check_name",
+    "client_id_key",
+    "epoch_key",
+    "full_key",
+    "glob_escape",
+    "key_matches",
+    "linucb_key",
+    "marker_key",
+    "parse_key",
+    "pin_key",
+    "safe_component",
+    "scan_pattern",
+    "share_key",
+    "slot_tag",
+    "stats_key",
+    "tier_key",
+    "trace_key",
 ]
 
 SLOT_KINDS = ("session", "router", "workspace", "traces")
@@ -137,8 +139,14 @@ def glob_escape(text: str) -> str:
     return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
-def scan_pattern(prefix: str, slot_kind: str, *, router: str | None = None,
-                 session: str | None = None, key_prefix: str = "") -> str:
+def scan_pattern(
+    prefix: str,
+    slot_kind: str,
+    *,
+    router: str | None = None,
+    session: str | None = None,
+    key_prefix: str = "",
+) -> str:
     """A MATCH pattern covering the requested keys (callers still filter with `parse_key`).
 
     `slot_kind` is one of SLOT_KINDS or "all". A router pattern with no router also matches
@@ -161,8 +169,15 @@ def scan_pattern(prefix: str, slot_kind: str, *, router: str | None = None,
     raise ValueError(f"unknown slot kind {slot_kind!r}; valid: {', '.join(SLOT_KINDS)}, all")
 
 
-def key_matches(ref: SlotRef, suffix: str, slot_kind: str, *, router: str | None = None,
-                session: str | None = None, key_prefix: str = "") -> bool:
+def key_matches(
+    ref: SlotRef,
+    suffix: str,
+    slot_kind: str,
+    *,
+    router: str | None = None,
+    session: str | None = None,
+    key_prefix: str = "",
+) -> bool:
     """The exact filter a scan applies to a parsed key (MATCH patterns are only a first cut)."""
     if slot_kind != "all" and ref.kind != slot_kind:
         return False
@@ -174,6 +189,7 @@ def key_matches(ref: SlotRef, suffix: str, slot_kind: str, *, router: str | None
 
 
 # --- suffix builders: the only spelling of each key, shared by writers and readers -------------
+
 
 def tier_key() -> str:
     return "tier"

@@ -90,7 +90,7 @@ class _ZSet:
         return self.pop_lowest(bisect.bisect_left(self.items, (score, "")))
 
     def range_from(self, score: float) -> list[tuple[float, str]]:
-        return self.items[bisect.bisect_left(self.items, (score, "")):]
+        return self.items[bisect.bisect_left(self.items, (score, "")) :]
 
 
 _Value: TypeAlias = str | float | dict[str, float] | list[str] | _ZSet
@@ -131,9 +131,17 @@ class MemoryStore:
 
     backend = "memory"
 
-    def __init__(self, *, clock: Clock, key_prefix: str = "orca", trace_max: int = 20000,
-                 trace_ttl_s: float = 86400, audit_max: int = AUDIT_MAX,
-                 sweep_every: int = 1024, sweep_interval_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        key_prefix: str = "orca",
+        trace_max: int = 20000,
+        trace_ttl_s: float = 86400,
+        audit_max: int = AUDIT_MAX,
+        sweep_every: int = 1024,
+        sweep_interval_s: float = 60.0,
+    ) -> None:
         self._clock = clock
         self._prefix = K.check_name(key_prefix, "state.key_prefix")
         self._trace_max = max(1, trace_max)
@@ -175,7 +183,9 @@ class MemoryStore:
     def sweep(self) -> int:
         """Drop every expired key now; returns how many were dropped."""
         now = self._clock.now()
-        dead = [k for k, e in self._data.items() if e.expires_at is not None and e.expires_at <= now]
+        dead = [
+            k for k, e in self._data.items() if e.expires_at is not None and e.expires_at <= now
+        ]
         for k in dead:
             del self._data[k]
         self._since_sweep = 0
@@ -184,7 +194,10 @@ class MemoryStore:
 
     def _maybe_sweep(self, now: float) -> None:
         self._since_sweep += 1
-        if self._since_sweep >= self._sweep_every or now - self._last_sweep >= self._sweep_interval_s:
+        if (
+            self._since_sweep >= self._sweep_every
+            or now - self._last_sweep >= self._sweep_interval_s
+        ):
             self.sweep()
 
     def __len__(self) -> int:
@@ -221,8 +234,11 @@ class MemoryStore:
                 affinity = decode_doc(self._text(rtag + K.affinity_key(req.affinity_key), now))
             for arm in req.linucb_arms:
                 v = self._value(rtag + K.linucb_key(arm), now)
-                linucb[arm] = (vector_from_hash(v) if isinstance(v, dict)
-                               else vector_from_text(v if isinstance(v, str) else None))
+                linucb[arm] = (
+                    vector_from_hash(v)
+                    if isinstance(v, dict)
+                    else vector_from_text(v if isinstance(v, str) else None)
+                )
             if req.percentile_samples > 0:
                 samples = self._value(rtag + K.PCT_KEY, now)
                 if isinstance(samples, list):
@@ -230,9 +246,17 @@ class MemoryStore:
         ws = ShareCounts()
         if req.workspace:
             ws = self._share(K.slot_tag(self._prefix, K.WORKSPACE), req.share_hours, now)
-        return Snapshot(tier=decode_doc(tier_text), tier_version=doc_version(tier_text),
-                        pins=pins, channel_pins=chans, share=share, workspace_share=ws,
-                        affinity=affinity, linucb=linucb, percentile_samples=pct)
+        return Snapshot(
+            tier=decode_doc(tier_text),
+            tier_version=doc_version(tier_text),
+            pins=pins,
+            channel_pins=chans,
+            share=share,
+            workspace_share=ws,
+            affinity=affinity,
+            linucb=linucb,
+            percentile_samples=pct,
+        )
 
     def _share(self, tag: str, hours: tuple[int, ...], now: float) -> ShareCounts:
         strong = total = 0.0
@@ -261,7 +285,9 @@ class MemoryStore:
         tag = K.slot_tag(self._prefix, w.slot)
         marker, tkey = tag + K.marker_key(request_id), tag + K.tier_key()
         if self._entry(marker, now) is not None:
-            return SlotResult(w.slot, "duplicate", decode_doc(self._text(tkey, now)) if session else None)
+            return SlotResult(
+                w.slot, "duplicate", decode_doc(self._text(tkey, now)) if session else None
+            )
         self._check_types(tag, tkey if session else None, w.ops, now)
         doc_text = self._text(tkey, now) if session else None
         if w.mutate is not None:
@@ -285,7 +311,9 @@ class MemoryStore:
         for key, kind in wanted:
             v = self._value(key, now)
             if v is not None and _kind(v) != kind:
-                raise StoreUnavailable(f"store key {key} is a {_kind(v)}, not a {kind}; nothing applied")
+                raise StoreUnavailable(
+                    f"store key {key} is a {_kind(v)}, not a {kind}; nothing applied"
+                )
 
     def _apply_op(self, key: str, op: Op, now: float) -> None:
         if isinstance(op, SetOp):
@@ -303,7 +331,7 @@ class MemoryStore:
             items = self._value(key, now)
             lst: list[str] = items if isinstance(items, list) else []
             lst.insert(0, op.value)
-            del lst[op.maxlen:]
+            del lst[op.maxlen :]
             self._put(key, lst, op.ttl_s, now)
         elif isinstance(op, ZAddOp):
             z = self._value(key, now)
@@ -351,15 +379,27 @@ class MemoryStore:
 
     # --- operator side ---------------------------------------------------------------------
 
-    async def scan(self, slot_kind: str, *, router: str | None = None,
-                   session: str | None = None, key_prefix: str = "") -> list[KeyEntry]:
+    async def scan(
+        self,
+        slot_kind: str,
+        *,
+        router: str | None = None,
+        session: str | None = None,
+        key_prefix: str = "",
+    ) -> list[KeyEntry]:
         K.scan_pattern(self._prefix, slot_kind)  # validates slot_kind
         now = self._clock.now()
         out: list[KeyEntry] = []
         for key in sorted(self._data):
             parsed = K.parse_key(self._prefix, key)
-            if parsed is None or not K.key_matches(parsed[0], parsed[1], slot_kind, router=router,
-                                                   session=session, key_prefix=key_prefix):
+            if parsed is None or not K.key_matches(
+                parsed[0],
+                parsed[1],
+                slot_kind,
+                router=router,
+                session=session,
+                key_prefix=key_prefix,
+            ):
                 continue
             entry = self._entry_view(key, parsed[0], parsed[1], now)
             if entry is not None:
@@ -388,8 +428,9 @@ class MemoryStore:
                 doc = decode_doc(self._text(tag + K.trace_key(tid), now))
         return doc
 
-    async def list_audit(self, router: str | None = None,
-                         since: float | None = None) -> list[Mapping[str, Any]]:
+    async def list_audit(
+        self, router: str | None = None, since: float | None = None
+    ) -> list[Mapping[str, Any]]:
         now = self._clock.now()
         streams = [K.slot_tag(self._prefix, K.WORKSPACE) + K.AUDIT_KEY]
         if router:

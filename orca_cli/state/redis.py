@@ -24,60 +24,49 @@ from __future__ import annotations
 import asyncio
 import random
 import secrets
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, TypeVar
+from functools import partial
+from typing import Any, TypeVar
 
 from redis.exceptions import NoScriptError, RedisError
 
 from orca_cli.clock import Clock
 from orca_cli.errors import StoreUnavailable
 from orca_cli.state import keys as K
+from orca_cli.state import redis_cmds as C
 from orca_cli.state.base import (
-    MARKER_TTL_S,
     MAX_CAS_ATTEMPTS,
     CommitBatch,
     CommitResult,
-    DelOp,
-    ExpireAtLeastOp,
-    HIncrOp,
-    IncrOp,
     KeyEntry,
-    Op,
-    PushOp,
     ReadRequest,
-    SetOp,
     ShareCounts,
     SlotRef,
     SlotResult,
     SlotWrite,
     Snapshot,
     TierDoc,
-    ZAddOp,
 )
 from orca_cli.state.codec import (
     AUDIT_MAX,
-    AUDIT_MAX_AGE_S,
     audit_event,
-    audit_member,
-    audit_slot,
     check_ops,
     decode_doc,
-    decode_value,
     doc_version,
     dumps,
     encode_doc,
-    ttl_ms,
     vector_from_hash,
     vector_from_text,
 )
-from orca_cli.state.scripts import ALL_SCRIPTS, ROUTER_READ, SLOT_COMMIT, TRACE_WRITE
+from orca_cli.state.redis_cmds import Cmd
+from orca_cli.state.scripts import ALL_SCRIPTS, ROUTER_READ
 
 __all__ = ["RedisStore"]
 
 T = TypeVar("T")
-Cmd = tuple[Any, ...]
+
 _SCAN_CHUNK = 500
 
 
@@ -102,9 +91,19 @@ class RedisStore:
 
     backend = "redis"
 
-    def __init__(self, connect: Callable[[], Any], *, mode: str, clock: Clock, key_prefix: str,
-                 timeout_ms: int, trace_max: int = 20000, trace_ttl_s: float = 86400,
-                 audit_max: int = AUDIT_MAX, on_close: Callable[[], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        *,
+        mode: str,
+        clock: Clock,
+        key_prefix: str,
+        timeout_ms: int,
+        trace_max: int = 20000,
+        trace_ttl_s: float = 86400,
+        audit_max: int = AUDIT_MAX,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self._connect = connect
         self._mode = mode
         self._clock = clock
@@ -137,8 +136,9 @@ class RedisStore:
             self._redis = self._connect()
         return self._redis
 
-    async def _guarded(self, what: str, call: Callable[[], Awaitable[T]],
-                       timeout_s: float | None = None) -> T:
+    async def _guarded(
+        self, what: str, call: Callable[[], Awaitable[T]], timeout_s: float | None = None
+    ) -> T:
         try:
             async with asyncio.timeout(timeout_s or self._timeout_s):
                 return await call()
@@ -203,7 +203,7 @@ class RedisStore:
                 cmds.append(("INFO", "server"))
             res, trips = await self._run(cmds)
             if self._mode != "cluster":
-                self._run_id = _run_id(res[2])
+                self._run_id = C.run_id(res[2])
             doc = decode_doc(res[1]) or {}
             self._epoch_token = doc.get("token")
             lost_at = doc.get("lost_at")
@@ -217,7 +217,7 @@ class RedisStore:
         """Detect a state loss from the epoch GET (and INFO server when re-checking)."""
         reason = ""
         if info is not None:
-            run_id = _run_id(info)
+            run_id = C.run_id(info)
             if self._run_id is not None and run_id and run_id != self._run_id:
                 reason = "run_id_changed"
             self._run_id = run_id or self._run_id
@@ -230,7 +230,9 @@ class RedisStore:
             # Another sidecar saw the loss first and re-created the epoch: adopt its record.
             self._epoch_token = token
             lost_at = doc.get("lost_at") if doc else None
-            self.state_lost_at = float(lost_at) if isinstance(lost_at, (int, float)) else self._clock.now()
+            self.state_lost_at = (
+                float(lost_at) if isinstance(lost_at, (int, float)) else self._clock.now()
+            )
         if not reason:
             return 0
         return await self._declare_lost(reason, only_if_missing=token is None)
@@ -247,8 +249,17 @@ class RedisStore:
         lost_at = winner.get("lost_at")
         self.state_lost_at = float(lost_at) if isinstance(lost_at, (int, float)) else now
         if res[0] and self._epoch_token == token:  # we re-created it: audit once, store-wide
-            event = audit_event({"ts": now, "event": "state_lost", "reason": reason,
-                                 "actor": "store", "request_id": f"epoch:{token}"}, "", now)
+            event = audit_event(
+                {
+                    "ts": now,
+                    "event": "state_lost",
+                    "reason": reason,
+                    "actor": "store",
+                    "request_id": f"epoch:{token}",
+                },
+                "",
+                now,
+            )
             _, more = await self._run(self._audit_cmds([event], now))
             trips += more
         return trips
@@ -269,9 +280,16 @@ class RedisStore:
             if req.session:
                 tag = K.slot_tag(self._prefix, SlotRef.of_session(req.router, req.session))
                 session_at = len(cmds)
-                cmds.append(("MGET", tag + K.tier_key(), tag + K.pin_key("base"),
-                             tag + K.pin_key("strong"), tag + K.chan_key("base"),
-                             tag + K.chan_key("strong")))
+                cmds.append(
+                    (
+                        "MGET",
+                        tag + K.tier_key(),
+                        tag + K.pin_key("base"),
+                        tag + K.pin_key("strong"),
+                        tag + K.chan_key("base"),
+                        tag + K.chan_key("strong"),
+                    )
+                )
             router_tag = K.slot_tag(self._prefix, SlotRef.of_router(req.router))
             rkeys = [router_tag + K.share_key(h, k) for h in req.share_hours for k in ("s", "t")]
             nshare = len(rkeys)
@@ -282,12 +300,23 @@ class RedisStore:
             rkeys += [router_tag + K.linucb_key(arm) for arm in req.linucb_arms]
             if rkeys:
                 router_at = len(cmds)
-                cmds.append(("EVALSHA", ROUTER_READ.sha, len(rkeys), *rkeys, nshare,
-                             "1" if req.affinity_key else "0", max(0, req.percentile_samples)))
+                cmds.append(
+                    (
+                        "EVALSHA",
+                        ROUTER_READ.sha,
+                        len(rkeys),
+                        *rkeys,
+                        nshare,
+                        "1" if req.affinity_key else "0",
+                        max(0, req.percentile_samples),
+                    )
+                )
         if req.workspace and req.share_hours:
             wtag = K.slot_tag(self._prefix, K.WORKSPACE)
             ws_at = len(cmds)
-            cmds.append(("MGET", *[wtag + K.share_key(h, k) for h in req.share_hours for k in ("s", "t")]))
+            cmds.append(
+                ("MGET", *[wtag + K.share_key(h, k) for h in req.share_hours for k in ("s", "t")])
+            )
         epoch_at = len(cmds)
         cmds.append(("GET", K.epoch_key(self._prefix)))
         info_at = -1
@@ -310,19 +339,27 @@ class RedisStore:
         pct: tuple[float, ...] = ()
         if router_at >= 0:
             shares, aff, samples, arms = res[router_at]
-            share = _sum_share(shares)
+            share = C.sum_share(shares)
             affinity = decode_doc(aff)
-            pct = tuple(_floats(samples))
-            for arm, (kind, data) in zip(req.linucb_arms, arms):
+            pct = tuple(C.floats(samples))
+            for arm, (kind, data) in zip(req.linucb_arms, arms, strict=True):
                 if kind == "hash":
-                    linucb[arm] = vector_from_hash(dict(zip(data[::2], data[1::2])))
+                    linucb[arm] = vector_from_hash(dict(zip(data[::2], data[1::2], strict=False)))
                 else:
                     linucb[arm] = vector_from_text(data[0] if data else None)
-        ws = _sum_share(res[ws_at]) if ws_at >= 0 else ShareCounts()
-        return Snapshot(tier=decode_doc(tier_text), tier_version=doc_version(tier_text),
-                        pins=pins, channel_pins=chans, share=share, workspace_share=ws,
-                        affinity=affinity, linucb=linucb, percentile_samples=pct,
-                        state_lost_at=self.state_lost_at)
+        ws = C.sum_share(res[ws_at]) if ws_at >= 0 else ShareCounts()
+        return Snapshot(
+            tier=decode_doc(tier_text),
+            tier_version=doc_version(tier_text),
+            pins=pins,
+            channel_pins=chans,
+            share=share,
+            workspace_share=ws,
+            affinity=affinity,
+            linucb=linucb,
+            percentile_samples=pct,
+            state_lost_at=self.state_lost_at,
+        )
 
     async def commit(self, batch: CommitBatch) -> CommitResult:
         self.commits += 1
@@ -331,14 +368,18 @@ class RedisStore:
     async def _commit(self, batch: CommitBatch) -> CommitResult:
         for w in batch.writes:
             if w.mutate is not None and w.slot.kind != "session":
-                raise ValueError(f"a tier mutate belongs to a session slot, not a {w.slot.kind} slot")
+                raise ValueError(
+                    f"a tier mutate belongs to a session slot, not a {w.slot.kind} slot"
+                )
             check_ops(w.ops)
         trips = await self._ensure_ready()
         now = self._clock.now()
         gated = sorted({K.slot_tag(self._prefix, w.slot) for w in batch.writes if w.mutate})
         async with self._gates_held(gated) as gates:
             plans = [self._first_plan(i, w, gates) for i, w in enumerate(batch.writes)]
-            extra = self._audit_cmds([audit_event(e, batch.request_id, now) for e in batch.audit], now)
+            extra = self._audit_cmds(
+                [audit_event(e, batch.request_id, now) for e in batch.audit], now
+            )
             if batch.trace is not None:
                 extra.append(self._trace_cmd(batch.request_id, batch.trace, now))
             results: list[SlotResult | None] = [None] * len(plans)
@@ -348,7 +389,8 @@ class RedisStore:
                 res, more = await self._run(cmds)
                 trips += more
                 retry: list[_Plan] = []
-                for plan, (status, text) in zip(pending, res):
+                # `res` also holds the audit and trace replies after the slots.
+                for plan, (status, text) in zip(pending, res, strict=False):
                     gate = gates.get(K.slot_tag(self._prefix, plan.write.slot))
                     if gate is not None:
                         gate.hint = (doc_version(text), text) if text else None
@@ -358,7 +400,9 @@ class RedisStore:
                         tier = decode_doc(text) if plan.write.slot.kind == "session" else None
                         results[plan.index] = SlotResult(plan.write.slot, status, tier, attempt)
                 if not retry:
-                    return CommitResult(tuple(r for r in results if r is not None), round_trips=trips)
+                    return CommitResult(
+                        tuple(r for r in results if r is not None), round_trips=trips
+                    )
                 self.conflicts += len(retry)
                 if attempt >= 2:  # two writers racing from different sidecars: de-synchronise
                     await asyncio.sleep(random.uniform(0, 0.0005 * 2 ** (attempt - 2)))
@@ -404,8 +448,9 @@ class RedisStore:
         return self._mutated(_Plan(index, w, expected), base)
 
     def _replan(self, plan: _Plan, fresh_text: str | None) -> _Plan:
-        return self._mutated(_Plan(plan.index, plan.write, doc_version(fresh_text)),
-                             decode_doc(fresh_text))
+        return self._mutated(
+            _Plan(plan.index, plan.write, doc_version(fresh_text)), decode_doc(fresh_text)
+        )
 
     def _mutated(self, plan: _Plan, base: TierDoc | None) -> _Plan:
         assert plan.write.mutate is not None
@@ -417,99 +462,88 @@ class RedisStore:
         return plan
 
     def _slot_cmd(self, request_id: str, plan: _Plan) -> Cmd:
-        w = plan.write
-        tag = K.slot_tag(self._prefix, w.slot)
-        keys = [tag + K.marker_key(request_id), tag + K.tier_key()]
-        index: dict[str, int] = {}
-        ops = []
-        for op in w.ops:
-            full = tag + op.key
-            if full not in index:
-                keys.append(full)
-                index[full] = len(keys)
-            ops.append(_encode_op(op, index[full]))
-        tier_ttl = ttl_ms(w.tier_ttl_s) if w.tier_ttl_s > 0 else 0
-        return ("EVALSHA", SLOT_COMMIT.sha, len(keys), *keys, ttl_ms(MARKER_TTL_S), plan.mode,
-                plan.expected, plan.doc, tier_ttl, dumps(ops))
+        return C.slot_command(
+            self._prefix, request_id, plan.write, plan.mode, plan.expected, plan.doc
+        )
 
     def _audit_cmds(self, events: Sequence[Mapping[str, Any]], now: float) -> list[Cmd]:
-        cmds: list[Cmd] = []
-        streams: list[str] = []
-        for ev in events:
-            key = K.slot_tag(self._prefix, audit_slot(ev["router"])) + K.AUDIT_KEY
-            cmds.append(("ZADD", key, repr(float(ev["ts"])), audit_member(ev)))
-            if key not in streams:
-                streams.append(key)
-        for key in streams:
-            cmds += [("ZREMRANGEBYSCORE", key, "-inf", f"({now - AUDIT_MAX_AGE_S!r}"),
-                     ("ZREMRANGEBYRANK", key, 0, -(self._audit_max + 1)),
-                     ("PEXPIRE", key, ttl_ms(AUDIT_MAX_AGE_S))]
-        return cmds
+        return C.audit_commands(self._prefix, events, now, self._audit_max)
 
     def _trace_cmd(self, request_id: str, trace: Mapping[str, Any], now: float) -> Cmd:
-        tag = K.slot_tag(self._prefix, K.TRACES)
-        tid = K.safe_component(request_id)
-        keys = [tag + K.trace_key(tid), tag + K.TRACE_INDEX_KEY]
-        member = tid
-        cid = trace.get("client_request_id")
-        if isinstance(cid, str) and cid:
-            safe_cid = K.safe_component(cid)
-            keys.append(tag + K.client_id_key(safe_cid))
-            member = f"{tid}\n{safe_cid}"
-        ts = trace.get("ts")
-        score = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else now
-        return ("EVALSHA", TRACE_WRITE.sha, len(keys), *keys, dumps(dict(trace)),
-                ttl_ms(self._trace_ttl_s), repr(score), member, tid,
-                repr(now - self._trace_ttl_s), self._trace_max, tag + "trace:", tag + "cid:")
+        return C.trace_command(
+            self._prefix, request_id, trace, now, self._trace_ttl_s, self._trace_max
+        )
 
     # --- operator side ---------------------------------------------------------------------
 
     async def _scan_keys(self, pattern: str) -> list[str]:
         if self._mode == "cluster":
+
             async def every_primary() -> list[str]:
                 return [k async for k in self._client().scan_iter(match=pattern, count=1000)]
+
             return await self._guarded("scan", every_primary, self._timeout_s * 40)
         found: list[str] = []
         cursor = 0
         while True:
-            cursor, batch = await self._guarded(
-                "scan", lambda c=cursor: self._client().scan(c, match=pattern, count=1000))
+            cursor, batch = await self._guarded("scan", partial(self._scan_page, cursor, pattern))
             found += batch
             if int(cursor) == 0:
                 return found
+
+    async def _scan_page(self, cursor: int, pattern: str) -> tuple[int, list[str]]:
+        cursor, keys = await self._client().scan(cursor, match=pattern, count=1000)
+        return int(cursor), list(keys)
 
     async def _inspect(self, keys: Sequence[str]) -> list[tuple[Any, float | None] | None]:
         """(decoded value, TTL seconds) per key, None for a key that is gone."""
         out: list[tuple[Any, float | None] | None] = []
         for i in range(0, len(keys), _SCAN_CHUNK):
             chunk = keys[i : i + _SCAN_CHUNK]
-            meta = await self._guarded("scan", lambda c=chunk: self._pipeline(
-                [cmd for k in c for cmd in (("TYPE", k), ("PTTL", k))]))
+            probe = [cmd for k in chunk for cmd in (("TYPE", k), ("PTTL", k))]
+            meta = await self._guarded("scan", partial(self._pipeline, probe))
             kinds, ttls = meta[0::2], meta[1::2]
-            fetch = [_fetch_cmd(k, t) for k, t in zip(chunk, kinds)]
-            vals = await self._guarded("scan", lambda f=fetch: self._pipeline([c for c in f if c]))
+            fetch = [C.fetch_cmd(k, t) for k, t in zip(chunk, kinds, strict=True)]
+            wanted = [c for c in fetch if c]
+            vals = await self._guarded("scan", partial(self._pipeline, wanted))
             it = iter(vals)
-            for kind, ttl, cmd in zip(kinds, ttls, fetch):
+            for kind, ttl, cmd in zip(kinds, ttls, fetch, strict=True):
                 if cmd is None or isinstance(ttl, Exception) or ttl == -2:
                     out.append(None)
                     continue
                 value = next(it)
-                out.append((_decode(kind, value), None if ttl < 0 else ttl / 1000))
+                out.append((C.decode(kind, value), None if ttl < 0 else ttl / 1000))
         return out
 
-    async def scan(self, slot_kind: str, *, router: str | None = None,
-                   session: str | None = None, key_prefix: str = "") -> list[KeyEntry]:
-        pattern = K.scan_pattern(self._prefix, slot_kind, router=router, session=session,
-                                 key_prefix=key_prefix)
+    async def scan(
+        self,
+        slot_kind: str,
+        *,
+        router: str | None = None,
+        session: str | None = None,
+        key_prefix: str = "",
+    ) -> list[KeyEntry]:
+        pattern = K.scan_pattern(
+            self._prefix, slot_kind, router=router, session=session, key_prefix=key_prefix
+        )
         wanted: list[tuple[str, SlotRef, str]] = []
         for key in sorted(set(await self._scan_keys(pattern))):
             parsed = K.parse_key(self._prefix, key)
-            if parsed and K.key_matches(parsed[0], parsed[1], slot_kind, router=router,
-                                        session=session, key_prefix=key_prefix):
+            if parsed and K.key_matches(
+                parsed[0],
+                parsed[1],
+                slot_kind,
+                router=router,
+                session=session,
+                key_prefix=key_prefix,
+            ):
                 wanted.append((key, parsed[0], parsed[1]))
         views = await self._inspect([k for k, _, _ in wanted])
-        return [KeyEntry(slot, suffix, v[0], v[1])
-                for (_, slot, suffix), v in zip(wanted, views) if v is not None]
+        return [
+            KeyEntry(slot, suffix, v[0], v[1])
+            for (_, slot, suffix), v in zip(wanted, views, strict=True)
+            if v is not None
+        ]
 
     async def get(self, slot: SlotRef, key: str) -> KeyEntry | None:
         view = (await self._inspect([K.slot_tag(self._prefix, slot) + key]))[0]
@@ -519,16 +553,18 @@ class RedisStore:
         tag = K.slot_tag(self._prefix, K.TRACES)
 
         async def lookup() -> Mapping[str, Any] | None:
-            res, _ = await self._run([("GET", tag + K.trace_key(request_id)),
-                                      ("GET", tag + K.client_id_key(request_id))])
+            res, _ = await self._run(
+                [("GET", tag + K.trace_key(request_id)), ("GET", tag + K.client_id_key(request_id))]
+            )
             if res[0] is None and res[1] is not None:
                 res, _ = await self._run([("GET", tag + K.trace_key(res[1]))])
             return decode_doc(res[0])
 
         return await self._guarded("trace lookup", lookup)
 
-    async def list_audit(self, router: str | None = None,
-                         since: float | None = None) -> list[Mapping[str, Any]]:
+    async def list_audit(
+        self, router: str | None = None, since: float | None = None
+    ) -> list[Mapping[str, Any]]:
         streams = [K.slot_tag(self._prefix, K.WORKSPACE) + K.AUDIT_KEY]
         if router:
             streams.append(K.slot_tag(self._prefix, SlotRef.of_router(router)) + K.AUDIT_KEY)
@@ -539,9 +575,13 @@ class RedisStore:
                 if parsed and parsed[0].kind == "router" and parsed[1] == K.AUDIT_KEY:
                     streams.append(key)
         low = "-inf" if since is None else repr(float(since))
-        res, _ = await self._guarded("audit listing", lambda: self._run(
-            [("ZRANGEBYSCORE", key, low, "+inf", "WITHSCORES") for key in streams]))
-        events = sorted((score, member) for rows in res for member, score in _pairs(rows))
+        res, _ = await self._guarded(
+            "audit listing",
+            lambda: self._run(
+                [("ZRANGEBYSCORE", key, low, "+inf", "WITHSCORES") for key in streams]
+            ),
+        )
+        events = sorted((score, member) for rows in res for member, score in C.pairs(rows))
         return [decode_doc(m) or {} for _, m in events]
 
     async def ping(self) -> None:
@@ -564,73 +604,3 @@ class RedisStore:
         if self._on_close is not None:
             await self._on_close()
         self._ready = False
-
-
-def _encode_op(op: Op, ki: int) -> list[Any]:
-    if isinstance(op, SetOp):
-        return ["s", ki, op.value, ttl_ms(op.ttl_s)]
-    if isinstance(op, DelOp):
-        return ["d", ki]
-    if isinstance(op, IncrOp):
-        return ["i", ki, repr(float(op.amount)), ttl_ms(op.ttl_s)]
-    if isinstance(op, HIncrOp):
-        return ["h", ki, op.field, repr(float(op.amount)), ttl_ms(op.ttl_s)]
-    if isinstance(op, PushOp):
-        return ["p", ki, op.value, op.maxlen, ttl_ms(op.ttl_s)]
-    if isinstance(op, ZAddOp):
-        return ["z", ki, op.member, repr(float(op.score)), op.maxlen, ttl_ms(op.ttl_s)]
-    if isinstance(op, ExpireAtLeastOp):
-        return ["x", ki, ttl_ms(op.ttl_s)]
-    raise TypeError(f"unknown store op {op!r}")
-
-
-def _fetch_cmd(key: str, kind: Any) -> Cmd | None:
-    return {"string": ("GET", key), "hash": ("HGETALL", key), "list": ("LRANGE", key, 0, -1),
-            "zset": ("ZRANGE", key, 0, -1, "WITHSCORES")}.get(kind if isinstance(kind, str) else "")
-
-
-def _decode(kind: str, value: Any) -> Any:
-    if kind == "string":
-        return decode_value(value)
-    if kind == "hash":
-        return {k: decode_value(v) for k, v in value.items()}
-    if kind == "list":
-        return [decode_value(v) for v in value]
-    return [[decode_value(m), sc] for m, sc in _pairs(value)]
-
-
-def _run_id(info: Any) -> str | None:
-    if isinstance(info, Mapping):
-        rid = info.get("run_id")
-        return str(rid) if rid else None
-    return None
-
-
-def _sum_share(values: Sequence[Any]) -> ShareCounts:
-    """MGET of [s, t, s, t, ...] buckets; a missing bucket reads 0."""
-    nums = [_float_or_zero(v) for v in values]
-    return ShareCounts(sum(nums[0::2]), sum(nums[1::2]))
-
-
-def _float_or_zero(v: Any) -> float:
-    try:
-        return float(v) if v is not None else 0.0
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def _pairs(value: Any) -> list[tuple[str, float]]:
-    """WITHSCORES replies, whether the client paired them already or not."""
-    if value and isinstance(value[0], (list, tuple)):
-        return [(m, float(sc)) for m, sc in value]
-    return [(m, float(sc)) for m, sc in zip(value[0::2], value[1::2])]
-
-
-def _floats(values: Sequence[Any]) -> list[float]:
-    out = []
-    for v in values:
-        try:
-            out.append(float(v))
-        except (TypeError, ValueError):
-            continue
-    return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-__all__ = ["Script", "SLOT_COMMIT", "TRACE_WRITE", "ROUTER_READ", "ALL_SCRIPTS"]
+__all__ = ["ALL_SCRIPTS", "ROUTER_READ", "SLOT_COMMIT", "TRACE_WRITE", "Script"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,14 @@ from typing import Any, Literal
 
 import orjson
 
-__all__ = ["SessionId", "sanitize_session_id", "resolve_session_id", "derive_session_id",
-           "SESSION_HEADERS", "MAX_SESSION_ID_BYTES"]
+__all__ = [
+    "MAX_SESSION_ID_BYTES",
+    "SESSION_HEADERS",
+    "SessionId",
+    "derive_session_id",
+    "resolve_session_id",
+    "sanitize_session_id",
+]
 
 MAX_SESSION_ID_BYTES = 128
 SESSION_HEADERS = (
@@ -79,8 +85,13 @@ def _from_user_id(user_id: Any) -> str | None:
     return _clean(rest) if mark else None
 
 
-def resolve_session_id(headers: Mapping[str, str], body: Mapping[str, Any], *, router: str,
-                       api: Literal["openai", "anthropic"]) -> SessionId:
+def resolve_session_id(
+    headers: Mapping[str, str],
+    body: Mapping[str, Any],
+    *,
+    router: str,
+    api: Literal["openai", "anthropic"],
+) -> SessionId:
     """`headers` have lower-cased names. Always returns an id (derived as the last resort)."""
     for name in SESSION_HEADERS:
         value = _clean(headers.get(name))
@@ -104,8 +115,9 @@ def resolve_session_id(headers: Mapping[str, str], body: Mapping[str, Any], *, r
     return SessionId(derive_session_id(body, router=router, api=api), None, "derived", False)
 
 
-def derive_session_id(body: Mapping[str, Any], *, router: str,
-                      api: Literal["openai", "anthropic"]) -> str:
+def derive_session_id(
+    body: Mapping[str, Any], *, router: str, api: Literal["openai", "anthropic"]
+) -> str:
     """`d:` + sha256(router, tool names, system prompt text, first user message text)[:32].
 
     Stable across the turns of one conversation: every input is fixed by its first turn.
@@ -127,8 +139,12 @@ def derive_session_id(body: Mapping[str, Any], *, router: str,
             system.append(_text(m.get("content")))
     if api == "openai" and isinstance(body.get("instructions"), str):
         system.append(body["instructions"])
-    material = [router, _tool_names(body.get("tools")), "\n".join(s for s in system if s),
-                first_user]
+    material = [
+        router,
+        _tool_names(body.get("tools")),
+        "\n".join(s for s in system if s),
+        first_user,
+    ]
     return "d:" + hashlib.sha256(orjson.dumps(material)).hexdigest()[:32]
 
 

@@ -44,8 +44,9 @@ def _unavailable(reason: str) -> None:
 def _sync_client(url: str) -> Any:
     import redis
 
-    return redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=1,
-                                decode_responses=True)
+    return redis.Redis.from_url(
+        url, socket_timeout=2, socket_connect_timeout=1, decode_responses=True
+    )
 
 
 @pytest.fixture(scope="session")
@@ -92,11 +93,19 @@ class StoreEnv:
 
     def open(self, **kw: Any) -> Store:
         """Another store on the same data (Redis) or a fresh one (memory)."""
-        cfg = StateConfig(backend="redis" if self.backend == "redis" else "memory",
-                          redis_url=self.url or StateConfig().redis_url, key_prefix=self.prefix,
-                          timeout_ms=kw.pop("timeout_ms", self.timeout_ms))
-        store = open_store(cfg, clock=self.clock, trace_max=kw.pop("trace_max", 20000),
-                           trace_ttl_s=kw.pop("trace_ttl_s", 86400), **kw)
+        cfg = StateConfig(
+            backend="redis" if self.backend == "redis" else "memory",
+            redis_url=self.url or StateConfig().redis_url,
+            key_prefix=self.prefix,
+            timeout_ms=kw.pop("timeout_ms", self.timeout_ms),
+        )
+        store = open_store(
+            cfg,
+            clock=self.clock,
+            trace_max=kw.pop("trace_max", 20000),
+            trace_ttl_s=kw.pop("trace_ttl_s", 86400),
+            **kw,
+        )
         self.opened.append(store)
         return store
 
@@ -157,10 +166,28 @@ class RedisServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--enable-debug-command", "local", "--dir", str(self.workdir),
-             "--daemonize", "no", "--logfile", str(self.workdir / "redis.log")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--enable-debug-command",
+                "local",
+                "--dir",
+                str(self.workdir),
+                "--daemonize",
+                "no",
+                "--logfile",
+                str(self.workdir / "redis.log"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
             client = _sync_client(self.url)

@@ -39,10 +39,17 @@ def bump(doc: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def tier_write(snap: Snapshot, *, ops: tuple[Any, ...] = (), ttl: float = 60,
-               slot: SlotRef = SESSION) -> SlotWrite:
-    return SlotWrite(slot, ops, mutate=bump, expected_version=snap.tier_version,
-                     tier_ttl_s=ttl, base_doc=snap.tier)
+def tier_write(
+    snap: Snapshot, *, ops: tuple[Any, ...] = (), ttl: float = 60, slot: SlotRef = SESSION
+) -> SlotWrite:
+    return SlotWrite(
+        slot,
+        ops,
+        mutate=bump,
+        expected_version=snap.tier_version,
+        tier_ttl_s=ttl,
+        base_doc=snap.tier,
+    )
 
 
 async def read_session(store: Store, session: str = "s1", **kw: Any) -> Snapshot:
@@ -51,9 +58,18 @@ async def read_session(store: Store, session: str = "s1", **kw: Any) -> Snapshot
 
 # --- tier document ----------------------------------------------------------------------------
 
+
 async def test_an_empty_store_reads_as_defaults(store: Store) -> None:
-    snap = await store.read(ReadRequest("coding", "s1", share_hours=(1, 2), affinity_key="abc",
-                                        linucb_arms=("m",), percentile_samples=10))
+    snap = await store.read(
+        ReadRequest(
+            "coding",
+            "s1",
+            share_hours=(1, 2),
+            affinity_key="abc",
+            linucb_arms=("m",),
+            percentile_samples=10,
+        )
+    )
     assert snap.tier is None and snap.tier_version == 0
     assert snap.pins == {} and snap.channel_pins == {}
     assert snap.share == ShareCounts() and snap.workspace_share == ShareCounts()
@@ -75,8 +91,13 @@ async def test_each_tier_write_increments_the_store_maintained_version(store: St
 async def test_a_mutate_returning_none_deletes_the_tier_document(store: Store) -> None:
     await store.commit(CommitBatch("r1", (tier_write(await read_session(store)),)))
     snap = await read_session(store)
-    drop = SlotWrite(SESSION, mutate=lambda doc: None, expected_version=snap.tier_version,
-                     base_doc=snap.tier, tier_ttl_s=60)
+    drop = SlotWrite(
+        SESSION,
+        mutate=lambda doc: None,
+        expected_version=snap.tier_version,
+        base_doc=snap.tier,
+        tier_ttl_s=60,
+    )
     res = await store.commit(CommitBatch("r2", (drop,)))
     assert res.results[0].status == "applied" and res.results[0].tier is None
     assert (await read_session(store)).tier_version == 0
@@ -84,17 +105,22 @@ async def test_a_mutate_returning_none_deletes_the_tier_document(store: Store) -
 
 async def test_pins_and_channel_pins_read_back_per_tier(store: Store) -> None:
     chan = '{"channel":"sim-cheap","key_index":1,"key_fp":"abcd1234"}'
-    ops = (SetOp("pin:base", "deepseek-chat", 60), SetOp("pin:strong", "claude-opus", 60),
-           SetOp("chan:base", chan, 60))
+    ops = (
+        SetOp("pin:base", "deepseek-chat", 60),
+        SetOp("pin:strong", "claude-opus", 60),
+        SetOp("chan:base", chan, 60),
+    )
     await store.commit(CommitBatch("r1", (SlotWrite(SESSION, ops),)))
     snap = await read_session(store)
     assert snap.pins == {"base": "deepseek-chat", "strong": "claude-opus"}
-    assert snap.channel_pins == {"base": {"channel": "sim-cheap", "key_index": 1,
-                                          "key_fp": "abcd1234"}}
+    assert snap.channel_pins == {
+        "base": {"channel": "sim-cheap", "key_index": 1, "key_fp": "abcd1234"}
+    }
     assert (await read_session(store, "s2")).pins == {}
 
 
 # --- TTLs ---------------------------------------------------------------------------------------
+
 
 async def test_keys_expire_after_their_ttl(env: StoreEnv, store: Store) -> None:
     await store.commit(CommitBatch("r1", (SlotWrite(SESSION, (SetOp("pin:base", "m", 0.3),)),)))
@@ -119,7 +145,9 @@ async def test_every_commit_slides_the_tier_ttl(env: StoreEnv, store: Store) -> 
     assert (await read_session(store)).tier is None  # 1.3 s after the last commit
 
 
-async def test_expiry_starts_a_new_episode_even_for_a_stale_writer(env: StoreEnv, store: Store) -> None:
+async def test_expiry_starts_a_new_episode_even_for_a_stale_writer(
+    env: StoreEnv, store: Store
+) -> None:
     await store.commit(CommitBatch("r1", (tier_write(await read_session(store), ttl=0.3),)))
     stale = await read_session(store)
     await env.advance(0.5)
@@ -131,10 +159,12 @@ async def test_expiry_starts_a_new_episode_even_for_a_stale_writer(env: StoreEnv
 
 # --- concurrency and idempotency --------------------------------------------------------------
 
+
 async def test_fifty_concurrent_commits_on_one_session_lose_no_update(store: Store) -> None:
     stale = await read_session(store)
-    results = await asyncio.gather(*[store.commit(CommitBatch(f"r{i}", (tier_write(stale),)))
-                                     for i in range(50)])
+    results = await asyncio.gather(
+        *[store.commit(CommitBatch(f"r{i}", (tier_write(stale),))) for i in range(50)]
+    )
     assert all(r.results[0].status == "applied" for r in results)
     snap = await read_session(store)
     assert snap.tier is not None and snap.tier["count"] == 50 and snap.tier_version == 50
@@ -147,7 +177,9 @@ async def test_a_stale_writer_reapplies_onto_the_fresh_document(store: Store) ->
     assert res.results[0].status == "applied" and res.results[0].tier == {"v": 2, "count": 2}
 
 
-async def test_a_write_without_its_base_document_still_applies_onto_fresh_state(store: Store) -> None:
+async def test_a_write_without_its_base_document_still_applies_onto_fresh_state(
+    store: Store,
+) -> None:
     await store.commit(CommitBatch("r1", (tier_write(await read_session(store)),)))
     blind = SlotWrite(SESSION, mutate=bump, expected_version=1, tier_ttl_s=60)
     res = await store.commit(CommitBatch("r2", (blind,)))
@@ -155,12 +187,22 @@ async def test_a_write_without_its_base_document_still_applies_onto_fresh_state(
 
 
 async def test_the_same_request_id_applies_once_in_every_slot(store: Store) -> None:
-    batch = CommitBatch("req-1", (
-        tier_write(await read_session(store), ops=(SetOp("pin:base", "m", 60),)),
-        SlotWrite(ROUTER, (IncrOp("share:7:t", 1, 60), HIncrOp("stats:7", "requests", 1, 60),
-                           PushOp("pct", "0.5", 10, 60), ZAddOp("recent", "s1", 5, 10, 60))),
-        SlotWrite(WORKSPACE, (IncrOp("share:7:t", 1, 60),)),
-    ))
+    batch = CommitBatch(
+        "req-1",
+        (
+            tier_write(await read_session(store), ops=(SetOp("pin:base", "m", 60),)),
+            SlotWrite(
+                ROUTER,
+                (
+                    IncrOp("share:7:t", 1, 60),
+                    HIncrOp("stats:7", "requests", 1, 60),
+                    PushOp("pct", "0.5", 10, 60),
+                    ZAddOp("recent", "s1", 5, 10, 60),
+                ),
+            ),
+            SlotWrite(WORKSPACE, (IncrOp("share:7:t", 1, 60),)),
+        ),
+    )
     first = await store.commit(batch)
     again = await store.commit(batch)
     assert [r.status for r in first.results] == ["applied"] * 3
@@ -175,10 +217,15 @@ async def test_the_same_request_id_applies_once_in_every_slot(store: Store) -> N
 
 async def test_a_duplicate_slot_is_skipped_while_a_new_slot_applies(store: Store) -> None:
     await store.commit(CommitBatch("req-1", (SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),)))
-    res = await store.commit(CommitBatch("req-1", (
-        SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),
-        SlotWrite(WORKSPACE, (IncrOp("share:1:t", 1, 60),)),
-    )))
+    res = await store.commit(
+        CommitBatch(
+            "req-1",
+            (
+                SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),
+                SlotWrite(WORKSPACE, (IncrOp("share:1:t", 1, 60),)),
+            ),
+        )
+    )
     assert [r.status for r in res.results] == ["duplicate", "applied"]
     snap = await store.read(ReadRequest("coding", share_hours=(1,)))
     assert snap.share.total == 1 and snap.workspace_share.total == 1
@@ -186,10 +233,15 @@ async def test_a_duplicate_slot_is_skipped_while_a_new_slot_applies(store: Store
 
 # --- counters, lists, sets ----------------------------------------------------------------------
 
+
 async def test_share_counters_roll_over_by_hour_bucket(env: StoreEnv, store: Store) -> None:
     h0, h1 = 1000, 1001
-    ops = (IncrOp(K.share_key(h0, "t"), 3, 0.4), IncrOp(K.share_key(h0, "s"), 1, 0.4),
-           IncrOp(K.share_key(h1, "t"), 2, 30), IncrOp(K.share_key(h1, "s"), 0.5, 30))
+    ops = (
+        IncrOp(K.share_key(h0, "t"), 3, 0.4),
+        IncrOp(K.share_key(h0, "s"), 1, 0.4),
+        IncrOp(K.share_key(h1, "t"), 2, 30),
+        IncrOp(K.share_key(h1, "s"), 0.5, 30),
+    )
     await store.commit(CommitBatch("r1", (SlotWrite(ROUTER, ops), SlotWrite(WORKSPACE, ops))))
     only_h0 = await store.read(ReadRequest("coding", share_hours=(h0,)))
     assert only_h0.share == ShareCounts(1, 3) and only_h0.workspace_share == ShareCounts(1, 3)
@@ -209,8 +261,12 @@ async def test_a_workspace_read_can_be_skipped(store: Store) -> None:
 
 
 async def test_linucb_vectors_read_from_hash_increments_or_json(store: Store) -> None:
-    ops = (HIncrOp(K.linucb_key("m1"), "0", 1.5, 60), HIncrOp(K.linucb_key("m1"), "2", 2, 60),
-           HIncrOp(K.linucb_key("m1"), "0", 0.25, 60), SetOp(K.linucb_key("m2"), "[1, 2.5]", 60))
+    ops = (
+        HIncrOp(K.linucb_key("m1"), "0", 1.5, 60),
+        HIncrOp(K.linucb_key("m1"), "2", 2, 60),
+        HIncrOp(K.linucb_key("m1"), "0", 0.25, 60),
+        SetOp(K.linucb_key("m2"), "[1, 2.5]", 60),
+    )
     await store.commit(CommitBatch("r1", (SlotWrite(ROUTER, ops),)))
     snap = await store.read(ReadRequest("coding", linucb_arms=("m1", "m2", "m3")))
     assert snap.linucb == {"m1": [1.75, 0.0, 2.0], "m2": [1.0, 2.5], "m3": []}
@@ -218,7 +274,9 @@ async def test_linucb_vectors_read_from_hash_increments_or_json(store: Store) ->
 
 async def test_percentile_samples_are_the_newest_first_within_the_cap(store: Store) -> None:
     for i in range(5):
-        await store.commit(CommitBatch(f"r{i}", (SlotWrite(ROUTER, (PushOp("pct", f"0.{i}", 3, 60),)),)))
+        await store.commit(
+            CommitBatch(f"r{i}", (SlotWrite(ROUTER, (PushOp("pct", f"0.{i}", 3, 60),)),))
+        )
     snap = await store.read(ReadRequest("coding", percentile_samples=2))
     assert snap.percentile_samples == (0.4, 0.3)
     entry = await store.get(ROUTER, "pct")
@@ -227,17 +285,32 @@ async def test_percentile_samples_are_the_newest_first_within_the_cap(store: Sto
 
 async def test_a_sorted_set_keeps_the_highest_scores(store: Store) -> None:
     for i, (member, score) in enumerate([("a", 3), ("b", 1), ("c", 2), ("a", 0.5)]):
-        await store.commit(CommitBatch(f"r{i}", (SlotWrite(ROUTER, (ZAddOp("recent", member, score, 2, 60),)),)))
+        await store.commit(
+            CommitBatch(f"r{i}", (SlotWrite(ROUTER, (ZAddOp("recent", member, score, 2, 60),)),))
+        )
     entry = await store.get(ROUTER, "recent")
     # b (lowest) was trimmed when c arrived; re-adding a moves it, it does not duplicate it
     assert entry is not None and entry.value == [["a", 0.5], ["c", 2.0]]
 
 
 async def test_expire_at_least_extends_but_never_shortens(store: Store) -> None:
-    await store.commit(CommitBatch("r1", (SlotWrite(SESSION, (
-        SetOp("pin:base", "m", 1), SetOp("pin:strong", "s", 50),
-        ExpireAtLeastOp("pin:base", 20), ExpireAtLeastOp("pin:strong", 5),
-        ExpireAtLeastOp("chan:base", 20))),)))
+    await store.commit(
+        CommitBatch(
+            "r1",
+            (
+                SlotWrite(
+                    SESSION,
+                    (
+                        SetOp("pin:base", "m", 1),
+                        SetOp("pin:strong", "s", 50),
+                        ExpireAtLeastOp("pin:base", 20),
+                        ExpireAtLeastOp("pin:strong", 5),
+                        ExpireAtLeastOp("chan:base", 20),
+                    ),
+                ),
+            ),
+        )
+    )
     base, strong = await store.get(SESSION, "pin:base"), await store.get(SESSION, "pin:strong")
     assert base is not None and base.ttl_s is not None and 15 < base.ttl_s <= 20
     assert strong is not None and strong.ttl_s is not None and 45 < strong.ttl_s <= 50
@@ -252,17 +325,24 @@ async def test_a_delete_op_removes_the_key(store: Store) -> None:
 
 async def test_affinity_pins_read_for_sessionless_requests(store: Store) -> None:
     pin = '{"channel":"c","key_index":0,"key_fp":"ffff0000"}'
-    await store.commit(CommitBatch("r1", (SlotWrite(ROUTER, (SetOp(K.affinity_key("ab12"), pin, 60),)),)))
+    await store.commit(
+        CommitBatch("r1", (SlotWrite(ROUTER, (SetOp(K.affinity_key("ab12"), pin, 60),)),))
+    )
     snap = await store.read(ReadRequest("coding", affinity_key="ab12"))
     assert snap.affinity == {"channel": "c", "key_index": 0, "key_fp": "ffff0000"}
     assert (await store.read(ReadRequest("coding", affinity_key="other"))).affinity is None
 
 
-async def test_a_type_clash_raises_store_unavailable_and_applies_nothing_in_that_slot(store: Store) -> None:
+async def test_a_type_clash_raises_store_unavailable_and_applies_nothing_in_that_slot(
+    store: Store,
+) -> None:
     await store.commit(CommitBatch("r1", (SlotWrite(ROUTER, (HIncrOp("stats:1", "n", 1, 60),)),)))
     with pytest.raises(StoreUnavailable):
-        await store.commit(CommitBatch("r2", (SlotWrite(ROUTER, (
-            SetOp("aff:x", "{}", 60), IncrOp("stats:1", 1, 60))),)))
+        await store.commit(
+            CommitBatch(
+                "r2", (SlotWrite(ROUTER, (SetOp("aff:x", "{}", 60), IncrOp("stats:1", 1, 60))),)
+            )
+        )
     assert await store.get(ROUTER, "aff:x") is None
     assert await store.get(ROUTER, "commit:r2") is None
 
@@ -277,17 +357,27 @@ async def test_invalid_writes_are_refused_before_anything_is_sent(store: Store) 
 
 # --- operator side ------------------------------------------------------------------------------
 
+
 async def test_scan_finds_exactly_the_keys_written(store: Store) -> None:
-    await store.commit(CommitBatch("r1", (
-        SlotWrite(SESSION, (SetOp("pin:base", "m", 60), SetOp("chan:base", '{"channel":"c"}', 60))),
-        SlotWrite(OTHER_SESSION, (SetOp("pin:strong", "s", 60),)),
-        SlotWrite(SlotRef.of_session("review", "s1"), (SetOp("pin:base", "r", 60),)),
-        SlotWrite(ROUTER, (IncrOp("share:5:t", 2, 60),)),
-        SlotWrite(WORKSPACE, (IncrOp("share:5:t", 2, 60),)),
-    )))
+    await store.commit(
+        CommitBatch(
+            "r1",
+            (
+                SlotWrite(
+                    SESSION, (SetOp("pin:base", "m", 60), SetOp("chan:base", '{"channel":"c"}', 60))
+                ),
+                SlotWrite(OTHER_SESSION, (SetOp("pin:strong", "s", 60),)),
+                SlotWrite(SlotRef.of_session("review", "s1"), (SetOp("pin:base", "r", 60),)),
+                SlotWrite(ROUTER, (IncrOp("share:5:t", 2, 60),)),
+                SlotWrite(WORKSPACE, (IncrOp("share:5:t", 2, 60),)),
+            ),
+        )
+    )
     pins = await store.scan("session", router="coding", key_prefix="pin:")
-    assert {(e.slot, e.key, e.value) for e in pins} == {(SESSION, "pin:base", "m"),
-                                                        (OTHER_SESSION, "pin:strong", "s")}
+    assert {(e.slot, e.key, e.value) for e in pins} == {
+        (SESSION, "pin:base", "m"),
+        (OTHER_SESSION, "pin:strong", "s"),
+    }
     s1 = await store.scan("session", router="coding", session="s1")
     assert {e.key for e in s1} == {"pin:base", "chan:base", "commit:r1"}
     assert next(e for e in s1 if e.key == "chan:base").value == {"channel": "c"}
@@ -321,9 +411,22 @@ async def test_trace_max_evicts_the_oldest_traces(env: StoreEnv) -> None:
     for i in range(5):
         env.clock.advance(1)
         await store.commit(CommitBatch(f"t{i}", trace={"client_request_id": f"c{i}", "n": i}))
-    assert [await store.get_trace(f"t{i}") is not None for i in range(5)] == [False, False, True, True, True]
-    assert await store.get_trace("c1") is None and await store.get_trace("c4") == {"client_request_id": "c4", "n": 4}
-    assert {e.key for e in await store.scan("traces", key_prefix="cid:")} == {"cid:c2", "cid:c3", "cid:c4"}
+    assert [await store.get_trace(f"t{i}") is not None for i in range(5)] == [
+        False,
+        False,
+        True,
+        True,
+        True,
+    ]
+    assert await store.get_trace("c1") is None and await store.get_trace("c4") == {
+        "client_request_id": "c4",
+        "n": 4,
+    }
+    assert {e.key for e in await store.scan("traces", key_prefix="cid:")} == {
+        "cid:c2",
+        "cid:c3",
+        "cid:c4",
+    }
 
 
 async def test_traces_expire_after_trace_ttl(env: StoreEnv) -> None:
@@ -334,16 +437,28 @@ async def test_traces_expire_after_trace_ttl(env: StoreEnv) -> None:
     assert await store.get_trace("t1") is None and await store.get_trace("c1") is None
 
 
-async def test_audit_lists_newest_last_filtered_by_router_and_since(env: StoreEnv, store: Store) -> None:
+async def test_audit_lists_newest_last_filtered_by_router_and_since(
+    env: StoreEnv, store: Store
+) -> None:
     t0 = env.clock.now()
-    events = ({"ts": t0 + 2, "router": "coding", "event": "escalated", "session": "s1"},
-              {"ts": t0 + 1, "router": "review", "event": "denied_cap"},
-              {"ts": t0 + 3, "router": "coding", "event": "reset", "actor": "cli"})
+    events = (
+        {"ts": t0 + 2, "router": "coding", "event": "escalated", "session": "s1"},
+        {"ts": t0 + 1, "router": "review", "event": "denied_cap"},
+        {"ts": t0 + 3, "router": "coding", "event": "reset", "actor": "cli"},
+    )
     await store.commit(CommitBatch("r1", audit=events))
     listed = await store.list_audit()
     assert [e["event"] for e in listed] == ["denied_cap", "escalated", "reset"]
-    assert set(listed[0]) >= {"ts", "router", "session", "request_id", "event", "trigger",
-                              "reason", "actor"}
+    assert set(listed[0]) >= {
+        "ts",
+        "router",
+        "session",
+        "request_id",
+        "event",
+        "trigger",
+        "reason",
+        "actor",
+    }
     assert listed[0]["request_id"] == "r1"
     assert [e["event"] for e in await store.list_audit("coding")] == ["escalated", "reset"]
     assert [e["event"] for e in await store.list_audit(since=t0 + 2)] == ["escalated", "reset"]
@@ -358,18 +473,36 @@ async def test_audit_streams_are_bounded_by_count_and_age(env: StoreEnv) -> None
     await store.commit(CommitBatch("r0", audit=(old,)))
     assert await store.list_audit("coding") == []
     for i in range(8):
-        await store.commit(CommitBatch(f"r{i + 1}", audit=({"ts": now + i, "router": "coding",
-                                                            "event": "once"},)))
-    assert [e["request_id"] for e in await store.list_audit("coding")] == [f"r{i}" for i in range(4, 9)]
+        await store.commit(
+            CommitBatch(f"r{i + 1}", audit=({"ts": now + i, "router": "coding", "event": "once"},))
+        )
+    assert [e["request_id"] for e in await store.list_audit("coding")] == [
+        f"r{i}" for i in range(4, 9)
+    ]
 
 
 async def test_read_and_commit_are_each_counted_as_one_call(store: Store) -> None:
-    snap = await store.read(ReadRequest("coding", "s1", share_hours=(1, 2, 3), affinity_key="a",
-                                        linucb_arms=("m",), percentile_samples=5))
+    snap = await store.read(
+        ReadRequest(
+            "coding",
+            "s1",
+            share_hours=(1, 2, 3),
+            affinity_key="a",
+            linucb_arms=("m",),
+            percentile_samples=5,
+        )
+    )
     assert (store.reads, store.commits) == (1, 0)
-    await store.commit(CommitBatch("r1", (
-        tier_write(snap, ops=(SetOp("pin:base", "m", 60),)),
-        SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),
-        SlotWrite(WORKSPACE, (IncrOp("share:1:t", 1, 60),))),
-        audit=({"router": "coding", "event": "escalated"},), trace={"n": 1}))
+    await store.commit(
+        CommitBatch(
+            "r1",
+            (
+                tier_write(snap, ops=(SetOp("pin:base", "m", 60),)),
+                SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),
+                SlotWrite(WORKSPACE, (IncrOp("share:1:t", 1, 60),)),
+            ),
+            audit=({"router": "coding", "event": "escalated"},),
+            trace={"n": 1},
+        )
+    )
     assert (store.reads, store.commits) == (1, 1)

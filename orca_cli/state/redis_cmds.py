@@ -1,0 +1,211 @@
+"""What the Redis backend sends and how it reads the replies (SPEC §9); pure, no I/O.
+
+Commands are plain tuples for `pipeline.execute_command(*cmd)`. Every command of one slot names
+keys of that slot only, so a Cluster pipeline routes each to its node unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from orca_cli.state import keys as K
+from orca_cli.state.base import (
+    MARKER_TTL_S,
+    DelOp,
+    ExpireAtLeastOp,
+    HIncrOp,
+    IncrOp,
+    Op,
+    PushOp,
+    SetOp,
+    ShareCounts,
+    SlotWrite,
+    ZAddOp,
+)
+from orca_cli.state.codec import (
+    AUDIT_MAX_AGE_S,
+    audit_member,
+    audit_slot,
+    decode_value,
+    dumps,
+    ttl_ms,
+)
+from orca_cli.state.scripts import SLOT_COMMIT, TRACE_WRITE
+
+__all__ = [
+    "Cmd",
+    "audit_commands",
+    "decode",
+    "encode_op",
+    "fetch_cmd",
+    "float_or_zero",
+    "floats",
+    "pairs",
+    "run_id",
+    "slot_command",
+    "sum_share",
+    "trace_command",
+]
+
+Cmd = tuple[Any, ...]
+
+
+def slot_command(
+    prefix: str, request_id: str, w: SlotWrite, mode: str, expected: int, doc: str
+) -> Cmd:
+    """One SLOT_COMMIT call: KEYS = marker, tier, then every key the ops name."""
+    tag = K.slot_tag(prefix, w.slot)
+    keys = [tag + K.marker_key(request_id), tag + K.tier_key()]
+    index: dict[str, int] = {}
+    ops = []
+    for op in w.ops:
+        full = tag + op.key
+        if full not in index:
+            keys.append(full)
+            index[full] = len(keys)
+        ops.append(encode_op(op, index[full]))
+    tier_ttl = ttl_ms(w.tier_ttl_s) if w.tier_ttl_s > 0 else 0
+    return (
+        "EVALSHA",
+        SLOT_COMMIT.sha,
+        len(keys),
+        *keys,
+        ttl_ms(MARKER_TTL_S),
+        mode,
+        expected,
+        doc,
+        tier_ttl,
+        dumps(ops),
+    )
+
+
+def audit_commands(
+    prefix: str, events: Sequence[Mapping[str, Any]], now: float, audit_max: int
+) -> list[Cmd]:
+    """ZADD each event to its stream, then trim every touched stream by age and count."""
+    cmds: list[Cmd] = []
+    streams: list[str] = []
+    for ev in events:
+        key = K.slot_tag(prefix, audit_slot(ev["router"])) + K.AUDIT_KEY
+        cmds.append(("ZADD", key, repr(float(ev["ts"])), audit_member(ev)))
+        if key not in streams:
+            streams.append(key)
+    for key in streams:
+        cmds += [
+            ("ZREMRANGEBYSCORE", key, "-inf", f"({now - AUDIT_MAX_AGE_S!r}"),
+            ("ZREMRANGEBYRANK", key, 0, -(audit_max + 1)),
+            ("PEXPIRE", key, ttl_ms(AUDIT_MAX_AGE_S)),
+        ]
+    return cmds
+
+
+def trace_command(
+    prefix: str,
+    request_id: str,
+    trace: Mapping[str, Any],
+    now: float,
+    ttl_s: float,
+    trace_max: int,
+) -> Cmd:
+    """One TRACE_WRITE call: the trace, its client-id alias, the index and its eviction."""
+    tag = K.slot_tag(prefix, K.TRACES)
+    tid = K.safe_component(request_id)
+    keys = [tag + K.trace_key(tid), tag + K.TRACE_INDEX_KEY]
+    member = tid
+    cid = trace.get("client_request_id")
+    if isinstance(cid, str) and cid:
+        safe_cid = K.safe_component(cid)
+        keys.append(tag + K.client_id_key(safe_cid))
+        member = f"{tid}\n{safe_cid}"
+    ts = trace.get("ts")
+    score = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else now
+    return (
+        "EVALSHA",
+        TRACE_WRITE.sha,
+        len(keys),
+        *keys,
+        dumps(dict(trace)),
+        ttl_ms(ttl_s),
+        repr(score),
+        member,
+        tid,
+        repr(now - ttl_s),
+        trace_max,
+        tag + "trace:",
+        tag + "cid:",
+    )
+
+
+def encode_op(op: Op, ki: int) -> list[Any]:
+    if isinstance(op, SetOp):
+        return ["s", ki, op.value, ttl_ms(op.ttl_s)]
+    if isinstance(op, DelOp):
+        return ["d", ki]
+    if isinstance(op, IncrOp):
+        return ["i", ki, repr(float(op.amount)), ttl_ms(op.ttl_s)]
+    if isinstance(op, HIncrOp):
+        return ["h", ki, op.field, repr(float(op.amount)), ttl_ms(op.ttl_s)]
+    if isinstance(op, PushOp):
+        return ["p", ki, op.value, op.maxlen, ttl_ms(op.ttl_s)]
+    if isinstance(op, ZAddOp):
+        return ["z", ki, op.member, repr(float(op.score)), op.maxlen, ttl_ms(op.ttl_s)]
+    if isinstance(op, ExpireAtLeastOp):
+        return ["x", ki, ttl_ms(op.ttl_s)]
+    raise TypeError(f"unknown store op {op!r}")
+
+
+def fetch_cmd(key: str, kind: Any) -> Cmd | None:
+    return {
+        "string": ("GET", key),
+        "hash": ("HGETALL", key),
+        "list": ("LRANGE", key, 0, -1),
+        "zset": ("ZRANGE", key, 0, -1, "WITHSCORES"),
+    }.get(kind if isinstance(kind, str) else "")
+
+
+def decode(kind: str, value: Any) -> Any:
+    if kind == "string":
+        return decode_value(value)
+    if kind == "hash":
+        return {k: decode_value(v) for k, v in value.items()}
+    if kind == "list":
+        return [decode_value(v) for v in value]
+    return [[decode_value(m), sc] for m, sc in pairs(value)]
+
+
+def run_id(info: Any) -> str | None:
+    if isinstance(info, Mapping):
+        rid = info.get("run_id")
+        return str(rid) if rid else None
+    return None
+
+
+def sum_share(values: Sequence[Any]) -> ShareCounts:
+    """MGET of [s, t, s, t, ...] buckets; a missing bucket reads 0."""
+    nums = [float_or_zero(v) for v in values]
+    return ShareCounts(sum(nums[0::2]), sum(nums[1::2]))
+
+
+def float_or_zero(v: Any) -> float:
+    try:
+        return float(v) if v is not None else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def pairs(value: Any) -> list[tuple[str, float]]:
+    """WITHSCORES replies, whether the client paired them already or not."""
+    if value and isinstance(value[0], (list, tuple)):
+        return [(m, float(sc)) for m, sc in value]
+    return [(m, float(sc)) for m, sc in zip(value[0::2], value[1::2], strict=False)]
+
+
+def floats(values: Sequence[Any]) -> list[float]:
+    out = []
+    for v in values:
+        try:
+            out.append(float(v))
+        except (TypeError, ValueError):
+            continue
+    return out

@@ -1,0 +1,73 @@
+"""Store key names (SPEC §9): builders and the parser scans rely on."""
+
+from __future__ import annotations
+
+import pytest
+
+from orca_cli.state import keys as K
+from orca_cli.state.base import SlotRef
+
+
+@pytest.mark.parametrize(
+    "slot, suffix, full",
+    [
+        (SlotRef.of_session("coding", "s1"), "tier", "orca:{r:coding:s:s1}:tier"),
+        (
+            SlotRef.of_session("coding", "h:ab:cd"),
+            "pin:strong",
+            "orca:{r:coding:s:h:ab:cd}:pin:strong",
+        ),
+        (SlotRef.of_router("coding"), "share:12:s", "orca:{r:coding}:share:12:s"),
+        (SlotRef("workspace"), "share:12:t", "orca:{w}:share:12:t"),
+        (SlotRef("traces"), "cid:x", "orca:{t}:cid:x"),
+    ],
+)
+def test_keys_round_trip_through_the_parser(slot: SlotRef, suffix: str, full: str) -> None:
+    assert K.full_key("orca", slot, suffix) == full
+    assert K.parse_key("orca", full) == (slot, suffix)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "orca:epoch",
+        "other:{w}:x",
+        "orca:{x}:y",
+        "orca:{r:}:y",
+        "orca:{r:a:x:b}:y",
+        "orca:{w}",
+        "orca:{r:a:s:}:y",
+    ],
+)
+def test_foreign_or_malformed_keys_do_not_parse(key: str) -> None:
+    assert K.parse_key("orca", key) is None
+
+
+@pytest.mark.parametrize(
+    "name", ["", "a:b", "a{b", "a}b", "a b", "a*", "a?", "a[1]", "a\\b", "\x01"]
+)
+def test_unsafe_router_names_are_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="cannot be used in a store key"):
+        K.check_name(name)
+
+
+def test_free_form_components_are_hashed_like_session_ids() -> None:
+    assert K.safe_component("req-123") == "req-123"
+    assert K.safe_component("a}b").startswith("h:") and len(K.safe_component("x" * 200)) == 66
+    assert K.slot_tag("orca", SlotRef.of_session("r", "{evil}")).count("{") == 1
+
+
+def test_scan_patterns_escape_glob_characters() -> None:
+    assert (
+        K.scan_pattern("orca", "session", router="coding", session="s*1")
+        == "orca:{r:coding:s:s\\*1}:*"
+    )
+    assert K.scan_pattern("orca", "router", key_prefix="share:") == "orca:{r:*}:share:*"
+    with pytest.raises(ValueError, match="unknown slot kind"):
+        K.scan_pattern("orca", "nope")
+
+
+def test_share_bucket_names_are_per_hour_and_kind() -> None:
+    assert K.share_key(493000, "s") == "share:493000:s"
+    with pytest.raises(ValueError):
+        K.share_key(1, "x")

@@ -1,0 +1,138 @@
+"""Redis-only behaviour: round trips, sidecars racing, state loss (SPEC §9, RELIABILITY S15-S16)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from orca_cli.errors import StoreUnavailable
+from orca_cli.state.base import CommitBatch, IncrOp, ReadRequest, SetOp, SlotRef, SlotWrite
+from orca_cli.state.redis import RedisStore
+from tests.state.conftest import StoreEnv
+from tests.state.test_store_contract import ROUTER, read_session, tier_write
+
+
+def redis_store(env: StoreEnv, **kw: Any) -> RedisStore:
+    store = env.open(**kw)
+    assert isinstance(store, RedisStore)
+    return store
+
+
+async def test_a_read_and_a_commit_are_one_round_trip_each(redis_env: StoreEnv) -> None:
+    store = redis_store(redis_env)
+    await store.ping()  # first contact: epoch, run_id, scripts
+    before = store.round_trips
+    snap = await store.read(
+        ReadRequest(
+            "coding",
+            "s1",
+            share_hours=(1, 2),
+            affinity_key="a",
+            linucb_arms=("m1", "m2"),
+            percentile_samples=10,
+        )
+    )
+    assert store.round_trips == before + 1
+    res = await store.commit(
+        CommitBatch(
+            "r1",
+            (
+                tier_write(snap, ops=(SetOp("pin:base", "m", 60),)),
+                SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),
+                SlotWrite(SlotRef("workspace"), (IncrOp("share:1:t", 1, 60),)),
+            ),
+            audit=({"router": "coding", "event": "escalated"},),
+            trace={"n": 1},
+        )
+    )
+    assert res.round_trips == 1 and store.round_trips == before + 2
+
+
+async def test_a_stale_writer_from_another_sidecar_goes_through_the_conflict_path(
+    redis_env: StoreEnv,
+) -> None:
+    a, b = redis_store(redis_env), redis_store(redis_env)
+    stale = await read_session(a)
+    await b.commit(CommitBatch("rb", (tier_write(stale),)))
+    res = await a.commit(CommitBatch("ra", (tier_write(stale),)))
+    assert res.results[0].attempts == 2 and res.round_trips == 2 and a.conflicts == 1
+    assert res.results[0].tier == {"v": 2, "count": 2}
+
+
+async def test_sidecars_racing_on_one_session_lose_no_acknowledged_update(
+    redis_env: StoreEnv,
+) -> None:
+    stores = [redis_store(redis_env) for _ in range(4)]
+    stale = await read_session(stores[0])
+
+    async def worker(n: int, store: RedisStore) -> int:
+        done = 0
+        for i in range(10):
+            await asyncio.sleep(random.uniform(0, 0.002))
+            try:
+                await store.commit(CommitBatch(f"w{n}-{i}", (tier_write(stale),)))
+                done += 1
+            except StoreUnavailable:
+                pass  # a conflict storm is reported, and nothing of it applied
+        return done
+
+    acknowledged = sum(await asyncio.gather(*[worker(n, s) for n, s in enumerate(stores)]))
+    snap = await read_session(stores[0])
+    assert snap.tier is not None and snap.tier["count"] == acknowledged == snap.tier_version
+    assert acknowledged >= 30
+    assert sum(s.conflicts for s in stores) >= 3  # every sidecar's first commit was stale
+    assert sum(s.conflict_storms for s in stores) == 40 - acknowledged
+
+
+async def test_a_vanished_epoch_is_detected_audited_once_and_shared(redis_env: StoreEnv) -> None:
+    store = redis_store(redis_env)
+    assert (await read_session(store)).state_lost_at is None
+    redis_env.clock.advance(5)
+    client = redis_env.redis()
+    try:
+        client.delete(f"{redis_env.prefix}:epoch")
+        snap = await read_session(store)
+        assert snap.state_lost_at == redis_env.clock.now()
+        assert client.exists(f"{redis_env.prefix}:epoch") == 1
+    finally:
+        client.close()
+    redis_env.clock.advance(5)
+    assert (await read_session(store)).state_lost_at == snap.state_lost_at
+    lost = [e for e in await store.list_audit() if e["event"] == "state_lost"]
+    assert len(lost) == 1 and lost[0]["actor"] == "store" and lost[0]["router"] == ""
+    # A sidecar started later, and another that was running, both report the same loss.
+    later = redis_store(redis_env)
+    assert (await read_session(later)).state_lost_at == snap.state_lost_at
+    assert len([e for e in await later.list_audit("coding") if e["event"] == "state_lost"]) == 1
+
+
+async def test_keys_follow_the_spec_names_and_share_one_slot_per_session(
+    redis_env: StoreEnv,
+) -> None:
+    from redis.crc import key_slot
+
+    store = redis_store(redis_env)
+    snap = await read_session(store)
+    await store.commit(
+        CommitBatch(
+            "r1",
+            (
+                tier_write(snap, ops=(SetOp("pin:base", "m", 60), SetOp("chan:strong", "{}", 60))),
+                SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),
+            ),
+        )
+    )
+    p = redis_env.prefix
+    client = redis_env.redis()
+    try:
+        names = set(client.scan_iter(match=f"{p}:*"))
+    finally:
+        client.close()
+    session = {
+        f"{p}:{{r:coding:s:s1}}:{k}" for k in ("tier", "pin:base", "chan:strong", "commit:r1")
+    }
+    router = {f"{p}:{{r:coding}}:{k}" for k in ("share:1:t", "commit:r1")}
+    assert names == session | router | {f"{p}:epoch"}
+    assert len({key_slot(k.encode()) for k in session}) == 1
+    assert len({key_slot(k.encode()) for k in router}) == 1
