@@ -80,6 +80,7 @@ class StoreEnv:
     prefix: str
     url: str = ""
     timeout_ms: int = 2000
+    mode: str = "single"
     opened: list[Store] = field(default_factory=list)
 
     @property
@@ -95,6 +96,7 @@ class StoreEnv:
         """Another store on the same data (Redis) or a fresh one (memory)."""
         cfg = StateConfig(
             backend="redis" if self.backend == "redis" else "memory",
+            redis_mode=self.mode,  # type: ignore[arg-type]
             redis_url=self.url or StateConfig().redis_url,
             key_prefix=self.prefix,
             timeout_ms=kw.pop("timeout_ms", self.timeout_ms),
@@ -151,13 +153,31 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_cluster_port() -> int:
+    """A free port whose cluster bus port (port + 10000) is valid and free too."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port + 10000 > 65535:
+            continue
+        with socket.socket() as bus:
+            try:
+                bus.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port pair for a cluster node")
+
+
 class RedisServer:
     """A redis-server process we start, restart and stop by pid."""
 
-    def __init__(self, binary: str, workdir: Path) -> None:
+    def __init__(self, binary: str, workdir: Path, extra: tuple[str, ...] = ()) -> None:
         self.binary = binary
         self.workdir = workdir
-        self.port = free_port()
+        self.extra = extra
+        self.port = free_cluster_port() if "--cluster-enabled" in extra else free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -165,28 +185,11 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        args = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        args += ["--enable-debug-command", "local", "--dir", str(self.workdir)]
+        args += ["--logfile", str(self.workdir / "redis.log"), *self.extra]
         self.proc = subprocess.Popen(
-            [
-                self.binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--enable-debug-command",
-                "local",
-                "--dir",
-                str(self.workdir),
-                "--daemonize",
-                "no",
-                "--logfile",
-                str(self.workdir / "redis.log"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            [self.binary, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
@@ -232,3 +235,120 @@ def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
         yield server
     finally:
         server.stop()
+
+
+class RedisCluster:
+    """Three cluster-enabled redis-servers of ours joined into one cluster (no replicas)."""
+
+    def __init__(self, binary: str, workdir: Path) -> None:
+        self.nodes: list[RedisServer] = []
+        for i in range(3):
+            (workdir / f"n{i}").mkdir()
+            self.nodes.append(RedisServer(binary, workdir / f"n{i}", ("--cluster-enabled", "yes")))
+
+    @property
+    def url(self) -> str:
+        return self.nodes[0].url
+
+    def start(self) -> None:
+        for node in self.nodes:
+            node.start()
+        step = 16384 // len(self.nodes)
+        for i, node in enumerate(self.nodes):
+            hi = 16383 if i == len(self.nodes) - 1 else (i + 1) * step - 1
+            client = node.client()
+            try:
+                client.execute_command("CLUSTER", "ADDSLOTSRANGE", i * step, hi)
+                for other in self.nodes:
+                    client.execute_command("CLUSTER", "MEET", "127.0.0.1", other.port)
+            finally:
+                client.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if all(self._ok(node) for node in self.nodes):
+                return
+            time.sleep(0.05)
+        raise RuntimeError("the test cluster did not reach cluster_state:ok within 10 s")
+
+    @staticmethod
+    def _ok(node: RedisServer) -> bool:
+        client = node.client()
+        try:
+            info = client.execute_command("CLUSTER", "INFO")
+            text = info if isinstance(info, str) else str(info)
+            return "cluster_state:ok" in text and "cluster_known_nodes:3" in text
+        finally:
+            client.close()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+@pytest.fixture
+def own_cluster(tmp_path: Path) -> Iterator[RedisCluster]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        _unavailable("redis-server is not installed (apt-get install redis-server)")
+        raise AssertionError("unreachable")
+    cluster = RedisCluster(binary, tmp_path)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+class RedisSentinel:
+    """One sentinel of ours watching an own_redis primary as service `mymaster`."""
+
+    def __init__(self, binary: str, workdir: Path, primary: RedisServer) -> None:
+        self.binary = binary
+        self.workdir = workdir
+        self.primary = primary
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        conf = self.workdir / "sentinel.conf"
+        conf.write_text(
+            f"port {self.port}\nbind 127.0.0.1\ndir {self.workdir}\n"
+            f"sentinel monitor mymaster 127.0.0.1 {self.primary.port} 1\n"
+        )
+        self.proc = subprocess.Popen(
+            [self.binary, str(conf), "--sentinel"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            client = _sync_client(f"redis://127.0.0.1:{self.port}")
+            try:
+                if client.execute_command("SENTINEL", "get-master-addr-by-name", "mymaster"):
+                    return
+            except Exception:
+                time.sleep(0.02)
+            finally:
+                client.close()
+        raise RuntimeError(f"sentinel on port {self.port} did not answer within 5 s")
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+
+
+@pytest.fixture
+def own_sentinel(own_redis: RedisServer, tmp_path: Path) -> Iterator[RedisSentinel]:
+    (tmp_path / "sentinel").mkdir()
+    sentinel = RedisSentinel(own_redis.binary, tmp_path / "sentinel", own_redis)
+    try:
+        sentinel.start()
+        yield sentinel
+    finally:
+        sentinel.stop()

@@ -1,0 +1,41 @@
+"""Memory-only behaviour: residency stays bounded by TTLs (SPEC §12)."""
+
+from __future__ import annotations
+
+from orca_cli.clock import FakeClock
+from orca_cli.state.base import CommitBatch, SetOp, SlotRef, SlotWrite
+from orca_cli.state.memory import MemoryStore
+from tests.state.test_store_contract import bump
+
+MARKER_WINDOW_S = 86_400 + 1  # longer than every TTL written below, markers included
+
+
+async def test_ten_thousand_expired_sessions_do_not_stay_resident() -> None:
+    clock = FakeClock()
+    store = MemoryStore(clock=clock, sweep_interval_s=60)
+    for i in range(10_000):
+        write = SlotWrite(
+            SlotRef.of_session("coding", f"s{i}"),
+            (SetOp("pin:base", "m", 30),),
+            mutate=bump,
+            tier_ttl_s=30,
+        )
+        await store.commit(CommitBatch(f"r{i}", (write,)))
+    assert len(store) == 30_000  # tier, pin and marker per session
+    clock.advance(MARKER_WINDOW_S)
+    await store.commit(CommitBatch("late", (SlotWrite(SlotRef.of_router("coding")),)))
+    assert len(store) == 1  # only the last commit's marker is left
+
+
+async def test_an_untouched_expired_key_is_dropped_by_the_periodic_sweep() -> None:
+    clock = FakeClock()
+    store = MemoryStore(clock=clock, sweep_every=10, sweep_interval_s=1e9)
+    await store.commit(
+        CommitBatch(
+            "r0", (SlotWrite(SlotRef.of_session("coding", "a"), (SetOp("pin:base", "m", 5),)),)
+        )
+    )
+    clock.advance(86_401)  # pin and marker expired
+    for i in range(9):
+        await store.commit(CommitBatch(f"r{i + 1}", ()))
+    assert len(store) == 0
