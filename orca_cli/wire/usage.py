@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import orjson
 
-from orca_cli.wire.sse import Event, SSEDecoder
+from orca_cli.wire.sse import SSEDecoder
 
 __all__ = ["TRUNCATION_MIN_MAX_TOKENS", "ResponseTap", "Signal", "Usage"]
 
@@ -45,18 +45,17 @@ def _int(obj: Any, key: str) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _has_value(text: str, key: str) -> bool:
-    """Whether some `key` in JSON `text` (key given with its quotes) is followed by a string."""
-    at = text.find(key)
-    while at >= 0:
-        j = at + len(key)
-        n = len(text)
-        while j < n and text[j] in " \t\r\n:":
-            j += 1
-        if j < n and text[j] == '"':
-            return True
-        at = text.find(key, j)
-    return False
+def _may_hold_value(text: str, key: str) -> bool:
+    """Whether `"<key>"` in JSON `text` may be followed by a string (not null).
+
+    Compact (`"k":"v"`) and Python-style (`"k": "v"`) spacing are recognised by two scans; any
+    other spacing falls back to "present, so parse" — a false hit costs a parse, never a miss.
+    """
+    if f'{key}":"' in text or f'{key}": "' in text:
+        return True
+    if f'"{key}":null' in text or f'"{key}": null' in text:
+        return False
+    return f'"{key}"' in text
 
 
 class ResponseTap:
@@ -102,12 +101,12 @@ class ResponseTap:
         decoder = self._decoder
         if decoder is None:
             return
-        events = decoder.feed(chunk)
+        events = decoder.feed_pairs(chunk)
         if not events:
             return
         on_event = self._openai_event if self.api == "openai" else self._anthropic_event
-        for ev in events:
-            on_event(ev)
+        for name, data in events:
+            on_event(name, data)
 
     def feed_body(self, body: bytes) -> None:
         """Tap a whole JSON answer."""
@@ -134,8 +133,7 @@ class ResponseTap:
 
     # --- OpenAI ------------------------------------------------------------------------------
 
-    def _openai_event(self, ev: Event) -> None:
-        d = ev.data
+    def _openai_event(self, name: str | None, d: str) -> None:
         if d == "[DONE]":
             self.completed = True
             return
@@ -144,8 +142,8 @@ class ResponseTap:
             or 'tokens"' in d
             or '"error"' in d
             or (not self.has_text and '"content"' in d)
-            or _has_value(d, '"finish_reason"')
-            or _has_value(d, '"refusal"')
+            or _may_hold_value(d, "finish_reason")
+            or ('"refusal"' in d and _may_hold_value(d, "refusal"))
         ):
             return
         obj = self._load(d)
@@ -234,9 +232,7 @@ class ResponseTap:
 
     # --- Anthropic ---------------------------------------------------------------------------
 
-    def _anthropic_event(self, ev: Event) -> None:
-        name = ev.event
-        d = ev.data
+    def _anthropic_event(self, name: str | None, d: str) -> None:
         if name == "content_block_delta":
             if '"input_json_delta"' in d:
                 obj = self._load(d)

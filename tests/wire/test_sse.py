@@ -122,6 +122,9 @@ def test_any_rechunking_gives_the_same_events(
     chunks = [raw[a:b] for a, b in zip([0, *points], [*points, len(raw)], strict=True)]
     assert decode_all(chunks) == expected
     assert decode_all([raw[i : i + 1] for i in range(len(raw))]) == expected
+    pairs_decoder = SSEDecoder()
+    pairs = [p for c in chunks for p in pairs_decoder.feed_pairs(c)]
+    assert pairs == [(e.event, e.data) for e in expected]
 
 
 @settings(max_examples=100, deadline=None)
