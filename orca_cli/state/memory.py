@@ -154,6 +154,7 @@ class MemoryStore:
         self._last_sweep = clock.now()
         self.reads = 0
         self.commits = 0
+        self.state_lost_at: float | None = None  # an embedded store never loses state on its own
 
     # --- primitives (each mirrors one Redis command) ---------------------------------------
 

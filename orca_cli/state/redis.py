@@ -42,7 +42,6 @@ from orca_cli.state.base import (
     CommitResult,
     KeyEntry,
     ReadRequest,
-    ShareCounts,
     SlotRef,
     SlotResult,
     SlotWrite,
@@ -57,11 +56,9 @@ from orca_cli.state.codec import (
     doc_version,
     dumps,
     encode_doc,
-    vector_from_hash,
-    vector_from_text,
 )
 from orca_cli.state.redis_cmds import Cmd
-from orca_cli.state.scripts import ALL_SCRIPTS, ROUTER_READ
+from orca_cli.state.scripts import ALL_SCRIPTS
 
 __all__ = ["RedisStore"]
 
@@ -272,94 +269,15 @@ class RedisStore:
 
     async def _read(self, req: ReadRequest) -> Snapshot:
         await self._ensure_ready()
-        cmds: list[Cmd] = []
-        session_at = router_at = ws_at = -1
-        router_tag = ""
-        if req.router:
-            K.check_name(req.router)
-            if req.session:
-                tag = K.slot_tag(self._prefix, SlotRef.of_session(req.router, req.session))
-                session_at = len(cmds)
-                cmds.append(
-                    (
-                        "MGET",
-                        tag + K.tier_key(),
-                        tag + K.pin_key("base"),
-                        tag + K.pin_key("strong"),
-                        tag + K.chan_key("base"),
-                        tag + K.chan_key("strong"),
-                    )
-                )
-            router_tag = K.slot_tag(self._prefix, SlotRef.of_router(req.router))
-            rkeys = [router_tag + K.share_key(h, k) for h in req.share_hours for k in ("s", "t")]
-            nshare = len(rkeys)
-            if req.affinity_key:
-                rkeys.append(router_tag + K.affinity_key(req.affinity_key))
-            if req.percentile_samples > 0:
-                rkeys.append(router_tag + K.PCT_KEY)
-            rkeys += [router_tag + K.linucb_key(arm) for arm in req.linucb_arms]
-            if rkeys:
-                router_at = len(cmds)
-                cmds.append(
-                    (
-                        "EVALSHA",
-                        ROUTER_READ.sha,
-                        len(rkeys),
-                        *rkeys,
-                        nshare,
-                        "1" if req.affinity_key else "0",
-                        max(0, req.percentile_samples),
-                    )
-                )
-        if req.workspace and req.share_hours:
-            wtag = K.slot_tag(self._prefix, K.WORKSPACE)
-            ws_at = len(cmds)
-            cmds.append(
-                ("MGET", *[wtag + K.share_key(h, k) for h in req.share_hours for k in ("s", "t")])
-            )
+        cmds, layout = C.read_commands(self._prefix, req)
         epoch_at = len(cmds)
         cmds.append(("GET", K.epoch_key(self._prefix)))
-        info_at = -1
-        if self._recheck and self._mode != "cluster":
-            info_at = len(cmds)
+        recheck = self._recheck and self._mode != "cluster"
+        if recheck:
             cmds.append(("INFO", "server"))
         res, _ = await self._run(cmds)
-        await self._observe_epoch(res[epoch_at], res[info_at] if info_at >= 0 else None)
-
-        tier_text: str | None = None
-        pins: dict[str, str] = {}
-        chans: dict[str, Mapping[str, Any]] = {}
-        if session_at >= 0:
-            tier_text, pb, ps, cb, cs = res[session_at]
-            pins = {t: m for t, m in (("base", pb), ("strong", ps)) if m is not None}
-            chans = {t: d for t, d in (("base", decode_doc(cb)), ("strong", decode_doc(cs))) if d}
-        share = ShareCounts()
-        affinity: Mapping[str, Any] | None = None
-        linucb: dict[str, list[float]] = {}
-        pct: tuple[float, ...] = ()
-        if router_at >= 0:
-            shares, aff, samples, arms = res[router_at]
-            share = C.sum_share(shares)
-            affinity = decode_doc(aff)
-            pct = tuple(C.floats(samples))
-            for arm, (kind, data) in zip(req.linucb_arms, arms, strict=True):
-                if kind == "hash":
-                    linucb[arm] = vector_from_hash(dict(zip(data[::2], data[1::2], strict=False)))
-                else:
-                    linucb[arm] = vector_from_text(data[0] if data else None)
-        ws = C.sum_share(res[ws_at]) if ws_at >= 0 else ShareCounts()
-        return Snapshot(
-            tier=decode_doc(tier_text),
-            tier_version=doc_version(tier_text),
-            pins=pins,
-            channel_pins=chans,
-            share=share,
-            workspace_share=ws,
-            affinity=affinity,
-            linucb=linucb,
-            percentile_samples=pct,
-            state_lost_at=self.state_lost_at,
-        )
+        await self._observe_epoch(res[epoch_at], res[epoch_at + 1] if recheck else None)
+        return C.snapshot_from(res, layout, req, self.state_lost_at)
 
     async def commit(self, batch: CommitBatch) -> CommitResult:
         self.commits += 1
@@ -416,18 +334,20 @@ class RedisStore:
 
     @asynccontextmanager
     async def _gates_held(self, tags: list[str]) -> AsyncIterator[dict[str, _Gate]]:
-        held: dict[str, _Gate] = {}
+        joined: dict[str, _Gate] = {}
+        locked: list[_Gate] = []
         try:
             for tag in tags:  # sorted: two batches never wait on each other crosswise
                 gate = self._gates.setdefault(tag, _Gate())
                 gate.users += 1
-                held[tag] = gate
-                await gate.lock.acquire()
-            yield held
+                joined[tag] = gate
+                await gate.lock.acquire()  # a timeout here leaves the lock to its holder
+                locked.append(gate)
+            yield joined
         finally:
-            for tag, gate in held.items():
-                if gate.lock.locked():
-                    gate.lock.release()
+            for gate in locked:
+                gate.lock.release()
+            for tag, gate in joined.items():
                 gate.users -= 1
                 if gate.users == 0:
                     self._gates.pop(tag, None)

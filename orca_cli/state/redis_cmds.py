@@ -7,6 +7,7 @@ keys of that slot only, so a Cluster pipeline routes each to its node unchanged.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from orca_cli.state import keys as K
@@ -18,23 +19,31 @@ from orca_cli.state.base import (
     IncrOp,
     Op,
     PushOp,
+    ReadRequest,
     SetOp,
     ShareCounts,
+    SlotRef,
     SlotWrite,
+    Snapshot,
     ZAddOp,
 )
 from orca_cli.state.codec import (
     AUDIT_MAX_AGE_S,
     audit_member,
     audit_slot,
+    decode_doc,
     decode_value,
+    doc_version,
     dumps,
     ttl_ms,
+    vector_from_hash,
+    vector_from_text,
 )
-from orca_cli.state.scripts import SLOT_COMMIT, TRACE_WRITE
+from orca_cli.state.scripts import ROUTER_READ, SLOT_COMMIT, TRACE_WRITE
 
 __all__ = [
     "Cmd",
+    "ReadLayout",
     "audit_commands",
     "decode",
     "encode_op",
@@ -42,13 +51,105 @@ __all__ = [
     "float_or_zero",
     "floats",
     "pairs",
+    "read_commands",
     "run_id",
     "slot_command",
+    "snapshot_from",
     "sum_share",
     "trace_command",
 ]
 
 Cmd = tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLayout:
+    """Where each slot's reply sits in a read pipeline (-1 = not asked)."""
+
+    session: int = -1
+    router: int = -1
+    workspace: int = -1
+
+
+def _share_keys(tag: str, hours: Sequence[int]) -> list[str]:
+    return [tag + K.share_key(h, kind) for h in hours for kind in ("s", "t")]
+
+
+def read_commands(prefix: str, req: ReadRequest) -> tuple[list[Cmd], ReadLayout]:
+    """The session MGET, the router read script and the workspace MGET a read needs."""
+    cmds: list[Cmd] = []
+    session = router = workspace = -1
+    if req.router:
+        K.check_name(req.router)
+        if req.session:
+            tag = K.slot_tag(prefix, SlotRef.of_session(req.router, req.session))
+            session = len(cmds)
+            names = (
+                K.tier_key(),
+                K.pin_key("base"),
+                K.pin_key("strong"),
+                K.chan_key("base"),
+                K.chan_key("strong"),
+            )
+            cmds.append(("MGET", *[tag + n for n in names]))
+        rtag = K.slot_tag(prefix, SlotRef.of_router(req.router))
+        rkeys = _share_keys(rtag, req.share_hours)
+        nshare = len(rkeys)
+        if req.affinity_key:
+            rkeys.append(rtag + K.affinity_key(req.affinity_key))
+        if req.percentile_samples > 0:
+            rkeys.append(rtag + K.PCT_KEY)
+        rkeys += [rtag + K.linucb_key(arm) for arm in req.linucb_arms]
+        if rkeys:
+            router = len(cmds)
+            flags = (nshare, "1" if req.affinity_key else "0", max(0, req.percentile_samples))
+            cmds.append(("EVALSHA", ROUTER_READ.sha, len(rkeys), *rkeys, *flags))
+    if req.workspace and req.share_hours:
+        workspace = len(cmds)
+        cmds.append(("MGET", *_share_keys(K.slot_tag(prefix, K.WORKSPACE), req.share_hours)))
+    return cmds, ReadLayout(session, router, workspace)
+
+
+def snapshot_from(
+    res: Sequence[Any], layout: ReadLayout, req: ReadRequest, state_lost_at: float | None
+) -> Snapshot:
+    tier_text: str | None = None
+    pins: dict[str, str] = {}
+    chans: dict[str, Mapping[str, Any]] = {}
+    if layout.session >= 0:
+        tier_text, pin_base, pin_strong, chan_base, chan_strong = res[layout.session]
+        pins = {t: m for t, m in (("base", pin_base), ("strong", pin_strong)) if m is not None}
+        for tier, text in (("base", chan_base), ("strong", chan_strong)):
+            doc = decode_doc(text)
+            if doc:
+                chans[tier] = doc
+    share = ShareCounts()
+    affinity: Mapping[str, Any] | None = None
+    linucb: dict[str, list[float]] = {}
+    pct: tuple[float, ...] = ()
+    if layout.router >= 0:
+        shares, aff, samples, arms = res[layout.router]
+        share = sum_share(shares)
+        affinity = decode_doc(aff)
+        pct = tuple(floats(samples))
+        for arm, (kind, data) in zip(req.linucb_arms, arms, strict=True):
+            if kind == "hash":
+                linucb[arm] = vector_from_hash(dict(zip(data[::2], data[1::2], strict=False)))
+            else:
+                linucb[arm] = vector_from_text(data[0] if data else None)
+    ws = sum_share(res[layout.workspace]) if layout.workspace >= 0 else ShareCounts()
+    return Snapshot(
+        tier=decode_doc(tier_text),
+        tier_version=doc_version(tier_text),
+        pins=pins,
+        channel_pins=chans,
+        share=share,
+        workspace_share=ws,
+        affinity=affinity,
+        linucb=linucb,
+        percentile_samples=pct,
+        state_lost_at=state_lost_at,
+    )
 
 
 def slot_command(

@@ -6,6 +6,9 @@ import asyncio
 import random
 from typing import Any
 
+import pytest
+
+from orca_cli.clock import FakeClock
 from orca_cli.errors import StoreUnavailable
 from orca_cli.state.base import CommitBatch, IncrOp, ReadRequest, SetOp, SlotRef, SlotWrite
 from orca_cli.state.redis import RedisStore
@@ -136,3 +139,15 @@ async def test_keys_follow_the_spec_names_and_share_one_slot_per_session(
     assert names == session | router | {f"{p}:epoch"}
     assert len({key_slot(k.encode()) for k in session}) == 1
     assert len({key_slot(k.encode()) for k in router}) == 1
+
+
+async def test_a_commit_that_gives_up_waiting_for_its_session_leaves_the_holder_alone() -> None:
+    store = RedisStore(
+        lambda: None, mode="single", clock=FakeClock(), key_prefix="t", timeout_ms=50
+    )
+    async with store._gates_held(["slot"]) as held:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.01), store._gates_held(["slot"]):
+                pass
+        assert held["slot"].lock.locked() and held["slot"].users == 1
+    assert store._gates == {}  # no gate outlives its last user
