@@ -18,6 +18,7 @@ from orca_cli.config.schema import StateConfig
 from orca_cli.errors import ConfigError
 from orca_cli.state.base import Store
 from orca_cli.state.codec import AUDIT_MAX
+from orca_cli.state.keys import check_name
 from orca_cli.state.memory import MemoryStore
 
 __all__ = ["DEFAULT_MAX_CONNECTIONS", "open_store", "redis_client_factory"]
@@ -35,6 +36,10 @@ def open_store(
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
 ) -> Store:
     """Build the configured backend; Redis connects lazily on the first call."""
+    try:
+        check_name(state_cfg.key_prefix, "key prefix")
+    except ValueError as e:
+        raise ConfigError(None, "state.key_prefix", str(e)) from None
     if state_cfg.backend == "memory":
         return MemoryStore(
             clock=clock,
