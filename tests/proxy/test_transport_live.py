@@ -259,3 +259,47 @@ async def test_sequential_requests_reuse_one_pooled_connection(
         await resp.aclose()
     ports = {seen.peer_port for seen in upstream.requests}
     assert len(upstream.requests) == 3 and len(ports) == 1
+
+
+async def test_cancelling_the_wait_for_headers_aborts_the_upstream_call(
+    transport: Transport, upstream: FakeUpstream
+) -> None:
+    async def handler(req: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(10)
+        return web.Response()
+
+    handling = asyncio.Event()
+
+    async def handler_started(req: web.Request) -> web.StreamResponse:
+        handling.set()
+        return await handler(req)
+
+    upstream.handler = handler_started
+    task = asyncio.create_task(transport.send(request(upstream.url()), timeouts()))
+    await asyncio.wait_for(handling.wait(), 3)  # the upstream is now handling the call
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.wait_for(upstream.disconnected.wait(), 3)  # S10: the upstream saw the cancel
+
+
+async def test_cancelled_non_streaming_read_then_aclose_aborts_the_upstream(
+    transport: Transport, upstream: FakeUpstream
+) -> None:
+    async def handler(req: web.Request) -> web.StreamResponse:
+        resp = web.StreamResponse(headers={"content-type": "application/json"})
+        resp.content_length = 100
+        await resp.prepare(req)
+        await resp.write(b'{"partial":')
+        await asyncio.sleep(10)
+        return resp
+
+    upstream.handler = handler
+    resp = await transport.send(request(upstream.url()), timeouts())
+    reading = asyncio.create_task(resp.read())
+    await asyncio.sleep(0.1)
+    reading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reading
+    await resp.aclose()
+    await asyncio.wait_for(upstream.disconnected.wait(), 3)
