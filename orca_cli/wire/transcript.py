@@ -1,0 +1,303 @@
+"""The text a request body offers to the difficulty scorer (SPEC §4), for both wire formats.
+
+Two extractions, both pure and junk-tolerant (a wrong type anywhere is skipped, never raised):
+
+* `latest_turn(body, api)` walks **back** from the end of `messages` to the last assistant
+  message and collects what came after it: user-authored text and tool results. It never
+  touches a message before that assistant message, so its cost grows with the turn, not with
+  the transcript (SPEC §4, §12).
+* `transcript(body, api)` reads everything: the system prompt, the size of the tool
+  definitions, every message's text and tool results, and the size of tool-call arguments.
+  It is only used when the full-transcript score is (SPEC §3 step 3).
+
+Wire shapes read here:
+
+* OpenAI chat completions: `messages[]` with `role` system / developer (the system prompt),
+  user, assistant (`content` plus `tool_calls[].function.arguments`), tool (and the legacy
+  function); `content` is a string or a list of parts `{type: "text", text}`.
+* Anthropic messages: top-level `system` (a string or a list of text blocks); `messages[]`
+  with `role` user / assistant, `content` a string or blocks: `text`, `tool_result` (whose
+  `content` is a string or a list of blocks), `tool_use` (its `input` counts as tokens);
+  `thinking`, `image` and anything else are ignored.
+
+Hygiene (scoring only; the body is never mutated): `<system-reminder>…</system-reminder>`
+(Claude Code) and `<environment_context>…</environment_context>` (Codex) blocks are removed
+from every text before it is returned, because the agent injects them on every turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+
+__all__ = [
+    "Api",
+    "Transcript",
+    "Turn",
+    "detect_api",
+    "has_tools",
+    "latest_turn",
+    "strip_injected",
+    "transcript",
+]
+
+Api = Literal["openai", "anthropic"]
+
+_INJECTED_TAGS = ("system-reminder", "environment_context")
+_INJECTED_OPENERS = tuple(f"<{t}>" for t in _INJECTED_TAGS)
+_INJECTED = re.compile(
+    "|".join(f"<{t}>.*?</{t}>" for t in _INJECTED_TAGS),
+    re.DOTALL,
+)
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+_TOOL_ROLES = frozenset({"tool", "function"})
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+# Content blocks only the Anthropic format has (SPEC §1.1: they mean Anthropic).
+_ANTHROPIC_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "server_tool_use"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """The latest turn: what follows the last assistant message (SPEC §4 delta)."""
+
+    user_texts: tuple[str, ...]
+    tool_results: tuple[str, ...]
+    message_count: int
+
+    @property
+    def is_user_turn(self) -> bool:
+        """The turn holds user-authored text (SPEC §6.2 class B counts only these)."""
+        return bool(self.user_texts)  # blank texts were never kept
+
+    @property
+    def is_tool_continuation(self) -> bool:
+        """Only tool results follow the last assistant message; no user text."""
+        return not self.is_user_turn and bool(self.tool_results)
+
+    @property
+    def chars(self) -> int:
+        return sum(map(len, self.user_texts)) + sum(map(len, self.tool_results))
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """Everything the full-transcript scorer reads (SPEC §4)."""
+
+    system: str
+    texts: tuple[str, ...]  # every message's text and tool results, in order
+    tools_chars: int  # the JSON size of the tool definitions
+    call_chars: int  # tool-call arguments / tool_use inputs: tokens, not text features
+    has_tools: bool
+    message_count: int
+
+    @property
+    def chars(self) -> int:
+        return len(self.system) + self.tools_chars + self.call_chars + sum(map(len, self.texts))
+
+
+def strip_injected(text: str) -> str:
+    """`text` without the per-turn blocks agents inject, and without the whitespace they
+    leave at its ends; a text without them is returned as is (the check is a substring
+    search, the regex runs only when a block is present)."""
+    for opener in _INJECTED_OPENERS:
+        if opener in text:
+            return _INJECTED.sub("", text).strip()
+    return text
+
+
+def has_tools(body: Any) -> bool:
+    """The request defines tools: a non-empty `tools` list (both formats)."""
+    if not isinstance(body, Mapping):
+        return False
+    tools = body.get("tools")
+    return isinstance(tools, list) and len(tools) > 0
+
+
+def detect_api(body: Any) -> Api:
+    """SPEC §1.1: a top-level `system`, or content blocks only Anthropic has, mean Anthropic;
+    OpenAI-only shapes (tool / system / developer roles, `tool_calls`) and anything
+    ambiguous mean OpenAI."""
+    if not isinstance(body, Mapping):
+        return "openai"
+    if "system" in body:
+        return "anthropic"
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return "openai"
+    for m in messages:
+        if not isinstance(m, Mapping):
+            continue
+        if _kind(m, "role") in _TOOL_ROLES or _kind(m, "role") in _SYSTEM_ROLES or "tool_calls" in m:
+            return "openai"
+        content = m.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if not isinstance(block, Mapping):
+                    continue
+                kind = _kind(block, "type")
+                if kind in _ANTHROPIC_BLOCKS or (kind == "image" and "source" in block):
+                    return "anthropic"
+    return "openai"
+
+
+def latest_turn(body: Any, api: Api) -> Turn:
+    """Walk back from the end of `messages` to the last assistant message (exclusive)."""
+    messages = body.get("messages") if isinstance(body, Mapping) else None
+    if not isinstance(messages, list):
+        return Turn((), (), 0)
+    n = len(messages)
+    chunks: list[tuple[list[str], list[str]]] = []  # per message, newest message first
+    i = n - 1
+    while i >= 0:
+        m = messages[i]
+        i -= 1
+        if not isinstance(m, Mapping):
+            continue
+        role = _kind(m, "role")
+        if role == "assistant":
+            break
+        users: list[str] = []
+        tools: list[str] = []
+        if role == "user":
+            _read_user(m.get("content"), users, tools)
+        elif role in _TOOL_ROLES and api == "openai":
+            _read_text(m.get("content"), tools)
+        if users or tools:
+            chunks.append((users, tools))
+    if len(chunks) == 1:  # the common case: one message after the assistant
+        return Turn(tuple(chunks[0][0]), tuple(chunks[0][1]), n)
+    all_users: list[str] = []
+    all_tools: list[str] = []
+    for users, tools in reversed(chunks):  # back in transcript order
+        all_users += users
+        all_tools += tools
+    return Turn(tuple(all_users), tuple(all_tools), n)
+
+
+def transcript(body: Any, api: Api) -> Transcript:
+    """The whole request, for the full-transcript score."""
+    if not isinstance(body, Mapping):
+        return Transcript("", (), 0, 0, False, 0)
+    system: list[str] = []
+    if api == "anthropic":
+        _read_text(body.get("system"), system)
+    texts: list[str] = []
+    call_chars = 0
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        messages = []
+    for m in messages:
+        if not isinstance(m, Mapping):
+            continue
+        role = _kind(m, "role")
+        content = m.get("content")
+        if role in _SYSTEM_ROLES:
+            if api == "openai":
+                _read_text(content, system)
+        elif role == "user" or role in _TOOL_ROLES:
+            # A user message's tool results and a tool message are both "tool results";
+            # the full scorer reads them all as one stream of message text.
+            _read_user(content, texts, texts)
+        elif role == "assistant":
+            call_chars += _read_assistant(m, texts)
+    tools = body.get("tools")
+    tools_chars = _json_size(tools) if isinstance(tools, list) and tools else 0
+    return Transcript(
+        system="\n".join(system),
+        texts=tuple(texts),
+        tools_chars=tools_chars,
+        call_chars=call_chars,
+        has_tools=tools_chars > 0,
+        message_count=len(messages),
+    )
+
+
+# ------------------------------------------------------------------------------- readers
+
+
+def _read_text(content: Any, out: list[str]) -> None:
+    """A string, or a list of text parts / blocks; every other part is ignored."""
+    if isinstance(content, str):
+        _keep(content, out)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping) and _kind(part, "type") in _TEXT_PARTS:
+                text = part.get("text")
+                if isinstance(text, str):
+                    _keep(text, out)
+            elif isinstance(part, str):
+                _keep(part, out)
+
+
+def _read_user(content: Any, users: list[str], tools: list[str]) -> None:
+    """A user message: its text goes to `users`, its `tool_result` blocks to `tools`."""
+    if isinstance(content, str):
+        _keep(content, users)
+        return
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if not isinstance(block, Mapping):
+            continue
+        kind = _kind(block, "type")
+        if kind in _TEXT_PARTS:
+            text = block.get("text")
+            if isinstance(text, str):
+                _keep(text, users)
+        elif kind == "tool_result":
+            _read_text(block.get("content"), tools)
+
+
+def _read_assistant(m: Mapping[str, Any], texts: list[str]) -> int:
+    """Assistant text goes to `texts`; returns the size of its tool-call arguments."""
+    content = m.get("content")
+    size = 0
+    if isinstance(content, str):
+        _keep(content, texts)
+    elif isinstance(content, list):
+        for block in content:
+            if not isinstance(block, Mapping):
+                continue
+            kind = _kind(block, "type")
+            if kind in _TEXT_PARTS:
+                text = block.get("text")
+                if isinstance(text, str):
+                    _keep(text, texts)
+            elif kind == "tool_use":
+                size += _json_size(block.get("input"))
+    calls = m.get("tool_calls")
+    if isinstance(calls, list):
+        for call in calls:
+            fn = call.get("function") if isinstance(call, Mapping) else None
+            args = fn.get("arguments") if isinstance(fn, Mapping) else None
+            if isinstance(args, str):
+                size += len(args)
+    return size
+
+
+def _kind(obj: Mapping[str, Any], key: str) -> str:
+    """A `role` / `type` field, or "" when it is not a string (junk never raises)."""
+    value = obj.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _keep(text: str, out: list[str]) -> None:
+    """Keep `text` cleaned of injected blocks, unless nothing but whitespace is left."""
+    text = strip_injected(text)
+    if text and not text.isspace():
+        out.append(text)
+
+
+def _json_size(value: Any) -> int:
+    if value is None:
+        return 0
+    try:
+        return len(orjson.dumps(value))
+    except (TypeError, ValueError):  # not JSON-able (cannot come from a parsed body)
+        return len(str(value))
