@@ -1,0 +1,233 @@
+"""The ASGI server the sidecar runs on: uvicorn with httptools, plus what it lacks (SPEC §11).
+
+uvicorn bounds keep-alive idleness but not the time a client may take to send its request
+headers, so a client that trickles one header byte at a time (slowloris) holds a connection,
+and a concurrency slot, for as long as it likes. `HeaderDeadlineProtocol` closes a connection
+whose request headers are not complete within `server.header_timeout_s` of the connection
+opening or of the first byte of the next request. The body's own deadline is
+`guard.read_body`'s, since only the application knows when it wants the body.
+
+Other choices, each for §11: `proxy_headers` off (X-Forwarded-* is never trusted), no
+WebSocket support, no `server:` header, access log off (the app logs what it decides),
+`log_config=None` so starting a server never rewires the process's logging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import socket
+from collections.abc import Generator
+from typing import Any, ClassVar
+
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from orca_cli.config.schema import ServerConfig
+
+__all__ = [
+    "HeaderDeadlineProtocol",
+    "ServerStartError",
+    "bind_socket",
+    "bound_port",
+    "build_server",
+    "serve_in_background",
+    "stop_server",
+]
+
+_REQUEST_TIMEOUT = (
+    b"HTTP/1.1 408 Request Timeout\r\n"
+    b"content-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 45\r\n"
+    b"connection: close\r\n"
+    b"\r\n"
+    b"request headers not received within deadline"
+)
+
+
+class ServerStartError(RuntimeError):
+    """The server did not start: the address was in use, or the app's lifespan failed."""
+
+
+class HeaderDeadlineProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a deadline on receiving each request's headers.
+
+    The timer is armed when the connection opens and again at the first byte of each later
+    request, and disarmed when the headers are complete. When it fires between requests the
+    connection gets a 408 and is closed; when a response is still in flight (a pipelined
+    request stalled behind it) that response finishes and the connection closes after it.
+    """
+
+    header_timeout_s: ClassVar[float] = 10.0
+    _header_timer: asyncio.TimerHandle | None = None
+
+    @classmethod
+    def with_timeout(cls, timeout_s: float) -> type[HeaderDeadlineProtocol]:
+        """A subclass bound to `timeout_s` (uvicorn builds protocols from a class)."""
+        return type(cls.__name__, (cls,), {"header_timeout_s": float(timeout_s)})
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        if self._header_timer is None:
+            self._arm()
+
+    def on_headers_complete(self) -> None:
+        self._disarm()
+        super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        cycle = self.cycle
+        if cycle is not None and cycle.more_body and not self.transport.is_closing():
+            # Answered before the body was all read (a refusal): the rest is of no use,
+            # and a client trickling it must not keep the connection.
+            self.transport.close()
+        super().on_response_complete()
+
+    def _arm(self) -> None:
+        self._header_timer = self.loop.call_later(self.header_timeout_s, self._on_header_deadline)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _on_header_deadline(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing():
+            return
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            cycle.keep_alive = False
+            return
+        self.transport.write(_REQUEST_TIMEOUT)
+        self.transport.close()
+
+
+class _QuietServer(uvicorn.Server):
+    """A server that leaves signal handling to its owner (tests, an embedding process)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def build_server(
+    app: Any,
+    server_cfg: ServerConfig,
+    *,
+    host: str,
+    port: int,
+    log_level: str = "warning",
+    handle_signals: bool = True,
+) -> uvicorn.Server:
+    """A uvicorn server for `app`, configured for §11; run it with `.run()` or `.serve()`.
+
+    `limit_concurrency` answers 503 past `server.max_concurrency` open connections or
+    in-flight requests (uvicorn counts both). `port` 0 binds any free port; read it back
+    with `bound_port` once started.
+    """
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=HeaderDeadlineProtocol.with_timeout(server_cfg.header_timeout_s),
+        loop="uvloop" if importlib.util.find_spec("uvloop") is not None else "auto",
+        ws="none",
+        lifespan="on",
+        interface="asgi3",
+        limit_concurrency=server_cfg.max_concurrency,
+        access_log=False,
+        log_config=None,
+        log_level=log_level,
+        proxy_headers=False,
+        server_header=False,
+    )
+    return uvicorn.Server(config) if handle_signals else _QuietServer(config)
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A bound TCP socket, for callers that must know the port before the app is built
+    (a `GuardPolicy` names it); pass it to `serve_in_background(sock=...)`."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def bound_port(server: uvicorn.Server) -> int:
+    """The port a started server listens on (the real one when it was asked for port 0)."""
+    for listener in server.servers:
+        for sock in listener.sockets or ():
+            return int(sock.getsockname()[1])
+    raise ServerStartError("the server is not listening yet; wait for server.started")
+
+
+async def serve_in_background(
+    app: Any,
+    server_cfg: ServerConfig,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    sock: socket.socket | None = None,
+    log_level: str = "warning",
+    start_timeout_s: float = 10.0,
+) -> tuple[uvicorn.Server, asyncio.Task[None]]:
+    """Start a server on the running loop and return once it accepts connections.
+
+    Stop it with `stop_server`. A failed start (address in use, lifespan startup failure)
+    raises `ServerStartError` here instead of uvicorn's `sys.exit` tearing down the loop.
+    """
+    server = build_server(app, server_cfg, host=host, port=port, log_level=log_level,
+                          handle_signals=False)
+    sockets = [sock] if sock is not None else None
+
+    async def run() -> None:
+        try:
+            await server.serve(sockets=sockets)
+        except SystemExit as exc:
+            raise ServerStartError(f"the server on {host}:{port} did not start "
+                                   f"(exit status {exc.code})") from None
+
+    task = asyncio.get_running_loop().create_task(run(), name=f"orca-server-{host}:{port}")
+    try:
+        async with asyncio.timeout(start_timeout_s):
+            while not server.started:
+                if task.done():
+                    task.result()
+                    raise ServerStartError(f"the server on {host}:{port} exited during startup")
+                await asyncio.sleep(0.005)
+    except BaseException:
+        if not task.done():
+            server.should_exit = True
+            task.cancel()
+        raise
+    return server, task
+
+
+async def stop_server(server: uvicorn.Server, task: asyncio.Task[None],
+                      timeout_s: float = 10.0) -> None:
+    """Ask a background server to shut down gracefully, forcing it after `timeout_s`."""
+    server.should_exit = True
+    try:
+        async with asyncio.timeout(timeout_s):
+            await asyncio.shield(task)
+    except TimeoutError:
+        server.force_exit = True
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
