@@ -36,14 +36,14 @@ __all__ = [
     "stop_server",
 ]
 
+_TIMEOUT_TEXT = b"request headers not received within server.header_timeout_s"
 _REQUEST_TIMEOUT = (
     b"HTTP/1.1 408 Request Timeout\r\n"
     b"content-type: text/plain; charset=utf-8\r\n"
-    b"content-length: 45\r\n"
+    b"content-length: %d\r\n"
     b"connection: close\r\n"
-    b"\r\n"
-    b"request headers not received within deadline"
-)
+    b"\r\n" % len(_TIMEOUT_TEXT)
+) + _TIMEOUT_TEXT
 
 
 class ServerStartError(RuntimeError):

@@ -102,6 +102,8 @@ async def test_half_sent_headers_are_cut_off_after_the_deadline(port: int) -> No
     waited = loop.time() - t0
     writer.close()
     assert data.startswith(b"HTTP/1.1 408 ")
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert b"content-length: %d" % len(body) in head.lower()
     assert waited >= 0.25  # not before the deadline (0.3 s)
 
 
