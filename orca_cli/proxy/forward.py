@@ -1,0 +1,307 @@
+"""Walking a plan's attempts upstream and relaying the answer (SPEC §3 steps 7-8, §7).
+
+Each attempt is one (model, channel, key). A retryable failure (429, 5xx, connect errors,
+connect and first-byte timeouts) moves on to the next attempt — but only while nothing has
+been sent to the client: a stream is relayed only once its first body chunk arrived, so a
+200 whose body never started is still retryable. 401/402 cool the key and try the next one;
+other client errors (400, 403, 404, 413, 422) go back to the client at once, unmodified.
+When every attempt failed, the client gets the last upstream error unmodified (status, body
+and allow-listed headers); orca's own 503 (`x-should-retry: false`) is only for when nothing
+could be attempted. One deadline covers every attempt, and retries come out of a shared
+budget, so an outage does not multiply traffic.
+
+A client disconnect cancels the upstream request (a watcher task on `receive`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+from orca_cli.errors import UpstreamError
+from orca_cli.proxy.health import classify_status, outcome_of_error, retry_after_seconds
+from orca_cli.proxy.relay import UsageChunkFilter
+from orca_cli.proxy.runtime import Runtime
+from orca_cli.proxy.transport import (
+    Headers,
+    Timeouts,
+    UpstreamRequest,
+    UpstreamResponse,
+    anthropic_version_header,
+    auth_headers,
+    filter_response_headers,
+    upstream_url,
+)
+from orca_cli.routing.candidates import key_slots
+from orca_cli.routing.route import Attempt
+from orca_cli.wire.errors import error_body, stream_error_event
+from orca_cli.wire.usage import ResponseTap
+
+__all__ = ["AttemptRecord", "ForwardResult", "forward"]
+
+Api = Literal["openai", "anthropic"]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+_FORWARDED_CLIENT_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta", "accept")
+_PASS_THROUGH_AUTH = ("authorization", "x-api-key")
+
+
+@dataclass
+class AttemptRecord:
+    model: str
+    channel: str
+    key_index: int
+    status: int | None = None
+    latency_ms: float = 0.0
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "channel": self.channel, "key_index": self.key_index,
+                "status": self.status, "latency_ms": round(self.latency_ms, 3),
+                "error": self.error}
+
+
+@dataclass
+class ForwardResult:
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    served: Attempt | None = None  # the attempt whose answer reached the client
+    tap: ResponseTap | None = None
+    status: int = 0  # what the client got
+    cancelled: bool = False
+    failed: set[tuple[str, int]] = field(default_factory=set)  # (channel, key) that failed
+    own_error: str | None = None  # orca answered itself (nothing attempted)
+
+    @property
+    def billed_success(self) -> bool:
+        return (self.served is not None and not self.cancelled and self.tap is not None
+                and 200 <= self.status < 300 and self.tap.billed_success)
+
+
+@dataclass
+class Inbound:
+    """The request as forwarding needs it."""
+
+    api: Api
+    path: str
+    body: dict[str, Any]
+    headers: Sequence[tuple[str, str]]  # lower-cased names
+    stream: bool
+    add_include_usage: bool
+    max_tokens: int | None
+    orca_headers: Callable[[Attempt | None], list[tuple[bytes, bytes]]]
+    healthy: Callable[[str, int], bool]  # the request's stable health view (one probe per key)
+
+
+def _upstream_body(inb: Inbound, model: str) -> bytes:
+    body = dict(inb.body)
+    body["model"] = model
+    if inb.add_include_usage:
+        opts = body.get("stream_options")
+        body["stream_options"] = {**(opts if isinstance(opts, dict) else {}),
+                                  "include_usage": True}
+    return orjson.dumps(body)
+
+
+def _upstream_headers(rt: Runtime, inb: Inbound, att: Attempt) -> Headers:
+    ch = rt.cfg.channel(att.channel)
+    assert ch is not None
+    out: list[tuple[str, str]] = [("content-type", "application/json")]
+    wanted = dict(inb.headers)
+    for name in _FORWARDED_CLIENT_HEADERS:
+        if name in wanted:
+            out.append((name, wanted[name]))
+    if ch.pass_through_auth:
+        out.extend((n, wanted[n]) for n in _PASS_THROUGH_AUTH if n in wanted)
+    elif ch.keys:
+        out.extend(auth_headers(inb.api, ch.keys[att.key_index].reveal()))
+    if inb.api == "anthropic":
+        out.extend(anthropic_version_header(inb.headers))
+    return tuple(out)
+
+
+def _key_fp(rt: Runtime, att: Attempt) -> str:
+    ch = rt.cfg.channel(att.channel)
+    return dict(key_slots(ch)).get(att.key_index, "") if ch is not None else ""
+
+
+async def _watch_disconnect(receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+    while True:
+        msg = await receive()
+        if msg.get("type") == "http.disconnect":
+            return
+
+
+async def forward(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Send,
+                  receive: Callable[[], Awaitable[dict[str, Any]]],
+                  start_monotonic: float) -> ForwardResult:
+    """Try `attempts` in order; relay the first usable answer to the client."""
+    res = ForwardResult()
+    watcher = asyncio.ensure_future(_watch_disconnect(receive))
+    work = asyncio.ensure_future(_run(rt, inb, attempts, send, res, start_monotonic))
+    try:
+        done, _ = await asyncio.wait({watcher, work}, return_when=asyncio.FIRST_COMPLETED)
+        if work not in done:
+            res.cancelled = True
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await work
+        else:
+            work.result()
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+    return res
+
+
+async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Send,
+               res: ForwardResult, start: float) -> None:
+    timeouts = Timeouts.for_request(rt.cfg.server, start)
+    health = rt.health
+    assert health is not None
+    last: tuple[int, Headers, bytes, Attempt] | None = None
+    tried = 0
+    rt.budget.request_started()
+    try:
+        for att in attempts:
+            if rt.clock.monotonic() >= timeouts.deadline_monotonic:
+                break
+            if not inb.healthy(att.channel, att.key_index):
+                continue
+            if tried and not rt.budget.try_retry():
+                health.release_probe(att.channel, att.key_index)
+                break
+            retry = tried > 0
+            tried += 1
+            try:
+                done = await _attempt(rt, inb, att, send, res, timeouts)
+            finally:
+                if retry:
+                    rt.budget.retry_finished()
+            if done is True:
+                return
+            if done is not None:
+                last = done
+                if classify_status(done[0]) == "client_error":
+                    break
+    finally:
+        rt.budget.request_finished()
+    if last is not None:
+        status, headers, body, att = last
+        res.status, res.served = status, None
+        await _send_whole(send, status, headers, body, inb.orca_headers(att))
+        return
+    res.status = 503
+    res.own_error = "no upstream could be attempted (breakers open, retry budget or deadline spent)"
+    body = error_body(inb.api, 503, res.own_error + "; retry later")
+    await _send_whole(send, 503, (("content-type", "application/json"),), body,
+                      inb.orca_headers(None) + [(b"x-should-retry", b"false")])
+
+
+async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: ForwardResult,
+                   timeouts: Timeouts) -> bool | tuple[int, Headers, bytes, Attempt] | None:
+    """True: answered the client. A tuple: a failed upstream answer to keep as `last`.
+    None: a transport failure, nothing to show."""
+    assert rt.health is not None
+    ch = rt.cfg.channel(att.channel)
+    assert ch is not None
+    rec = AttemptRecord(att.model, att.channel, att.key_index)
+    res.attempts.append(rec)
+    t0 = rt.clock.monotonic()
+    req = UpstreamRequest("POST", upstream_url(ch, inb.api, inb.path),
+                          _upstream_headers(rt, inb, att), _upstream_body(inb, ch.upstream_model(att.model)),
+                          att.channel, att.key_index, inb.stream)
+    resp: UpstreamResponse | None = None
+    try:
+        resp = await rt.transports[att.channel].send(req, timeouts)
+        rec.status = resp.status
+        kind = classify_status(resp.status)
+        if kind != "success":
+            body = await resp.read()
+            rec.latency_ms = (rt.clock.monotonic() - t0) * 1000
+            rec.error = f"http_{resp.status}"
+            wait = retry_after_seconds(resp.headers, rt.clock.now())
+            rt.health.record(att.channel, att.key_index, "status", status=resp.status,
+                             retry_after_s=wait)
+            rt.metrics.upstream(att.channel, resp.status)
+            res.failed.add((att.channel, att.key_index))
+            return resp.status, filter_response_headers(resp.headers), body, att
+        tap = ResponseTap(inb.api, inb.stream, inb.max_tokens)
+        if inb.stream:
+            chunks = resp.chunks().__aiter__()
+            first = await chunks.__anext__()  # nothing sent yet: a failure here is retryable
+            res.served, res.tap, res.status = att, tap, resp.status
+            await send({"type": "http.response.start", "status": resp.status,
+                        "headers": _client_headers(resp.headers, inb.orca_headers(att))})
+            await _relay(inb, tap, first, chunks, send, rt, att)
+        else:
+            body = await resp.read()
+            tap.feed_body(body)
+            res.served, res.tap, res.status = att, tap, resp.status
+            await _send_whole(send, resp.status, filter_response_headers(resp.headers), body,
+                              inb.orca_headers(att))
+        rec.latency_ms = (rt.clock.monotonic() - t0) * 1000
+        outcome = "ok" if tap.billed_success else ("error_finish" if tap.error_finish else None)
+        if outcome is not None:
+            rt.health.record(att.channel, att.key_index, outcome)  # type: ignore[arg-type]
+        rt.metrics.upstream(att.channel, resp.status)
+        return True
+    except StopAsyncIteration:  # a 2xx stream with no body at all
+        rec.error = "empty_stream"
+        rt.health.record(att.channel, att.key_index, "stream_error")
+        res.failed.add((att.channel, att.key_index))
+        return None
+    except UpstreamError as exc:
+        rec.latency_ms = (rt.clock.monotonic() - t0) * 1000
+        rec.error = type(exc).__name__ + (f":{exc.phase}" if hasattr(exc, "phase") else "")
+        rt.health.record(att.channel, att.key_index, outcome_of_error(exc), status=exc.status)
+        rt.metrics.upstream(att.channel, "timeout" if hasattr(exc, "phase") else "error")
+        res.failed.add((att.channel, att.key_index))
+        if res.served is not None:  # bytes already reached the client: end its stream
+            await send({"type": "http.response.body", "more_body": False,
+                        "body": stream_error_event(inb.api, f"upstream stream failed: {exc}")})
+            return True
+        return None
+    finally:
+        if resp is not None:
+            with contextlib.suppress(Exception):
+                await resp.aclose()
+
+
+async def _relay(inb: Inbound, tap: ResponseTap, first: bytes, chunks: Any, send: Send,
+                 rt: Runtime, att: Attempt) -> None:
+    filt = UsageChunkFilter() if inb.add_include_usage else None
+    chunk: bytes | None = first
+    while chunk is not None:
+        tap.feed(chunk)
+        out = filt.feed(chunk) if filt is not None else chunk
+        if out:
+            await send({"type": "http.response.body", "body": out, "more_body": True})
+        try:
+            chunk = await chunks.__anext__()
+        except StopAsyncIteration:
+            chunk = None
+    tail = filt.flush() if filt is not None else b""
+    if not tap.completed:
+        # The upstream closed without its clean end: say so in the stream's own error form.
+        rt.health.record(att.channel, att.key_index, "stream_error")
+        tail += stream_error_event(inb.api, "upstream stream ended before its final event")
+    await send({"type": "http.response.body", "body": tail, "more_body": False})
+
+
+def _client_headers(upstream: Headers, orca: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    out = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in filter_response_headers(upstream)]
+    return out + orca
+
+
+async def _send_whole(send: Send, status: int, headers: Headers, body: bytes,
+                      orca: list[tuple[bytes, bytes]]) -> None:
+    hs = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers
+          if k != "content-length"]
+    hs.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": hs + orca})
+    await send({"type": "http.response.body", "body": body, "more_body": False})

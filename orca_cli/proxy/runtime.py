@@ -1,0 +1,191 @@
+"""What one running sidecar holds: config, store gate, transports, health, metrics (SPEC §9, §7).
+
+`StoreGate` wraps the store for the request path. The store is called at most once before the
+upstream call (`read`) and once after (`commit`). When a call fails the gate marks the store
+unhealthy: requests then skip the store entirely (no 250 ms timeout per request), are served
+base from the in-process `DegradedPins` table, and a background probe pings the store once a
+second and recovers by itself, discarding the degraded table (SPEC §9). One log line is
+written per transition, not per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from orca_cli.clock import Clock, SystemClock
+from orca_cli.config.schema import Config
+from orca_cli.errors import StoreStateLost, StoreUnavailable
+from orca_cli.proxy.aiohttp_transport import AiohttpTransport
+from orca_cli.proxy.health import Health, RetryBudget
+from orca_cli.proxy.metrics import Metrics
+from orca_cli.proxy.sim import SimTransport
+from orca_cli.proxy.transport import Transport
+from orca_cli.routing.features import Scorer
+from orca_cli.state.base import CommitBatch, CommitResult, ReadRequest, Snapshot, Store
+
+__all__ = ["DegradedPins", "Runtime", "StoreGate", "new_request_id"]
+
+log = logging.getLogger("orca")
+
+PROBE_INTERVAL_S = 1.0
+DEGRADED_PINS_MAX = 10_000
+
+
+def new_request_id() -> str:
+    """orca's request id: `req_` + 24 hex characters (unguessable, log-safe)."""
+    return "req_" + secrets.token_hex(12)
+
+
+class DegradedPins:
+    """Pins kept in process only while the store is down; bounded LRU; dropped on recovery."""
+
+    def __init__(self, clock: Clock, max_entries: int = DEGRADED_PINS_MAX) -> None:
+        self._clock = clock
+        self._max = max_entries
+        self._pins: OrderedDict[tuple[str, str], tuple[str, dict[str, Any], float]] = OrderedDict()
+
+    def get(self, router: str, session: str) -> Snapshot:
+        found = self._pins.get((router, session))
+        if found is None or found[2] < self._clock.now():
+            return Snapshot()
+        self._pins.move_to_end((router, session))
+        model, chan, _ = found
+        return Snapshot(pins={"base": model}, channel_pins={"base": chan})
+
+    def put(self, router: str, session: str, model: str, chan: dict[str, Any],
+            ttl_s: float) -> None:
+        self._pins[(router, session)] = (model, chan, self._clock.now() + ttl_s)
+        self._pins.move_to_end((router, session))
+        while len(self._pins) > self._max:
+            self._pins.popitem(last=False)
+
+    def clear(self) -> None:
+        self._pins.clear()
+
+    def __len__(self) -> int:
+        return len(self._pins)
+
+
+class StoreGate:
+    """The store as the request path sees it: healthy, or degraded and re-probed."""
+
+    def __init__(self, store: Store, clock: Clock) -> None:
+        self.store = store
+        self.degraded_pins = DegradedPins(clock)
+        self.healthy = True
+        self.state_lost_at: float | None = None
+        self._clock = clock
+        self._probe: asyncio.Task[None] | None = None
+        self.since: float | None = None  # when the current degraded period began
+
+    async def read(self, req: ReadRequest) -> Snapshot | None:
+        """The snapshot, or None when the store is degraded (the caller serves base)."""
+        if not self.healthy:
+            return None
+        try:
+            snap = await self.store.read(req)
+        except StoreStateLost:
+            self.state_lost_at = self._clock.now()
+            log.warning("state store lost its state; share caps run inverted warm-up")
+            return await self._read_again(req)
+        except (StoreUnavailable, OSError, asyncio.TimeoutError) as exc:
+            self._mark_down(exc)
+            return None
+        return snap
+
+    async def _read_again(self, req: ReadRequest) -> Snapshot | None:
+        try:
+            return await self.store.read(req)
+        except Exception as exc:  # noqa: BLE001 - any store fault degrades, never fails
+            self._mark_down(exc)
+            return None
+
+    async def commit(self, batch: CommitBatch) -> CommitResult | None:
+        if not self.healthy:
+            return None
+        try:
+            return await self.store.commit(batch)
+        except Exception as exc:  # noqa: BLE001 - a store fault never fails the request
+            self._mark_down(exc)
+            return None
+
+    def _mark_down(self, exc: BaseException) -> None:
+        if self.healthy:
+            self.healthy = False
+            self.since = self._clock.now()
+            log.warning("state store unavailable (%s); serving base tier from in-process pins "
+                        "until it answers again", type(exc).__name__)
+        if self._probe is None or self._probe.done():
+            with contextlib.suppress(RuntimeError):
+                self._probe = asyncio.get_running_loop().create_task(self._probe_loop())
+
+    async def _probe_loop(self) -> None:
+        while not self.healthy:
+            await asyncio.sleep(PROBE_INTERVAL_S)
+            try:
+                await self.store.ping()
+            except Exception:  # noqa: BLE001 - still down; probe again
+                continue
+            self.healthy = True
+            self.since = None
+            self.degraded_pins.clear()
+            log.warning("state store answers again; degraded pins discarded")
+
+    async def close(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._probe
+        await self.store.close()
+
+
+@dataclass
+class Runtime:
+    """Everything a request handler needs; built once at startup."""
+
+    cfg: Config
+    gate: StoreGate
+    transports: Mapping[str, Transport]
+    clock: Clock = field(default_factory=SystemClock)
+    health: Health | None = None
+    budget: RetryBudget = field(default_factory=RetryBudget)
+    metrics: Metrics = field(default_factory=Metrics)
+    scorer: Scorer = field(default_factory=Scorer)
+    admin_token: str = ""
+    started_at: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        self.scorer = Scorer(self.cfg.difficulty)
+        if self.health is None:
+            self.health = Health(self.clock, keys_per_channel={
+                c.name: max(1, len(c.keys)) for c in self.cfg.channels})
+
+    @classmethod
+    def build(cls, cfg: Config, store: Store, *, clock: Clock | None = None,
+              transports: Mapping[str, Transport] | None = None,
+              admin_token: str = "") -> Runtime:
+        """Transports per channel: `sim` channels in process, every other one over aiohttp."""
+        clock = clock or SystemClock()
+        if transports is None:
+            live = AiohttpTransport(limit=max(16, cfg.server.max_concurrency), clock=clock)
+            transports = {c.name: (SimTransport(c, clock) if c.type == "sim" else live)
+                          for c in cfg.channels}
+        return cls(cfg=cfg, gate=StoreGate(store, clock), transports=transports, clock=clock,
+                   admin_token=admin_token)
+
+    async def aclose(self) -> None:
+        closed: set[int] = set()
+        for t in self.transports.values():
+            if id(t) not in closed:
+                closed.add(id(t))
+                with contextlib.suppress(Exception):
+                    await t.aclose()
+        await self.gate.close()

@@ -1,0 +1,117 @@
+"""The request trace (SPEC §8): written once at the end of every request, failures included.
+
+It carries the keys of `orca explain --json` (SPEC §1.1a) and never prompt or response
+content, nor key values (keys appear only by index and fingerprint). `orca explain` renders
+this document as stored; nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from orca_cli import ALGORITHM_VERSION
+from orca_cli.routing.features import Delta, Difficulty
+from orca_cli.routing.intents import Intent
+from orca_cli.routing.route import RoutePlan
+
+__all__ = ["build_trace", "intent_json"]
+
+
+def intent_json(intent: Intent) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": type(intent).__name__}
+    for name in getattr(intent, "__dataclass_fields__", {}):
+        value = getattr(intent, name)
+        out[name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _difficulty(d: Difficulty | None) -> dict[str, Any] | None:
+    return None if d is None else d.to_json()
+
+
+def build_trace(
+    *,
+    request_id: str,
+    client_request_id: str | None,
+    ts: float,
+    session_id: str | None,
+    session_source: str | None,
+    router: str | None,
+    inbound_api: str,
+    requested_model: str,
+    stream: bool,
+    delta: Delta | None,
+    plan: RoutePlan | None,
+    selected: dict[str, Any] | None,
+    attempts: Sequence[dict[str, Any]],
+    usage: dict[str, int] | None,
+    cost_usd: float,
+    status: int,
+    committed: bool,
+    degraded: bool,
+    error: str | None = None,
+    cache: str | None = None,
+    latency_ms: float = 0.0,
+) -> dict[str, Any]:
+    decision = plan.decision if plan is not None else None
+    full = plan.full if plan is not None else None
+    return {
+        "request_id": request_id,
+        "client_request_id": client_request_id,
+        "ts": ts,
+        "session_id": session_id,
+        "session_source": session_source,
+        "router": router,
+        "inbound_api": inbound_api,
+        "requested_model": requested_model,
+        "stream": stream,
+        "status": status,
+        "error": error,
+        "latency_ms": round(latency_ms, 3),
+        "tier": {
+            "decision": decision.tier if decision else None,
+            "reason": decision.reason if decision else None,
+            "trigger": (decision.trigger or None) if decision else None,
+            "denied": (decision.denied or None) if decision else None,
+            "evaluations": decision.evaluations if decision else {},
+            "shadow": decision.shadow if decision else None,
+            "t2": decision.t2 if decision else None,
+        },
+        "difficulty": {
+            "delta": _difficulty(delta.difficulty) if delta is not None else None,
+            "full": _difficulty(full),
+            **({"full_skipped": plan.full_skipped} if plan and full is None else {}),
+            "user_turn": delta.is_user_turn if delta is not None else None,
+            "tool_continuation": delta.is_tool_continuation if delta is not None else None,
+        },
+        "caps": _caps(plan),
+        "pins": [p.to_json() for p in plan.pins] if plan else [],
+        "candidates": [
+            {"model": c.model, "channel": c.channels[0].channel if c.channels else None,
+             "score": plan.ranking.scores.get(c.model) if plan.ranking else None,
+             "excluded": c.excluded, "reason": c.reason,
+             "filtered": [list(f) for f in c.filtered]}
+            for c in (plan.candidates if plan else ())
+        ],
+        "strategy_note": plan.ranking.note if plan and plan.ranking else None,
+        "selected": selected,
+        "attempts": list(attempts),
+        "usage": usage,
+        "cost_usd": round(cost_usd, 8),
+        "cache": cache,
+        "intents": [intent_json(i) for i in decision.intents] if decision else [],
+        "committed": committed,
+        "degraded": degraded,
+        "algorithm_version": ALGORITHM_VERSION,
+    }
+
+
+def _caps(plan: RoutePlan | None) -> dict[str, Any]:
+    if plan is None or plan.caps is None:
+        return {"session_count": None, "share": None, "workspace_share": None, "warmup": None}
+    doc = plan.caps.to_trace()
+    evals = plan.decision.evaluations.get("caps", {}) if plan.decision else {}
+    return {"session_count": evals.get("session_count"), "share": doc.get("share"),
+            "workspace_share": doc.get("workspace_share"), "warmup": doc.get("warmup"),
+            "enabled": doc.get("enabled")}
