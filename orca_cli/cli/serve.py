@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import typer
 
-from orca_cli.cli.output import err_console, fail
+from orca_cli.cli.output import fail
+
+
+class _Plain:
+    """Unwrapped lines on stderr: the `export` lines must be copyable exactly."""
+
+    def print(self, line: str) -> None:
+        typer.echo(line, err=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -77,7 +84,7 @@ def _run(cfg: object, host: str, port: int, log_level: str) -> None:
     app = OrcaApp(rt, policy)
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{real_port}"
-    con = err_console()
+    con = _Plain()
     con.print(f"orca {cfg.source or '(built-in defaults)'} listening on {base} "
               f"(state: {cfg.state.backend})")
     con.print("Point your agent at it:")
