@@ -94,9 +94,22 @@ class Inbound:
     max_tokens: int | None
     orca_headers: Callable[[Attempt | None], list[tuple[bytes, bytes]]]
     healthy: Callable[[str, int], bool]  # the request's stable health view (one probe per key)
+    raw: bytes = b""  # the client's body bytes
+    model_value: str | None = None  # the client's `model` value as sent
 
 
 def _upstream_body(inb: Inbound, model: str) -> bytes:
+    """The client's bytes with only the `model` value swapped when that is unambiguous (one
+    `"model":` key in the whole body, so it is the top-level one); otherwise, and when
+    `include_usage` must be added, the parsed body re-serialised with orjson."""
+    if not inb.add_include_usage and inb.model_value is not None:
+        raw = inb.raw
+        for sep in (b'"model":', b'"model": '):
+            needle = sep + orjson.dumps(inb.model_value)
+            if raw.count(b'"model"') == 1 and raw.count(needle) == 1:
+                if model == inb.model_value:
+                    return raw
+                return raw.replace(needle, sep + orjson.dumps(model), 1)
     body = dict(inb.body)
     body["model"] = model
     if inb.add_include_usage:

@@ -180,7 +180,8 @@ async def _serve(rt: Runtime, scope: Scope, receive: Receive, send: Send, api: A
         inb = Inbound(api=api, path=path, body=body, headers=headers, stream=stream,
                       add_include_usage=add_usage,
                       max_tokens=max_tokens if isinstance(max_tokens, int) else None,
-                      orca_headers=orca_headers, healthy=healthy)
+                      orca_headers=orca_headers, healthy=healthy,
+                      raw=raw, model_value=target.requested)
         res = await forward(rt, inb, plan.attempts, send, receive, start)
     await _finish(rt, api, raw, body, target, router.name if router else None, sid, client_rid,
                   delta, plan, res, degraded, snapshot, request_id, now, start, stream)

@@ -286,9 +286,12 @@ class Scorer:
         tools = has_tools(body)
         pieces = turn.user_texts + turn.tool_results
         diff = self._difficulty(estimate_tokens(turn.chars), _sample(pieces), 0, tools)
-        material = "\x1e".join(
-            [*("u:" + t for t in turn.user_texts), *("t:" + t for t in turn.tool_results)]
-        )
+        digest = hashlib.sha256()  # fed piece by piece: no copy of a large tool result
+        for tag, texts in ((b"u:", turn.user_texts), (b"t:", turn.tool_results)):
+            for text in texts:
+                digest.update(tag)
+                digest.update(text.encode("utf-8", "surrogatepass"))
+                digest.update(b"\x1e")
         return Delta(
             difficulty=diff,
             is_user_turn=turn.is_user_turn,
@@ -296,7 +299,7 @@ class Scorer:
             user_texts=turn.user_texts,
             tool_result_texts=turn.tool_results,
             message_count=turn.message_count,
-            delta_digest=hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest(),
+            delta_digest=digest.hexdigest(),
             has_tools=tools,
         )
 
