@@ -17,7 +17,16 @@ from typing import Any
 import orjson
 
 from orca_cli import __version__
-from orca_cli.proxy.guard import GuardPolicy, api_for_scope, check, read_body, send_error
+from orca_cli.proxy.guard import (
+    BodyTimeout,
+    BodyTooLarge,
+    ClientGone,
+    GuardPolicy,
+    api_for_scope,
+    check,
+    read_body,
+    send_error,
+)
 from orca_cli.proxy.handler import handle_generate
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.routing.features import estimate_tokens
@@ -148,8 +157,17 @@ class OrcaApp:
         """Estimated locally (chars / 4 over what the full scorer reads); the answer says so
         in `x-orca-estimated: true`. Forwarding upstream would spend a request of the
         provider's rate limit on every count an agent asks for."""
-        raw = await read_body(receive, limit=self.policy.max_body_bytes,
-                              deadline_s=self.policy.body_deadline_s)
+        try:
+            raw = await read_body(receive, limit=self.policy.max_body_bytes,
+                                  deadline_s=self.policy.body_deadline_s)
+        except BodyTooLarge as exc:
+            await send_error(send, "anthropic", 413, str(exc), close=True)
+            return
+        except BodyTimeout as exc:
+            await send_error(send, "anthropic", 408, str(exc), close=True)
+            return
+        except ClientGone:
+            return
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:

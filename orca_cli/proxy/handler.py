@@ -29,9 +29,9 @@ from orca_cli.routing.features import Delta
 from orca_cli.routing.linucb import context_vector, linucb_increments, linucb_reward
 from orca_cli.routing.route import Attempt, RouteInput, RoutePlan, plan_route
 from orca_cli.routing.target import Target, resolve_target
-from orca_cli.state.base import DelOp, ReadRequest, Snapshot
+from orca_cli.state.base import CommitBatch, DelOp, ReadRequest, Snapshot
 from orca_cli.state.plan import PlanContext, TurnOutcome, build_commit
-from orca_cli.trace.build import build_trace
+from orca_cli.trace.build import build_trace, refusal_trace
 from orca_cli.wire.session_id import SessionId, derive_session_id, resolve_session_id
 
 __all__ = ["handle_generate"]
@@ -75,6 +75,11 @@ async def handle_generate(rt: Runtime, scope: Scope, receive: Receive, send: Sen
         await send_error(send, api, status, message, kind=kind,
                          extra_headers=(rid_header, *extra), close=close)
         rt.metrics.request(api, "", status, rt.clock.monotonic() - start, "")
+        client_rid = next((v.decode("latin-1") for k, v in scope["headers"]
+                           if k.lower() == b"x-request-id"), None)
+        trace = refusal_trace(request_id=request_id, client_request_id=client_rid,
+                              ts=rt.clock.now(), inbound_api=api, status=status, error=message)
+        await rt.gate.commit(CommitBatch(request_id, trace=trace))
 
     try:
         raw = await read_body(receive, limit=limit, deadline_s=deadline_s)

@@ -115,3 +115,16 @@ def _caps(plan: RoutePlan | None) -> dict[str, Any]:
     return {"session_count": evals.get("session_count"), "share": doc.get("share"),
             "workspace_share": doc.get("workspace_share"), "warmup": doc.get("warmup"),
             "enabled": doc.get("enabled")}
+
+
+def refusal_trace(*, request_id: str, client_request_id: str | None, ts: float,
+                  inbound_api: str, status: int, error: str,
+                  requested_model: str | None = None) -> dict[str, Any]:
+    """The trace of a request refused before routing (bad JSON, unknown model, a bad header):
+    the same keys, nothing decided, nothing committed."""
+    return build_trace(
+        request_id=request_id, client_request_id=client_request_id, ts=ts, session_id=None,
+        session_source=None, router=None, inbound_api=inbound_api,
+        requested_model=requested_model or "", stream=False, delta=None, plan=None,
+        selected=None, attempts=(), usage=None, cost_usd=0.0, status=status, committed=False,
+        degraded=False, error=error)
