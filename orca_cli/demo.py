@@ -1,0 +1,134 @@
+"""`orca demo`: the sidecar on a real port with simulated upstreams, driven by four scripted
+sessions over real HTTP — no API key, nothing leaves the machine.
+
+The sessions show the mechanism end to end: trivial edits stay in the cheap tier on one key
+with a warm cache; an agent stuck on the same compile error escalates by strikes on turn 4
+and stays on its strong model; an explicit one-turn boost serves exactly one turn strong;
+Claude Code's housekeeping model name goes to the cheap background router. Each row is what
+the response headers and the upstream's usage said.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from orca_cli.clock import SystemClock
+from orca_cli.config.schema import Config
+from orca_cli.proxy.app import OrcaApp
+from orca_cli.proxy.guard import GuardPolicy
+from orca_cli.proxy.runtime import Runtime
+from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
+from orca_cli.state.memory import MemoryStore
+
+__all__ = ["DemoRow", "run_demo"]
+
+SYSTEM = ("You are a coding agent working in a Go repository. Read files before editing, run "
+          "the build after every change, keep diffs minimal. ") * 8
+TOOLS = [{"type": "function", "function": {"name": "run_command", "description": "Run a shell "
+          "command", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}]
+
+
+@dataclass(frozen=True, slots=True)
+class DemoRow:
+    session: str
+    turn: int
+    tier: str  # the X-Orca-Session-Tier header
+    model: str
+    channel: str
+    prompt_tokens: int
+    cached_tokens: int
+    cost_usd: float
+    request_id: str
+
+
+def _compile_error(turn: int) -> str:
+    line, col = 40 + 7 * turn, 3 + turn
+    return (f"$ go build ./...\n# example.com/shop/internal/cache\n"
+            f"internal/cache/store.go:{line}:{col}: undefined: lookupEntry\n"
+            f"note: module example.com/shop@v0.{turn}.0 build id {turn * 7919:08x}\n")
+
+
+def _trivial(turn: int) -> str:
+    return f"rename the variable tmp{turn} to result{turn} in internal/cache/store.go"
+
+
+async def _session(client: httpx.AsyncClient, rt: Runtime, name: str, turns: int,
+                   make: Callable[[int, list[dict[str, Any]]], None],
+                   headers_for: Callable[[int], dict[str, str]] | None = None,
+                   model: str = "orca/coding", path: str = "/v1/chat/completions"
+                   ) -> list[DemoRow]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+    rows = []
+    for turn in range(1, turns + 1):
+        make(turn, messages)
+        headers = {"x-orca-session": f"demo-{name}", **(headers_for(turn) if headers_for else {})}
+        resp = await client.post(path, json={"model": model, "messages": messages,
+                                             "tools": TOOLS}, headers=headers)
+        resp.raise_for_status()
+        doc = resp.json()
+        usage = doc.get("usage") or {}
+        rid = resp.headers["x-orca-request-id"]
+        trace = await rt.gate.store.get_trace(rid) or {}
+        rows.append(DemoRow(name, turn, resp.headers["x-orca-session-tier"],
+                            resp.headers.get("x-orca-model", ""),
+                            resp.headers.get("x-orca-channel", ""),
+                            int(usage.get("prompt_tokens", 0)),
+                            int((usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)),
+                            float(trace.get("cost_usd", 0.0)), rid))
+        messages.append({"role": "assistant", "content": doc["choices"][0]["message"]["content"]
+                         or "ok"})
+    return rows
+
+
+def _trivial_turn(turn: int, messages: list[dict[str, Any]]) -> None:
+    messages.append({"role": "user", "content": _trivial(turn)})
+
+
+def _loop_turn(turn: int, messages: list[dict[str, Any]]) -> None:
+    if turn > 1:
+        call = f"call_{turn}"
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": call, "type": "function",
+             "function": {"name": "run_command", "arguments": '{"cmd": "go build ./..."}'}}]})
+        messages.append({"role": "tool", "tool_call_id": call, "content": _compile_error(turn)})
+    messages.append({"role": "user", "content": "fix the build"})
+
+
+async def run_demo(cfg: Config, *, on_row: Callable[[DemoRow], None] | None = None
+                   ) -> list[DemoRow]:
+    """Serve `cfg` (its routers `coding` and `background`) on a free loopback port and run
+    the scripted sessions through it."""
+    clock = SystemClock()
+    store = MemoryStore(clock=clock, trace_max=cfg.server.trace_max)
+    sock = bind_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    rt = Runtime.build(cfg, store, clock=clock)
+    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token=""))
+    server, task = await serve_in_background(app, cfg.server, "127.0.0.1", port, sock=sock)
+    rows: list[DemoRow] = []
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+            plans = [
+                ("trivial-edits", 5, _trivial_turn, None, "orca/coding"),
+                ("failure-loop", 6, _loop_turn, None, "orca/coding"),
+                ("one-turn-boost", 3, _trivial_turn,
+                 lambda t: {"x-orcarouter-tier": "once"} if t == 2 else {}, "orca/coding"),
+                ("housekeeping", 2, _trivial_turn, None, "claude-haiku-4-5"),
+            ]
+            for name, turns, make, hdrs, model in plans:
+                for row in await _session(client, rt, name, turns, make, hdrs, model):
+                    rows.append(row)
+                    if on_row is not None:
+                        on_row(row)
+    finally:
+        await stop_server(server, task)
+    return rows
+
+
+def run(cfg: Config, on_row: Callable[[DemoRow], None] | None = None) -> list[DemoRow]:
+    return asyncio.run(run_demo(cfg, on_row=on_row))

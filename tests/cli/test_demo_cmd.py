@@ -1,0 +1,41 @@
+"""`orca demo`: real sidecar on loopback, sim upstreams, scripted sessions."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from orca_cli.cli import app
+
+
+def test_demo_shows_the_mechanism_end_to_end() -> None:
+    result = CliRunner().invoke(app, ["demo", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    by = {(r["session"], r["turn"]): r for r in rows}
+    # Trivial edits stay base on one model and channel, the cache warm from turn 2.
+    trivial = [r for r in rows if r["session"] == "trivial-edits"]
+    assert all(r["tier"].startswith("base;") for r in trivial)
+    assert len({(r["model"], r["channel"]) for r in trivial}) == 1
+    assert all(r["cached_tokens"] > 0 for r in trivial[1:])
+    # The failure loop escalates by strikes on turn 4 and stays strong on one model.
+    assert by[("failure-loop", 3)]["tier"] == "base; reason=default"
+    assert by[("failure-loop", 4)]["tier"] == "strong; reason=strikes"
+    assert by[("failure-loop", 5)]["tier"] == "strong; reason=strikes"
+    assert by[("failure-loop", 5)]["model"] == by[("failure-loop", 4)]["model"]
+    # A one-turn boost serves exactly one turn strong, then the same base model again.
+    assert by[("one-turn-boost", 2)]["tier"] == "strong; reason=once"
+    assert by[("one-turn-boost", 3)]["tier"].startswith("base;")
+    assert by[("one-turn-boost", 3)]["model"] == by[("one-turn-boost", 1)]["model"]
+    # Claude Code's housekeeping model name lands on the cheap background router.
+    assert all(r["tier"] == "base; reason=no_session"
+               for r in rows if r["session"] == "housekeeping")
+    assert all(r["cost_usd"] > 0 for r in rows)
+
+
+def test_demo_table_output() -> None:
+    result = CliRunner().invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    assert "strong; reason=strikes" in result.stdout
+    assert "served" in result.stdout and "cache-hit tokens" in " ".join(result.stdout.split())
