@@ -1,0 +1,170 @@
+"""`orca doctor`: every check an operator needs before trusting the sidecar, each problem with
+its fix. Checks: the config loads and passes `config check`; the store answers (and whether it
+detected a state loss); each enabled channel's upstream accepts a TCP connection (`--probe`
+sends one real request per channel through the channel's own transport, spending one tiny
+request); the port is free or held by a sidecar that answers `/healthz`; the admin token file
+exists with mode 0600.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import stat
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import httpx
+
+from orca_cli.clock import SystemClock
+from orca_cli.config.schema import ChannelConfig, Config
+
+__all__ = ["Check", "run_checks"]
+
+Status = Literal["ok", "warn", "fail"]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "detail": self.detail,
+                "fix": self.fix or None}
+
+
+async def _store_check(cfg: Config) -> Check:
+    from orca_cli.state.factory import open_store
+
+    try:
+        store = open_store(cfg.state, clock=SystemClock())
+    except Exception as exc:  # noqa: BLE001 - reported, never raised
+        return Check("store", "fail", f"cannot open the {cfg.state.backend} store: {exc}",
+                     "fix [state] in the config")
+    try:
+        await store.ping()
+        lost = [e for e in await store.list_audit() if e.get("event") == "state_lost"]
+    except Exception as exc:  # noqa: BLE001
+        return Check("store", "fail", f"{cfg.state.backend} store does not answer: "
+                     f"{type(exc).__name__}", "start Redis or check [state].redis_url; the "
+                     "sidecar still serves (base tier) while the store is down")
+    finally:
+        with contextlib.suppress(Exception):
+            await store.close()
+    if lost:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(lost[0].get("ts", 0))))
+        return Check("store", "warn", f"{cfg.state.backend} answers; a state loss was detected "
+                     f"at {when} (share caps restarted with an inverted warm-up)",
+                     "give Redis persistence (appendonly) if tier state must survive restarts")
+    return Check("store", "ok", f"{cfg.state.backend} store answers")
+
+
+async def _tcp(host: str, port: int, timeout: float) -> str | None:
+    try:
+        _r, w = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    except (OSError, asyncio.TimeoutError) as exc:
+        return type(exc).__name__ if not str(exc) else str(exc)
+    w.close()
+    with contextlib.suppress(Exception):
+        await w.wait_closed()
+    return None
+
+
+async def _channel_check(ch: ChannelConfig, cfg: Config, probe: bool) -> Check:
+    name = f"channel {ch.name}"
+    if ch.type == "sim":
+        return Check(name, "ok", "sim channel (answers in process)")
+    if not ch.keys and not ch.pass_through_auth:
+        return Check(name, "fail", "no usable key", f"set channels.{ch.name}.keys (e.g. "
+                     '"${PROVIDER_API_KEY}") or disable the channel')
+    url = urlsplit(ch.base_url)
+    host = url.hostname or ""
+    port = url.port or (443 if url.scheme == "https" else 80)
+    err = await _tcp(host, port, min(5.0, cfg.server.connect_timeout_s))
+    if err is not None:
+        return Check(name, "fail", f"cannot connect to {host}:{port}: {err}",
+                     f"check channels.{ch.name}.base_url and the network")
+    if not probe:
+        return Check(name, "ok", f"{host}:{port} accepts connections (--probe sends a request)")
+    return await _probe(ch, name)
+
+
+async def _probe(ch: ChannelConfig, name: str) -> Check:
+    from orca_cli.proxy.transport import anthropic_version_header, auth_headers, upstream_url
+
+    model = ch.models[0] if ch.models else ""
+    path = "/v1/messages" if ch.api == "anthropic" else "/v1/chat/completions"
+    body = {"model": ch.upstream_model(model), "max_tokens": 1,
+            "messages": [{"role": "user", "content": "ping"}]}
+    headers = dict(auth_headers(ch.api, ch.keys[0].reveal())) if ch.keys else {}
+    if ch.api == "anthropic":
+        headers.update(anthropic_version_header(()))
+    try:
+        async with httpx.AsyncClient(timeout=20) as client:
+            r = await client.post(upstream_url(ch, ch.api, path), json=body, headers=headers)
+    except httpx.HTTPError as exc:
+        return Check(name, "fail", f"probe failed: {type(exc).__name__}", "check the network")
+    if r.status_code < 300:
+        return Check(name, "ok", f"probe of {model} answered {r.status_code}")
+    fix = {401: "the key is rejected: rotate it", 402: "the account needs credit",
+           404: f"the model {model!r} is unknown upstream: check models / model_map"}.get(
+        r.status_code, "see the provider's status page")
+    return Check(name, "fail", f"probe of {model} answered {r.status_code}", fix)
+
+
+def _port_check(cfg: Config) -> Check:
+    host, port = cfg.server.host, cfg.server.port
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        try:
+            r = httpx.get(f"http://{host}:{port}/healthz", timeout=2)
+            doc = r.json()
+            return Check("port", "ok", f"{host}:{port} is held by a running sidecar "
+                         f"(status {doc.get('status')})")
+        except Exception:  # noqa: BLE001
+            return Check("port", "fail", f"{host}:{port} is in use by something else",
+                         "stop it or set [server].port / `orca serve --port`")
+    finally:
+        sock.close()
+    return Check("port", "ok", f"{host}:{port} is free")
+
+
+def _token_check() -> Check:
+    from orca_cli.proxy.token import admin_token_path
+
+    path = admin_token_path()
+    try:
+        st = os.stat(path)
+    except OSError:
+        return Check("admin token", "warn", f"{path} does not exist",
+                     "start `orca serve` (it writes a fresh token each start)")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        return Check("admin token", "fail", f"{path} is readable by others",
+                     f"chmod 600 {path}")
+    return Check("admin token", "ok", f"{path} (mode 0600)")
+
+
+async def run_checks(cfg: Config, *, probe: bool = False) -> list[Check]:
+    from orca_cli.config.load import check as config_check
+
+    issues = config_check(cfg)
+    errors = [i for i in issues if i.severity == "error"]
+    out = [Check("config", "fail" if errors else ("warn" if issues else "ok"),
+                 f"{cfg.source or 'built-in defaults'}: "
+                 + ("; ".join(str(i) for i in issues) if issues else "valid"),
+                 "run `orca config check` and fix each key it names" if issues else "")]
+    out.append(await _store_check(cfg))
+    out.extend(await asyncio.gather(*(_channel_check(ch, cfg, probe)
+                                      for ch in cfg.enabled_channels())))
+    out.append(_port_check(cfg))
+    out.append(_token_check())
+    return out
