@@ -1,0 +1,330 @@
+"""A sidecar for tier and escalation stories: any config, a memory or a real Redis store, and a
+`FakeClock` the test moves between turns (cache windows, tier TTL, share buckets).
+
+Everything between the client and the simulated upstream is the real code: uvicorn, the guard,
+the handler, `plan_route`, `resolve_tier`, the relay, `build_commit` and the store. A test
+observes only from the outside: response headers, stored traces, audit events and the state
+read back through the store interface.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import tomli_w
+
+from orca_cli.clock import FakeClock
+from orca_cli.config.load import loads
+from orca_cli.config.schema import Config, StateConfig
+from orca_cli.proxy.app import OrcaApp
+from orca_cli.proxy.guard import GuardPolicy
+from orca_cli.proxy.runtime import Runtime
+from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
+from orca_cli.proxy.sim import SimTransport
+from orca_cli.routing.tiers import TierState
+from orca_cli.state.base import ReadRequest, Snapshot, Store
+from orca_cli.state.factory import open_store
+from orca_cli.state.memory import MemoryStore
+
+__all__ = [
+    "BASE_MODELS",
+    "Launch",
+    "REDIS_URL",
+    "ROUTER",
+    "STRONG_MODEL",
+    "Reply",
+    "TierStack",
+    "backend",
+    "closed_port_store",
+    "delete_prefix",
+    "evals",
+    "launch",
+    "ok",
+    "redis_available",
+    "test_store",
+    "tier_config",
+    "tier_stack",
+]
+
+REDIS_URL = os.environ.get("ORCA_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+ROUTER = "coding"
+BASE_MODELS = ("base-weak", "base-mid")
+STRONG_MODEL = "frontier"
+ADMIN_TOKEN = "tier-admin-secret"
+
+
+def _sim_channel(name: str, models: list[str], **extra: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = {"name": name, "type": "sim", "api": "openai",
+                           "keys": [f"{name}-key-1"], "models": models, "latency_ms": 0,
+                           "cache_ttl_s": 300}
+    doc.update(extra)
+    return doc
+
+
+def _merge(into: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    for k, v in over.items():
+        if isinstance(v, Mapping) and isinstance(into.get(k), dict):
+            _merge(into[k], v)
+        else:
+            into[k] = copy.deepcopy(v)
+    return into
+
+
+def tier_config(*, escalation: Mapping[str, Any] | None = None,
+                router: Mapping[str, Any] | None = None,
+                workspace_cap: float = 1.0,
+                base_faults: Mapping[str, Any] | None = None) -> Config:
+    """One router `coding`: base tier `base-weak` (weak band) and `base-mid` (mid band) on
+    channel `sim-base`, strong tier `frontier` on `sim-strong`; one key each, no fallback
+    models, so what served is unambiguous. The full-transcript banding is t1 = 0.45 /
+    t2 = 0.90: a short opener lands on `base-weak`, a transcript holding a hard debugging
+    turn on `base-mid`. The workspace cap is off (1.0) unless a test asks for it."""
+    base_channel = _sim_channel("sim-base", list(BASE_MODELS))
+    if base_faults:
+        base_channel["faults"] = dict(base_faults)
+    doc: dict[str, Any] = {
+        "channels": [base_channel, _sim_channel("sim-strong", [STRONG_MODEL])],
+        "models": {
+            "base-weak": {"input": 0.27, "output": 1.10, "quality": 0.60,
+                          "context_window": 128000},
+            "base-mid": {"input": 1.00, "output": 5.00, "quality": 0.75,
+                         "context_window": 200000},
+            STRONG_MODEL: {"input": 15.0, "output": 75.0, "quality": 0.95,
+                           "context_window": 200000},
+        },
+        "routers": {ROUTER: {
+            "strategy": "gated_adaptive", "mode": "price", "session_aware": True,
+            "allowed_models": [*BASE_MODELS, STRONG_MODEL],
+            "weak_pool": ["base-weak"], "mid_pool": ["base-mid"],
+            "strong_pool": [STRONG_MODEL], "t1": 0.45, "t2": 0.90,
+            "escalation": {"mode": "auto", "t2": 0.55, "t1": 0.35, "streak": 2,
+                           "strikes": 2, "strike_window_turns": 6, "max_per_session": 1,
+                           "share_cap": 0.20, "warmup_requests": 20, "clean_turns": 3,
+                           "tier_ttl_s": 14400},
+        }},
+        "workspace": {"share_cap": workspace_cap},
+    }
+    r = doc["routers"][ROUTER]
+    if router:
+        _merge(r, router)
+    if escalation:
+        _merge(r["escalation"], escalation)
+    return loads(tomli_w.dumps(doc), source="tier-test", environ={})
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: httpx.Headers
+    body: Any
+
+    @property
+    def tier_header(self) -> str:
+        return self.headers.get("x-orca-session-tier", "")
+
+    @property
+    def tier(self) -> str:
+        return self.tier_header.split(";", 1)[0].strip()
+
+    @property
+    def reason(self) -> str:
+        _, _, rest = self.tier_header.partition("reason=")
+        return rest.strip()
+
+    @property
+    def model(self) -> str | None:
+        return self.headers.get("x-orca-model")
+
+    @property
+    def request_id(self) -> str:
+        return self.headers["x-orca-request-id"]
+
+
+@dataclass
+class TierStack:
+    base_url: str
+    rt: Runtime
+    clock: FakeClock
+    http: httpx.AsyncClient
+
+    @property
+    def store(self) -> Store:
+        return self.rt.gate.store
+
+    async def chat(self, body: Mapping[str, Any], *, session: str | None = None,
+                   tier: str | None = None, request_id: str | None = None,
+                   stream: bool = False) -> Reply:
+        """One OpenAI chat request; a stream is read to its end (the commit follows it)."""
+        headers: dict[str, str] = {"authorization": "Bearer agent-key"}
+        if session is not None:
+            headers["x-orca-session"] = session
+        if tier is not None:
+            headers["x-orcarouter-tier"] = tier
+        if request_id is not None:
+            headers["x-request-id"] = request_id
+        payload = dict(body)
+        if stream:
+            payload["stream"] = True
+        async with self.http.stream("POST", "/v1/chat/completions", json=payload,
+                                    headers=headers) as resp:
+            raw = await resp.aread()
+        parsed: Any = raw.decode(errors="replace")
+        if not stream:
+            try:
+                parsed = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                pass
+        return Reply(resp.status_code, resp.headers, parsed)
+
+    async def snapshot(self, session: str, router: str = ROUTER) -> Snapshot:
+        return await self.store.read(ReadRequest(router=router, session=session))
+
+    async def state(self, session: str, router: str = ROUTER) -> TierState | None:
+        """The session's tier state as the store holds it (None: no tier state)."""
+        return TierState.from_doc((await self.snapshot(session, router)).tier)
+
+    async def trace(self, reply_or_id: Reply | str) -> Mapping[str, Any]:
+        rid = reply_or_id.request_id if isinstance(reply_or_id, Reply) else reply_or_id
+        found = await self.store.get_trace(rid)
+        assert found is not None, f"no trace stored for {rid}"
+        return found
+
+    async def audit(self, event: str | None = None,
+                    router: str = ROUTER) -> list[Mapping[str, Any]]:
+        events = await self.store.list_audit(router)
+        return [e for e in events if event is None or e["event"] == event]
+
+    def sim(self, channel: str) -> SimTransport:
+        t = self.rt.transports[channel]
+        assert isinstance(t, SimTransport)
+        return t
+
+    def set_faults(self, channel: str, **faults: Any) -> None:
+        """Change what a simulated upstream does from now on (the upstream edge only)."""
+        sim = self.sim(channel)
+        sim.channel = replace(sim.channel, faults=replace(sim.channel.faults, **faults))
+
+
+def redis_available() -> bool:
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+    try:
+        client.ping()
+        return True
+    except Exception:  # noqa: BLE001 - any failure to answer means "no Redis here"
+        return False
+    finally:
+        client.close()
+
+
+def delete_prefix(prefix: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL, socket_timeout=2, socket_connect_timeout=1)
+    try:
+        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
+        if keys:
+            client.delete(*keys)
+    finally:
+        client.close()
+
+
+@asynccontextmanager
+async def test_store(backend: str, clock: FakeClock) -> AsyncIterator[Store]:
+    """A memory store on the fake clock, or a RedisStore on db 15 under a unique key prefix
+    whose keys are deleted afterwards. Redis unreachable skips (fails under CI=true)."""
+    if backend == "memory":
+        mem = MemoryStore(clock=clock)
+        try:
+            yield mem
+        finally:
+            await mem.close()
+        return
+    if not redis_available():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"Redis at {REDIS_URL} is unreachable (CI=true: Redis is required)")
+        pytest.skip(f"Redis at {REDIS_URL} is unreachable")
+    prefix = f"orca-tier-{uuid.uuid4().hex[:12]}"
+    store = open_store(StateConfig(backend="redis", redis_url=REDIS_URL, key_prefix=prefix),
+                       clock=clock)
+    try:
+        yield store
+    finally:
+        await store.close()
+        delete_prefix(prefix)
+
+
+test_store.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
+
+
+def closed_port_store(clock: FakeClock) -> Store:
+    """A RedisStore pointed at a loopback port nothing listens on (connections refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return open_store(StateConfig(backend="redis", redis_url=f"redis://127.0.0.1:{port}/15",
+                                  key_prefix="orca-down", timeout_ms=100), clock=clock)
+
+
+@asynccontextmanager
+async def tier_stack(cfg: Config, store: Store, clock: FakeClock) -> AsyncIterator[TierStack]:
+    """A sidecar on a real loopback port (port 0) over `store`, timed by `clock`."""
+    sock = bind_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    rt = Runtime.build(cfg, store, clock=clock, admin_token=ADMIN_TOKEN)
+    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token=ADMIN_TOKEN))
+    server, task = await serve_in_background(app, cfg.server, "127.0.0.1", port, sock=sock)
+    base = f"http://127.0.0.1:{port}"
+    http = httpx.AsyncClient(base_url=base, timeout=30.0)
+    try:
+        yield TierStack(base, rt, clock, http)
+    finally:
+        await http.aclose()
+        await stop_server(server, task)
+        probe = rt.gate._probe  # noqa: SLF001 - stop the recovery probe a test left running
+        if probe is not None:
+            probe.cancel()
+
+
+Launch = Callable[..., Awaitable[TierStack]]
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def launch(backend: str) -> AsyncIterator[Launch]:
+    """`await launch(cfg)` starts a sidecar over a fresh store of this backend (several per
+    test are fine: each gets its own store, clock and port)."""
+    async with AsyncExitStack() as stack:
+
+        async def start(cfg: Config | None = None) -> TierStack:
+            clock = FakeClock()
+            store = await stack.enter_async_context(test_store(backend, clock))
+            return await stack.enter_async_context(
+                tier_stack(cfg or tier_config(), store, clock))
+
+        yield start
+
+
+def ok(reply: Reply) -> Reply:
+    assert reply.status == 200, (reply.status, reply.body)
+    return reply
+
+
+def evals(trace: Mapping[str, Any]) -> dict[str, Any]:
+    """Every trigger's evaluation as the trace recorded it (keys A, B, C, caps, ...)."""
+    return dict(trace["tier"]["evaluations"])
