@@ -1,0 +1,388 @@
+"""The processes the proxy benchmark runs and measures (SPEC §12 method).
+
+* the fake upstream (`bench/fake_upstream.py`), pinned with the load generator on one CPU;
+* `orca serve` with the memory store, and again with Redis (db 15, a unique key prefix whose
+  keys are deleted afterwards), each pinned alone on the other CPU;
+* LiteLLM proxy, installed into its own virtualenv (`bench/.venv-litellm`) and run with one
+  worker, no database, no callbacks, no telemetry, pointed at the same fake upstream.
+
+CPU per request comes from each process's own accounting: `utime + stime` of
+`/proc/<pid>/stat` summed over the process and its descendants (clock ticks, usually 10 ms),
+plus the per-thread `schedstat` run time (nanoseconds) as a finer cross-check. Every process
+here is started by the benchmark, stopped by its pid, and frozen (SIGSTOP) while another
+target is measured, so an idle server's timers cannot steal the measured CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "LITELLM_VERSION",
+    "CpuSample",
+    "Proc",
+    "cpu_sample",
+    "ensure_litellm",
+    "redis_available",
+    "redis_cleanup",
+    "start_fake_upstream",
+    "start_litellm",
+    "start_orca",
+    "stop",
+]
+
+ROOT = Path(__file__).resolve().parents[1]
+LITELLM_VERSION = "1.108.7"
+LITELLM_VENV = ROOT / "bench" / ".venv-litellm"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+_READY_TIMEOUT_S = 120.0
+
+
+@dataclass
+class Proc:
+    """A started server: its pid, port and log file (stdout and stderr)."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    port: int
+    log: Path
+    cpu: int | None = None
+    notes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def freeze(self) -> None:
+        if self.popen.poll() is None:
+            os.kill(self.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        if self.popen.poll() is None:
+            os.kill(self.pid, signal.SIGCONT)
+
+
+@dataclass(frozen=True, slots=True)
+class CpuSample:
+    ticks: int  # utime + stime, clock ticks, over the process tree
+    sched_ns: int  # run time of the tree's live threads, from schedstat
+
+
+def _descendants(pid: int) -> list[int]:
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                rest = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(rest[1]), []).append(int(entry))
+    out, todo = [pid], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def cpu_sample(pid: int) -> CpuSample:
+    ticks = sched = 0
+    for p in _descendants(pid):
+        try:
+            with open(f"/proc/{p}/stat", "rb") as f:
+                rest = f.read().rsplit(b")", 1)[1].split()
+            ticks += int(rest[11]) + int(rest[12])  # fields 14 and 15: utime, stime
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/schedstat", "rb") as f:
+                    sched += int(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            continue
+    return CpuSample(ticks, sched)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _pin(cpu: int | None) -> None:
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+
+
+def _spawn(name: str, argv: list[str], *, env: dict[str, str], cpu: int | None,
+           workdir: Path, port: int) -> Proc:
+    log = workdir / f"{name}.log"
+    with open(log, "wb") as out:
+        popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                 stdin=subprocess.DEVNULL, cwd=workdir,
+                                 preexec_fn=lambda: _pin(cpu))  # noqa: PLW1509 - affinity only
+    return Proc(name, popen, port, log, cpu)
+
+
+def _wait_listening(proc: Proc, timeout_s: float = _READY_TIMEOUT_S) -> None:
+    """Until the port accepts and answers an HTTP request; fail with the log's tail."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if proc.popen.poll() is not None:
+            break
+        try:
+            with socket.create_connection(("127.0.0.1", proc.port), timeout=1.0) as s:
+                s.sendall(b"GET /health/liveliness HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          b"Connection: close\r\n\r\n")
+                if s.recv(16).startswith(b"HTTP/1."):
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    tail = proc.log.read_text(errors="replace")[-2000:]
+    stop(proc)
+    raise RuntimeError(f"{proc.name} did not start on port {proc.port}:\n{tail}")
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment minus anything that could steer a proxy (keys, configs, proxies)."""
+    drop = ("ORCA_", "LITELLM_", "OPENAI_", "ANTHROPIC_", "DATABASE_URL", "REDIS_")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(drop) and not k.endswith("_API_KEY")
+           and k.lower() not in ("http_proxy", "https_proxy", "all_proxy")}
+    env["NO_PROXY"] = "127.0.0.1,localhost"
+    return env
+
+
+def start_fake_upstream(workdir: Path, cpu: int | None) -> Proc:
+    port = free_port()
+    argv = [sys.executable, str(ROOT / "bench" / "fake_upstream.py"), "--port", str(port)]
+    proc = _spawn("fake-upstream", argv, env=_clean_env(), cpu=cpu, workdir=workdir, port=port)
+    _wait_listening(proc, 30.0)
+    return proc
+
+
+def orca_config(upstream_port: int, *, backend: str, redis_url: str = "",
+                key_prefix: str = "orca") -> str:
+    """One router, one channel per wire format at the fake upstream; gated_adaptive with
+    Frontier Escalation on, as the documented example runs it."""
+    base = f"http://127.0.0.1:{upstream_port}"
+    state = f'backend = "{backend}"\n'
+    if backend == "redis":
+        state += f'redis_url = "{redis_url}"\nkey_prefix = "{key_prefix}"\n'
+    return f"""\
+[server]
+host = "127.0.0.1"
+
+[state]
+{state}
+[[channels]]
+name = "fake-openai"
+type = "openai-compatible"
+api = "openai"
+base_url = "{base}"
+keys = ["sk-fake-bench-key"]
+models = ["bench-base", "bench-strong", "bench-paced"]
+model_map = {{ "bench-base" = "fake-base", "bench-strong" = "fake-strong", "bench-paced" = "fake-paced" }}
+
+[[channels]]
+name = "fake-anthropic"
+type = "anthropic"
+base_url = "{base}"
+keys = ["sk-ant-fake-bench-key"]
+models = ["bench-claude-base", "bench-claude-strong"]
+
+[models."bench-base"]
+input = 0.27
+output = 1.10
+[models."bench-claude-base"]
+input = 1.00
+output = 5.00
+[models."bench-strong"]
+input = 2.00
+output = 8.00
+[models."bench-claude-strong"]
+input = 3.00
+output = 15.00
+[models."bench-paced"]
+input = 0.27
+output = 1.10
+
+[routers.coding]
+strategy = "gated_adaptive"
+mode = "balanced"
+session_aware = true
+weak_pool = ["bench-base", "bench-claude-base"]
+mid_pool = []
+strong_pool = ["bench-strong", "bench-claude-strong"]
+
+[routers.coding.escalation]
+mode = "auto"
+
+[routers.paced]
+strategy = "cheapest"
+session_aware = true
+weak_pool = ["bench-paced"]
+
+[routers.paced.escalation]
+mode = "off"
+"""
+
+
+def start_orca(name: str, workdir: Path, upstream_port: int, cpu: int | None, *,
+               backend: str = "memory", redis_url: str = "", key_prefix: str = "orca",
+               python_args: tuple[str, ...] = ()) -> Proc:
+    """`orca serve` in its own process; `python_args` may put a profiler in front."""
+    cfg = workdir / f"{name}.toml"
+    cfg.write_text(orca_config(upstream_port, backend=backend, redis_url=redis_url,
+                               key_prefix=key_prefix))
+    port = free_port()
+    env = _clean_env()
+    env["XDG_STATE_HOME"] = str(workdir / f"{name}-state")  # its admin token stays here
+    argv = [sys.executable, *python_args, "-m", "orca_cli", "serve", "--config", str(cfg),
+            "--port", str(port)]
+    proc = _spawn(name, argv, env=env, cpu=cpu, workdir=workdir, port=port)
+    _wait_listening(proc, 60.0)
+    return proc
+
+
+def redis_available(url: str) -> str | None:
+    """None when `url` answers PING, else why not."""
+    try:
+        import redis
+    except ImportError:
+        return "redis-py is not installed in this venv"
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=1.0, socket_connect_timeout=1.0)
+        client.ping()
+        client.close()
+    except Exception as exc:  # noqa: BLE001 - any failure means: skip the Redis target
+        return f"Redis at {url} is unreachable ({type(exc).__name__})"
+    return None
+
+
+def unique_prefix() -> str:
+    return f"orcabench-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def redis_cleanup(url: str, prefix: str) -> int:
+    """Delete every key under `prefix` (the benchmark's own); returns how many."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_timeout=5.0)
+    deleted = 0
+    try:
+        batch: list[bytes] = []
+        for key in client.scan_iter(match=f"{prefix}*", count=1000):
+            batch.append(key)
+            if len(batch) >= 500:
+                deleted += int(client.delete(*batch))
+                batch.clear()
+        if batch:
+            deleted += int(client.delete(*batch))
+    finally:
+        client.close()
+    return deleted
+
+
+def ensure_litellm(install: bool, log: Path) -> tuple[Path | None, str]:
+    """The LiteLLM venv's `litellm` executable, installing it when asked; or (None, why)."""
+    exe = LITELLM_VENV / "bin" / "litellm"
+    py = LITELLM_VENV / "bin" / "python"
+    if exe.exists():
+        got = subprocess.run([str(py), "-c", "import litellm, importlib.metadata as m; "
+                              "print(m.version('litellm'))"], capture_output=True, text=True,
+                             timeout=120)
+        if got.returncode == 0 and got.stdout.strip() == LITELLM_VERSION:
+            return exe, f"litellm {LITELLM_VERSION} in {LITELLM_VENV.relative_to(ROOT)}"
+    if not install:
+        return None, f"{LITELLM_VENV.relative_to(ROOT)} has no litellm {LITELLM_VERSION} (--no-install)"
+    base = getattr(sys, "_base_executable", sys.executable)
+    try:
+        with open(log, "wb") as out:
+            subprocess.run([base, "-m", "venv", str(LITELLM_VENV)], check=True, stdout=out,
+                           stderr=subprocess.STDOUT, timeout=300)
+            subprocess.run([str(py), "-m", "pip", "install", "-q",
+                            f"litellm[proxy]=={LITELLM_VERSION}"], check=True, stdout=out,
+                           stderr=subprocess.STDOUT, timeout=1800)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
+        return None, f"pip install litellm[proxy]=={LITELLM_VERSION} failed ({exc}): " + " | ".join(tail)
+    if not exe.exists():
+        return None, "the LiteLLM install left no litellm executable"
+    return exe, f"litellm {LITELLM_VERSION} installed into {LITELLM_VENV.relative_to(ROOT)}"
+
+
+def start_litellm(exe: Path, workdir: Path, upstream_port: int, cpu: int | None) -> Proc:
+    """One uvicorn worker in the litellm process itself, no DB, no callbacks, no telemetry,
+    the model cost map read locally (never fetched), logs at ERROR. A fresh master key, as
+    1.108 refuses to start without one; clients send it (`notes["authorization"]`)."""
+    master = "sk-bench-" + secrets.token_hex(16)
+    cfg = workdir / "litellm.yaml"
+    base = f"http://127.0.0.1:{upstream_port}/v1"
+    cfg.write_text(f"""\
+model_list:
+  - model_name: bench-model
+    litellm_params:
+      model: openai/fake-base
+      api_base: {base}
+      api_key: sk-fake-bench-key
+  - model_name: bench-paced
+    litellm_params:
+      model: openai/fake-paced
+      api_base: {base}
+      api_key: sk-fake-bench-key
+litellm_settings:
+  telemetry: false
+  set_verbose: false
+  json_logs: false
+  callbacks: []
+  success_callback: []
+  failure_callback: []
+  drop_params: true
+  request_timeout: 600
+general_settings:
+  disable_spend_logs: true
+  disable_error_logs: true
+  disable_adding_master_key_hash_to_db: true
+  allow_requests_on_db_unavailable: true
+""")
+    port = free_port()
+    env = _clean_env()
+    env.update({"LITELLM_MASTER_KEY": master, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_LOG": "ERROR",
+                "LITELLM_TELEMETRY": "False", "DISABLE_SCHEMA_UPDATE": "True",
+                "LITELLM_MODE": "PRODUCTION"})
+    argv = [str(exe), "--config", str(cfg), "--host", "127.0.0.1", "--port", str(port),
+            "--num_workers", "1"]
+    proc = _spawn("litellm", argv, env=env, cpu=cpu, workdir=workdir, port=port)
+    proc.notes["authorization"] = f"Bearer {master}"
+    _wait_listening(proc)
+    return proc
+
+
+def stop(proc: Proc, timeout_s: float = 15.0) -> None:
+    """SIGTERM (after SIGCONT, should it be frozen), then SIGKILL; by pid only."""
+    if proc.popen.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.popen.terminate()
+    try:
+        proc.popen.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            proc.popen.kill()
+        proc.popen.wait(5.0)
+
+
+def workdir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="orca-bench-"))
