@@ -1,0 +1,471 @@
+"""The live path: the real server and the real `AiohttpTransport` against a loopback fake
+provider speaking OpenAI and Anthropic JSON and SSE (SPEC §1.2, §7, §11).
+
+What the upstream sees (the channel's key, never the agent's own credential; the body
+unchanged except `model` and an OpenAI stream's `include_usage`; the Anthropic headers as
+sent), and how a stream travels (event by event, cancelled with the client, ended with the
+API's own error event when the upstream breaks after the first byte, never retried then).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import openai
+import orjson
+import pytest
+import pytest_asyncio
+from aiohttp import web
+
+from orca_cli.config.load import loads
+from orca_cli.state.base import SlotRef
+from tests.e2e.harness import (
+    Sidecar,
+    Stack,
+    anthropic_sse,
+    openai_json,
+    openai_sse,
+    sidecar_server,
+    sse_events,
+)
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+WAIT_S = 5.0  # the bound on every wait for the other side; a passing test waits far less
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: list[tuple[str, str]]
+    body: bytes
+
+    def header(self, name: str) -> str | None:
+        return next((v for k, v in self.headers if k == name), None)
+
+    @property
+    def json(self) -> dict[str, object]:
+        doc = orjson.loads(self.body)
+        assert isinstance(doc, dict)
+        return doc
+
+
+@dataclass
+class FakeProvider:
+    base_url: str = ""
+    handler: Handler | None = None
+    seen: list[Seen] = field(default_factory=list)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def provider() -> AsyncIterator[FakeProvider]:
+    fake = FakeProvider()
+
+    async def entry(request: web.Request) -> web.StreamResponse:
+        fake.seen.append(Seen(request.path, [(k.lower(), v) for k, v in request.headers.items()],
+                              await request.read()))
+        assert fake.handler is not None
+        try:
+            return await fake.handler(request)
+        except asyncio.CancelledError:
+            fake.cancelled.set()  # the sidecar closed the connection under us
+            raise
+
+    app = web.Application()
+    app.router.add_route("POST", "/{tail:.*}", entry)
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    fake.base_url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        yield fake
+    finally:
+        await runner.cleanup()
+
+
+CONFIG = """
+[[channels]]
+name = "oa"
+type = "openai"
+base_url = "{up}/v1"
+keys = ["sk-live-oa-0", "sk-live-oa-1"]
+models = ["gpt-x"]
+model_map = {{ "gpt-x" = "gpt-x-2026-01" }}
+weight = 2
+
+[[channels]]
+name = "oa2"
+type = "openai-compatible"
+base_url = "{up}/alt/v1"
+keys = ["sk-live-oa2-0"]
+models = ["gpt-x", "gpt-d"]
+
+[[channels]]
+name = "dead"
+type = "openai-compatible"
+base_url = "http://127.0.0.1:1/v1"
+keys = ["sk-dead-0"]
+models = ["gpt-d"]
+weight = 3
+
+[[channels]]
+name = "an"
+type = "anthropic"
+base_url = "{up}"
+keys = ["sk-ant-live-0"]
+models = ["claude-x"]
+
+[routers.r]
+strategy = "cheapest"
+mode = "price"
+allowed_models = ["gpt-x"]
+[routers.r.escalation]
+mode = "off"
+
+[routers.ar]
+strategy = "cheapest"
+mode = "price"
+allowed_models = ["claude-x"]
+[routers.ar.escalation]
+mode = "off"
+"""
+CHANNEL_KEYS = {"sk-live-oa-0", "sk-live-oa-1", "sk-live-oa2-0", "sk-ant-live-0"}
+AGENT_SECRET = "agent-own-credential-123"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server() -> AsyncIterator[Sidecar]:
+    async with sidecar_server() as sc:
+        yield sc
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def stack(server: Sidecar, provider: FakeProvider) -> AsyncIterator[Stack]:
+    provider.seen.clear()
+    provider.handler = None
+    provider.cancelled = asyncio.Event()
+    cfg = loads(CONFIG.format(up=provider.base_url), source="test")
+    async with server.use(cfg) as st:  # transports=None: the live AiohttpTransport
+        yield st
+
+
+def sse_response(request: web.Request) -> web.StreamResponse:
+    return web.StreamResponse(headers={"content-type": "text/event-stream",
+                                       "x-request-id": "up-stream-1"})
+
+
+def no_agent_secret(seen: Seen) -> None:
+    assert all(AGENT_SECRET not in v for _, v in seen.headers), "the agent's credential leaked"
+
+
+OPENAI_BODY = {
+    "model": "orca/r",
+    "messages": [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": [{"type": "text", "text": "look at utils.py"}]},
+        {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call_1", "type": "function",
+            "function": {"name": "read", "arguments": "{\"path\":\"utils.py\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "x = 1"},
+        {"role": "user", "content": "rename x to count"},
+    ],
+    "tools": [{"type": "function", "function": {
+        "name": "read", "parameters": {"type": "object",
+                                       "properties": {"path": {"type": "string"}}}}}],
+    "temperature": 0.2,
+    "zz_vendor_extension": {"keep": [3, 2, 1]},
+    "prompt_cache_key": "pck-1",
+}
+
+
+async def test_openai_upstream_sees_the_channel_key_and_the_body_unchanged_but_model(
+        stack: Stack, provider: FakeProvider) -> None:
+    answer = openai_json("renamed", "gpt-x-2026-01")
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=answer, content_type="application/json",
+                            headers={"x-request-id": "up-1", "set-cookie": "a=b"})
+
+    provider.handler = handler
+    r = await stack.http.post("/v1/chat/completions", content=orjson.dumps(OPENAI_BODY),
+                              headers={"content-type": "application/json",
+                                       "authorization": f"Bearer {AGENT_SECRET}",
+                                       "x-orca-session": "live-oa-1"})
+    assert r.status_code == 200
+    assert r.content == answer, "a non-streaming answer is relayed byte for byte"
+    assert r.headers["x-request-id"] == "up-1" and "set-cookie" not in r.headers
+    assert (r.headers["x-orca-model"], r.headers["x-orca-channel"]) == ("gpt-x", "oa")
+    (seen,) = provider.seen
+    assert seen.path == "/v1/chat/completions"
+    assert seen.header("authorization") in {"Bearer sk-live-oa-0", "Bearer sk-live-oa-1"}
+    no_agent_secret(seen)
+    sent = seen.json
+    assert sent == {**OPENAI_BODY, "model": "gpt-x-2026-01"}
+    assert list(sent) == list(OPENAI_BODY), "the body's key order changed"
+    assert "stream_options" not in sent
+
+
+@pytest.mark.parametrize("client_asks_usage", [False, True])
+async def test_openai_stream_is_relayed_event_by_event_with_include_usage_upstream(
+        stack: Stack, provider: FakeProvider, client_asks_usage: bool) -> None:
+    events = openai_sse(("hel", "lo"), "gpt-x-2026-01", usage=True)
+    release = asyncio.Event()
+    sent_last = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = sse_response(request)
+        await resp.prepare(request)
+        await resp.write(events[0] + events[1])
+        async with asyncio.timeout(WAIT_S):
+            await release.wait()
+        for e in events[2:]:
+            await resp.write(e)
+        sent_last.set()
+        await resp.write_eof()
+        return resp
+
+    provider.handler = handler
+    client = openai.AsyncOpenAI(base_url=stack.base + "/v1", api_key=AGENT_SECRET,
+                                max_retries=0)
+    try:
+        extra = {"stream_options": {"include_usage": True}} if client_asks_usage else {}
+        stream = await client.chat.completions.create(
+            model="orca/r", messages=[{"role": "user", "content": "hi"}], stream=True,
+            extra_headers={"x-orca-session": f"live-stream-{client_asks_usage}"}, **extra)
+        chunks = []
+        async with asyncio.timeout(WAIT_S):
+            async for chunk in stream:
+                chunks.append(chunk)
+                if chunk.choices and chunk.choices[0].delta.content == "hel":
+                    assert not sent_last.is_set(), "the stream was buffered"
+                    release.set()
+    finally:
+        await client.close()
+    assert release.is_set(), "the first event never arrived before the last was sent"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "hello"
+    usage_chunks = [c for c in chunks if not c.choices]
+    assert len(usage_chunks) == (1 if client_asks_usage else 0)
+    (seen,) = provider.seen
+    assert seen.json["stream_options"] == {"include_usage": True}
+    assert seen.header("authorization") in {"Bearer sk-live-oa-0", "Bearer sk-live-oa-1"}
+    no_agent_secret(seen)
+
+
+ANTHROPIC_BODY = {
+    "model": "orca/ar",
+    "max_tokens": 1024,
+    "system": [{"type": "text", "text": "You are terse.",
+                "cache_control": {"type": "ephemeral"}}],
+    "thinking": {"type": "enabled", "budget_tokens": 512},
+    "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "look at utils.py",
+                                      "cache_control": {"type": "ephemeral", "ttl": "1h"}}]},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "reading", "signature": "sig=="},
+            {"type": "tool_use", "id": "tu_1", "name": "read", "input": {"path": "utils.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu_1",
+                                      "content": "x = 1"}]},
+    ],
+    "tools": [{"name": "read", "input_schema": {"type": "object"}}],
+    "stream": True,
+}
+BETA = "prompt-caching-2024-07-31,interleaved-thinking-2025-05-14"
+
+
+async def test_anthropic_upstream_gets_x_api_key_and_the_anthropic_headers_as_sent(
+        stack: Stack, provider: FakeProvider) -> None:
+    events = anthropic_sse(("hel", "lo"), "claude-x")
+    release = asyncio.Event()
+    sent_last = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = sse_response(request)
+        await resp.prepare(request)
+        await resp.write(b"".join(events[:3]))
+        async with asyncio.timeout(WAIT_S):
+            await release.wait()
+        await resp.write(b"".join(events[3:]))
+        sent_last.set()
+        await resp.write_eof()
+        return resp
+
+    provider.handler = handler
+    got = b""
+    headers = {"content-type": "application/json", "x-api-key": AGENT_SECRET,
+               "anthropic-version": "2023-06-01", "anthropic-beta": BETA,
+               "x-orca-session": "live-an-1"}
+    async with asyncio.timeout(WAIT_S):
+        async with stack.http.stream("POST", "/v1/messages", content=orjson.dumps(ANTHROPIC_BODY),
+                                     headers=headers) as r:
+            assert r.status_code == 200 and r.headers["x-orca-channel"] == "an"
+            async for part in r.aiter_raw():
+                got += part
+                if b"text_delta" in got and not release.is_set():
+                    assert not sent_last.is_set(), "the stream was buffered"
+                    release.set()
+    assert got == b"".join(events), "an Anthropic stream is relayed byte for byte"
+    (seen,) = provider.seen
+    assert seen.path == "/v1/messages"
+    assert seen.header("x-api-key") == "sk-ant-live-0"
+    assert seen.header("authorization") is None
+    assert seen.header("anthropic-version") == "2023-06-01"
+    assert seen.header("anthropic-beta") == BETA
+    no_agent_secret(seen)
+    assert seen.json == {**ANTHROPIC_BODY, "model": "claude-x"}
+    assert list(seen.json) == list(ANTHROPIC_BODY)
+
+
+async def test_anthropic_version_is_supplied_when_the_client_sent_none(
+        stack: Stack, provider: FakeProvider) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=orjson.dumps({
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+            "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn",
+            "stop_sequence": None, "usage": {"input_tokens": 3, "output_tokens": 1}}),
+            content_type="application/json")
+
+    provider.handler = handler
+    body = {**ANTHROPIC_BODY, "stream": False}
+    r = await stack.http.post("/v1/messages", content=orjson.dumps(body),
+                              headers={"content-type": "application/json"})
+    assert r.status_code == 200
+    assert provider.seen[0].header("anthropic-version") == "2023-06-01"
+    assert provider.seen[0].header("anthropic-beta") is None
+
+
+async def test_a_client_disconnect_mid_stream_cancels_the_upstream_request(
+        stack: Stack, provider: FakeProvider) -> None:
+    never = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = sse_response(request)
+        await resp.prepare(request)
+        await resp.write(openai_sse(("hel",), "gpt-x")[1])
+        async with asyncio.timeout(WAIT_S * 2):
+            await never.wait()
+        return resp
+
+    provider.handler = handler
+    body = {"model": "orca/r", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    async with asyncio.timeout(WAIT_S):
+        async with stack.http.stream("POST", "/v1/chat/completions", content=orjson.dumps(body),
+                                     headers={"content-type": "application/json",
+                                              "x-orca-session": "live-cancel"}) as r:
+            rid = r.headers["x-orca-request-id"]
+            async for part in r.aiter_raw():
+                assert b"hel" in part
+                break  # leaving the block closes the connection mid-stream
+    async with asyncio.timeout(WAIT_S):
+        await provider.cancelled.wait()
+    assert len(provider.seen) == 1
+    trace = None
+    async with asyncio.timeout(WAIT_S):
+        while trace is None:  # the handler writes it once its upstream call is torn down
+            trace = await stack.rt.gate.store.get_trace(rid)
+            await asyncio.sleep(0.01)
+    assert trace["committed"] is False
+    pin = await stack.rt.gate.store.get(SlotRef.of_session("r", "live-cancel"), "pin:base")
+    assert pin is None, "a cancelled request wrote a pin"
+
+
+def _abort_after_first_event(first: bytes) -> Handler:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = sse_response(request)
+        await resp.prepare(request)
+        await resp.write(first)
+        await resp.drain()
+        assert request.transport is not None
+        request.transport.abort()  # the chunked body never completes
+        return resp
+
+    return handler
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+async def test_an_upstream_failure_after_the_first_byte_ends_with_the_apis_error_event(
+        stack: Stack, provider: FakeProvider, api: str) -> None:
+    if api == "openai":
+        first = b"".join(openai_sse(("hel",), "gpt-x")[:2])
+        path, body = "/v1/chat/completions", {"model": "orca/r", "stream": True,
+                                              "messages": [{"role": "user", "content": "hi"}]}
+    else:
+        first = b"".join(anthropic_sse(("hel",), "claude-x")[:3])
+        path, body = "/v1/messages", {**ANTHROPIC_BODY, "stream": True}
+    provider.handler = _abort_after_first_event(first)
+    async with asyncio.timeout(WAIT_S):
+        r = await stack.http.post(path, content=orjson.dumps(body),
+                                  headers={"content-type": "application/json",
+                                           "x-orca-session": f"live-break-{api}"})
+    assert r.status_code == 200
+    assert r.content.startswith(first), "what the upstream sent first reached the client"
+    events = sse_events(r.content)
+    name, data = events[-1]
+    if api == "anthropic":
+        assert name == "error" and orjson.loads(data)["type"] == "error"
+        assert all(n != "message_stop" for n, _ in events)
+    else:
+        assert "error" in orjson.loads(data)
+        assert all(d != "[DONE]" for _, d in events)
+    assert len(provider.seen) == 1, "a stream that broke after its first byte was retried"
+
+
+async def test_a_stream_that_ends_without_its_final_event_says_so(
+        stack: Stack, provider: FakeProvider) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        resp = sse_response(request)
+        await resp.prepare(request)
+        await resp.write(b"".join(openai_sse(("hel",), "gpt-x")[:2]))
+        await resp.write_eof()  # a clean close, but no finish_reason and no [DONE]
+        return resp
+
+    provider.handler = handler
+    r = await stack.http.post("/v1/chat/completions", content=orjson.dumps(
+        {"model": "orca/r", "stream": True, "messages": [{"role": "user", "content": "hi"}]}),
+        headers={"content-type": "application/json"})
+    events = sse_events(r.content)
+    assert "error" in orjson.loads(events[-1][1])
+    assert all(d != "[DONE]" for _, d in events)
+    assert len(provider.seen) == 1
+
+
+async def test_live_upstream_errors_reach_the_client_unmodified_after_every_key(
+        stack: Stack, provider: FakeProvider) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        body = orjson.dumps({"error": {"message": f"Rate limit reached on {request.path}",
+                                       "type": "requests", "code": "rate_limit_exceeded"}})
+        return web.Response(status=429, body=body, content_type="application/json", headers={
+            "retry-after": "2", "x-ratelimit-reset-requests": "2s", "set-cookie": "k=v"})
+
+    provider.handler = handler
+    r = await stack.http.post("/v1/chat/completions", content=orjson.dumps(OPENAI_BODY),
+                              headers={"content-type": "application/json"})
+    assert r.status_code == 429
+    assert r.json()["error"]["message"] == "Rate limit reached on /alt/v1/chat/completions"
+    assert r.headers["retry-after"] == "2" and r.headers["x-ratelimit-reset-requests"] == "2s"
+    assert "set-cookie" not in r.headers
+    keys = [s.header("authorization") for s in provider.seen]
+    assert sorted(keys) == ["Bearer sk-live-oa-0", "Bearer sk-live-oa-1", "Bearer sk-live-oa2-0"]
+
+
+async def test_a_refused_connect_falls_to_the_next_channel(
+        stack: Stack, provider: FakeProvider) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=openai_json("ok", "gpt-d"), content_type="application/json")
+
+    provider.handler = handler
+    r = await stack.http.post("/v1/chat/completions", content=orjson.dumps(
+        {"model": "gpt-d:cheap", "messages": [{"role": "user", "content": "hi"}]}),
+        headers={"content-type": "application/json"})
+    assert r.status_code == 200 and r.headers["x-orca-channel"] == "oa2"
+    trace = await stack.rt.gate.store.get_trace(r.headers["x-orca-request-id"])
+    assert trace is not None
+    assert [a["channel"] for a in trace["attempts"]] == ["dead", "oa2"]
+    assert "Connect" in trace["attempts"][0]["error"]
+    text = orjson.dumps(trace).decode()
+    assert not any(k in text for k in CHANNEL_KEYS | {"sk-dead-0"}), "a key reached the trace"
