@@ -91,6 +91,7 @@ class RouteInput:
     ask: Ask | None = None  # X-OrcaRouter-Tier
     dedupe_key: str = ""
     degraded: bool = False  # the store could not be read: base, no escalation
+    full: Difficulty | None = None  # a full-transcript score computed earlier (the replay)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +242,7 @@ def _select(cfg: Config, inp: RouteInput, router: RouterConfig, decision: TierDe
             pins.append(PinRead("model", tier, pinned, status, why))
     if model is None:
         if router.strategy == "gated_adaptive":
-            full = scorer.full(inp.body, inp.api)
+            full = inp.full if inp.full is not None else scorer.full(inp.body, inp.api)
         else:
             full_skipped = "strategy"
         signals = StrategySignals(full.score if full else None, inp.delta.difficulty.values)
