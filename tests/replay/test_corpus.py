@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import random
-from itertools import pairwise
 from collections import Counter, defaultdict
+from itertools import pairwise
 from statistics import mean
 
 import orjson
