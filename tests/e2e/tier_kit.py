@@ -31,6 +31,7 @@ from orca_cli.proxy.guard import GuardPolicy
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
 from orca_cli.proxy.sim import SimTransport
+from orca_cli.routing.caps import window_hours
 from orca_cli.routing.tiers import TierState
 from orca_cli.state.base import ReadRequest, Snapshot, Store
 from orca_cli.state.factory import open_store
@@ -156,6 +157,7 @@ class TierStack:
     rt: Runtime
     clock: FakeClock
     http: httpx.AsyncClient
+    step_s: float = 1.0  # the fake clock moves this much before each request (turn order)
 
     @property
     def store(self) -> Store:
@@ -165,6 +167,8 @@ class TierStack:
                    tier: str | None = None, request_id: str | None = None,
                    stream: bool = False) -> Reply:
         """One OpenAI chat request; a stream is read to its end (the commit follows it)."""
+        if self.step_s:
+            self.clock.advance(self.step_s)
         headers: dict[str, str] = {"authorization": "Bearer agent-key"}
         if session is not None:
             headers["x-orca-session"] = session
@@ -187,7 +191,9 @@ class TierStack:
         return Reply(resp.status_code, resp.headers, parsed)
 
     async def snapshot(self, session: str, router: str = ROUTER) -> Snapshot:
-        return await self.store.read(ReadRequest(router=router, session=session))
+        """What a request of `session` would read now (share counters of the last 24 h)."""
+        return await self.store.read(ReadRequest(
+            router=router, session=session, share_hours=window_hours(self.clock.now(), 24)))
 
     async def state(self, session: str, router: str = ROUTER) -> TierState | None:
         """The session's tier state as the store holds it (None: no tier state)."""

@@ -1,0 +1,235 @@
+"""Explicit asks, the caps and dedupe through the real HTTP path (SPEC §6.2 class A, §6.3
+hygiene, §6.4). Observed from the outside: headers, traces, audit, stored tier state."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.e2e.tier_bodies import FIX_THE_BUILD, Conversation, build_failure
+from tests.e2e.tier_kit import (  # noqa: F401 - backend and launch are fixtures
+    BASE_MODELS,
+    STRONG_MODEL,
+    Launch,
+    Reply,
+    backend,
+    evals,
+    launch,
+    ok,
+    tier_config,
+)
+from tests.routing.bodies import HARD_PROSE, goroutine_dump, python_traceback
+
+
+async def _trivial(st: object, conv: Conversation, i: int, session: str, **kw: str) -> Reply:
+    return ok(await st.chat(conv.trivial_edit(i), session=session, **kw))  # type: ignore[attr-defined]
+
+
+# --- class A: strong, once, base ---------------------------------------------------------------
+
+async def test_explicit_strong_escalates_at_once_but_not_past_the_session_cap(
+        launch: Launch) -> None:
+    st = await launch()
+    conv = Conversation()
+    first = await _trivial(st, conv, 0, "ask-1")
+    asked = await _trivial(st, conv, 1, "ask-1", tier="strong")
+    kept = await _trivial(st, conv, 2, "ask-1")
+    reset = await _trivial(st, conv, 3, "ask-1", tier="base")
+    again = await _trivial(st, conv, 4, "ask-1", tier="strong")
+    after = await _trivial(st, conv, 5, "ask-1")
+
+    assert first.tier_header == "base; reason=default" and first.model in BASE_MODELS
+    assert asked.tier_header == "strong; reason=explicit" and asked.model == STRONG_MODEL
+    assert kept.tier_header == "strong; reason=explicit" and kept.model == STRONG_MODEL
+    assert reset.tier_header == "base; reason=reset"
+    assert reset.model == first.model  # the base pin survived the escalation
+    assert again.tier_header == "base; reason=denied:session_cap"
+    assert again.model == first.model
+    assert after.tier_header == "base; reason=default"
+
+    state = await st.state("ask-1")
+    assert state is not None and (state.tier, state.escalation_count) == ("base", 1)
+    events = [(e["event"], e["trigger"], e["reason"], e["request_id"]) for e in await st.audit()]
+    assert events == [
+        ("escalated", "explicit", "explicit", asked.request_id),
+        ("reset", None, "reset", reset.request_id),
+        ("denied_cap", "explicit", "denied:session_cap", again.request_id),
+    ]
+    assert all(e["actor"] == "client" for e in await st.audit())
+    caps = evals(await st.trace(again))["caps"]
+    assert caps["denied"] == "session_cap" and caps["session_count"] == 1
+
+
+async def test_a_second_escalation_after_reset_when_the_cap_allows_two(launch: Launch) -> None:
+    st = await launch(tier_config(escalation={"max_per_session": 2}))
+    conv = Conversation()
+    headers = [(await _trivial(st, conv, i, "ask-2", **kw)).tier_header for i, kw in enumerate(
+        [{"tier": "strong"}, {"tier": "base"}, {"tier": "strong"}, {"tier": "base"},
+         {"tier": "strong"}])]
+    assert headers == ["strong; reason=explicit", "base; reason=reset",
+                       "strong; reason=explicit", "base; reason=reset",
+                       "base; reason=denied:session_cap"]
+    state = await st.state("ask-2")
+    assert state is not None and state.escalation_count == 2
+
+
+async def test_once_serves_one_turn_strong_then_base_and_uses_the_cap(launch: Launch) -> None:
+    st = await launch()
+    conv = Conversation()
+    first = await _trivial(st, conv, 0, "once-1")
+    boosted = await _trivial(st, conv, 1, "once-1", tier="once")
+    back = await _trivial(st, conv, 2, "once-1")
+    denied = await _trivial(st, conv, 3, "once-1", tier="once")
+    assert boosted.tier_header == "strong; reason=once" and boosted.model == STRONG_MODEL
+    assert back.tier_header == "base; reason=default" and back.model == first.model
+    assert denied.tier_header == "base; reason=denied:session_cap"
+    state = await st.state("once-1")
+    assert state is not None and (state.tier, state.escalation_count) == ("base", 1)
+    assert [e["event"] for e in await st.audit()] == ["once", "denied_cap"]
+
+
+async def test_reset_inside_the_warm_window_clears_evidence_and_refunds_nothing(
+        launch: Launch) -> None:
+    st = await launch()
+    conv = Conversation()
+    ok(await st.chat(conv.user_turn(f"{HARD_PROSE}\n\n{goroutine_dump(8)}"), session="rs"))
+    conv.reply("Here is the analysis.")
+    hard = ok(await st.chat(conv.user_turn(f"{HARD_PROSE}\n\n{python_traceback(6)}"),
+                            session="rs"))
+    assert hard.tier_header == "strong; reason=difficulty"
+    conv.reply("Fixed.")
+    reset = ok(await st.chat(conv.trivial_edit(0), session="rs", tier="base"))
+    assert reset.tier_header == "base; reason=reset"
+    state = await st.state("rs")
+    assert state is not None
+    assert (state.tier, state.streak, state.strikes, state.escalation_count) == (
+        "base", 0, (), 1)
+    conv.reply("Done.")
+    hard_again = ok(await st.chat(conv.user_turn(f"{HARD_PROSE}\n\n{goroutine_dump(6)}"),
+                                  session="rs"))
+    conv.reply("Again.")
+    capped = ok(await st.chat(conv.user_turn(f"{HARD_PROSE}\n\n{python_traceback(5)}"),
+                              session="rs"))
+    assert hard_again.tier_header == "base; reason=default"
+    assert capped.tier_header == "base; reason=denied:session_cap"
+    audit = await st.audit("denied_cap")
+    assert [(e["trigger"], e["request_id"]) for e in audit] == [
+        ("difficulty", capped.request_id)]
+
+
+async def test_an_invalid_tier_header_is_a_400_that_writes_nothing(launch: Launch) -> None:
+    st = await launch()
+    reply = await st.chat(Conversation().trivial_edit(0), session="bad", tier="frontier")
+    assert reply.status == 400
+    assert "frontier" not in reply.body["error"]["message"]
+    assert await st.state("bad") is None
+
+
+# --- share caps --------------------------------------------------------------------------------
+
+async def test_many_sessions_asking_strong_hold_the_share_at_the_cap(launch: Launch) -> None:
+    """Every request asks strong. Warm-up lets the first 20 through; from then on each request
+    is denied iff strong / total > 0.20 before it, continuing strong sessions included, and
+    every denial is audited with its request id."""
+    cap, warmup = 0.20, 20
+    st = await launch(tier_config(escalation={"share_cap": cap, "warmup_requests": warmup,
+                                              "max_per_session": 1}))
+    strong = total = 0
+    denied_ids: list[str] = []
+    for s in range(70):
+        conv = Conversation()
+        for turn in range(2):
+            reply = ok(await st.chat(conv.trivial_edit(turn), session=f"many-{s}", tier="strong"))
+            over = total >= warmup and strong / total > cap
+            if over:
+                assert reply.tier_header == "base; reason=denied:share_cap", (s, turn)
+                assert reply.model in BASE_MODELS
+                denied_ids.append(reply.request_id)
+            else:
+                assert reply.tier == "strong", (s, turn, strong, total)
+                assert reply.model == STRONG_MODEL
+                strong += 1
+            total += 1
+    assert strong / total <= cap + 1 / total
+    assert strong / total >= cap - 1 / total  # held at the cap, not starved below it
+    audited = await st.audit("denied_cap")
+    assert sorted(e["request_id"] for e in audited) == sorted(denied_ids)
+    assert {e["reason"] for e in audited} == {"denied:share_cap"}
+    snap = await st.snapshot("many-0")
+    assert (snap.share.strong, snap.share.total) == (strong, total)
+    trace = await st.trace(denied_ids[-1])
+    assert trace["caps"]["share"]["cap"] == cap
+    assert trace["caps"]["share"]["ratio"] > cap
+
+
+async def test_the_workspace_cap_binds_a_router_under_its_own_cap(launch: Launch) -> None:
+    st = await launch(tier_config(escalation={"share_cap": 1.0, "warmup_requests": 5},
+                                  workspace_cap=0.25))
+    reasons = []
+    for s in range(12):
+        reply = ok(await st.chat(Conversation().trivial_edit(s), session=f"ws-{s}",
+                                 tier="strong"))
+        reasons.append(reply.reason)
+    assert reasons[:5] == ["explicit"] * 5
+    assert "denied:workspace_cap" in reasons
+    assert "denied:share_cap" not in reasons
+    assert len(await st.audit("denied_cap")) == reasons.count("denied:workspace_cap")
+
+
+# --- dedupe: a retried request never counts twice ---------------------------------------------
+
+async def test_a_retried_request_id_never_strikes_twice(launch: Launch) -> None:
+    st = await launch()
+    conv = Conversation()
+    ok(await st.chat(conv.user_turn(FIX_THE_BUILD), session="retry-c", request_id="t1"))
+    conv.reply("Building.")
+    ok(await st.chat(conv.user_turn(FIX_THE_BUILD, tool_output=build_failure(2)),
+                     session="retry-c", request_id="t2"))
+    conv.reply("Patched.")
+    body3 = conv.user_turn(FIX_THE_BUILD, tool_output=build_failure(3))
+    first = ok(await st.chat(body3, session="retry-c", request_id="t3"))
+    retried = ok(await st.chat(body3, session="retry-c", request_id="t3"))
+    assert first.tier_header == retried.tier_header == "base; reason=default"
+    state = await st.state("retry-c")
+    assert state is not None and len(state.strikes) == 1 and state.turn == 3
+    conv.reply("Patched again.")
+    fourth = ok(await st.chat(conv.user_turn(FIX_THE_BUILD, tool_output=build_failure(4)),
+                              session="retry-c", request_id="t4"))
+    assert fourth.tier_header == "strong; reason=strikes"
+    # The client's id finds the trace of its latest attempt.
+    assert (await st.trace("t3"))["client_request_id"] == "t3"
+
+
+async def test_a_retried_hard_turn_is_one_streak_step(launch: Launch) -> None:
+    st = await launch()
+    conv = Conversation()
+    hard1 = conv.user_turn(f"{HARD_PROSE}\n\n{goroutine_dump(8)}")
+    replies = [ok(await st.chat(hard1, session="retry-b", request_id="h1")) for _ in range(3)]
+    assert {r.tier_header for r in replies} == {"base; reason=default"}
+    state = await st.state("retry-b")
+    assert state is not None and state.streak == 1 and state.turn == 1
+    conv.reply("Analysis.")
+    second = ok(await st.chat(conv.user_turn(f"{HARD_PROSE}\n\n{python_traceback(6)}"),
+                              session="retry-b", request_id="h2"))
+    assert second.tier_header == "strong; reason=difficulty"
+
+
+@pytest.mark.parametrize("kind", ["strike", "streak"])
+async def test_a_resent_turn_without_a_request_id_dedupes_on_its_body(
+        launch: Launch, kind: str) -> None:
+    """No X-Request-Id: the dedupe key is the hash of (router, session, messages, delta)."""
+    st = await launch()
+    conv = Conversation()
+    if kind == "strike":
+        ok(await st.chat(conv.user_turn(FIX_THE_BUILD), session="resend"))
+        conv.reply("Building.")
+        ok(await st.chat(conv.user_turn(FIX_THE_BUILD, tool_output=build_failure(2)),
+                         session="resend"))
+        conv.reply("Patched.")
+        body = conv.user_turn(FIX_THE_BUILD, tool_output=build_failure(3))
+    else:
+        body = conv.user_turn(f"{HARD_PROSE}\n\n{goroutine_dump(8)}")
+    replies = [ok(await st.chat(body, session="resend")) for _ in range(3)]
+    assert {r.tier_header for r in replies} == {"base; reason=default"}
+    state = await st.state("resend")
+    assert state is not None
+    assert (len(state.strikes), state.streak) == ((1, 0) if kind == "strike" else (0, 1))
