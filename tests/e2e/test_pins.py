@@ -1,0 +1,253 @@
+"""Pins through the real server (SPEC §5, §3, §9): a session's next turns go to the model,
+channel and key that served it, as the store records them; a pin follows the upstream that
+served after a failure; sessionless requests get no pin; one store read and one commit per
+request."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+import pytest
+import pytest_asyncio
+
+from orca_cli.clock import SystemClock
+from orca_cli.config.load import loads
+from orca_cli.config.schema import Config
+from orca_cli.proxy.sim import SimTransport
+from orca_cli.proxy.transport import Timeouts, Transport, UpstreamRequest, UpstreamResponse
+from orca_cli.state.base import SlotRef
+from tests.e2e.harness import Reply, ScriptedResponse, Sidecar, Stack, sidecar_server
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+CHANNEL = """
+[[channels]]
+name = "{name}"
+type = "sim"
+api = "openai"
+keys = ["{name}-key-0", "{name}-key-1", "{name}-key-2"]
+models = ["m-weak", "m-mid", "m-strong"]
+"""
+CONFIG = "".join(CHANNEL.format(name=n) for n in ("s1", "s2", "s3")) + """
+[models."m-weak"]
+input = 0.1
+[models."m-mid"]
+input = 1.0
+[models."m-strong"]
+input = 5.0
+
+[routers.r]
+strategy = "gated_adaptive"
+mode = "balanced"
+allowed_models = ["m-weak", "m-mid", "m-strong"]
+weak_pool = ["m-weak"]
+mid_pool = ["m-mid"]
+strong_pool = ["m-strong"]
+t1 = 0.2
+t2 = 0.5
+[routers.r.escalation]
+mode = "off"
+
+[routers.bg]
+strategy = "cheapest"
+session_aware = false
+allowed_models = ["m-weak", "m-mid"]
+[routers.bg.escalation]
+mode = "off"
+
+[routers.esc]
+strategy = "cheapest"
+allowed_models = ["m-weak", "m-strong"]
+strong_pool = ["m-strong"]
+"""
+EASY = [{"role": "user", "content": "hi"}]
+HARD = ("Prove step by step why this def parse(x): return json.loads(x) raises; derive the "
+        "complexity $O(n^2)$ and the integral \\int_0^1 x^2 dx; think carefully, analyze the "
+        "trade-offs and explain why. class Foo: def bar(self): import os; return lambda y: y")
+TOOLS = [{"type": "function", "function": {"name": "read", "parameters": {}}}]
+_ids = itertools.count()
+
+
+class Switchable:
+    """A sim channel that answers 503 while `failing` (an outage at the upstream edge)."""
+
+    def __init__(self, inner: SimTransport) -> None:
+        self.inner = inner
+        self.failing = False
+        self.failed = 0
+
+    async def send(self, req: UpstreamRequest, timeouts: Timeouts) -> UpstreamResponse:
+        if self.failing:
+            self.failed += 1
+            return ScriptedResponse(Reply(503, b'{"error":{"message":"overloaded"}}'))
+        return await self.inner.send(req, timeouts)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.fixture
+def cfg() -> Config:
+    return loads(CONFIG, source="test")
+
+
+@pytest.fixture
+def ups(cfg: Config) -> dict[str, Switchable]:
+    clock = SystemClock()
+    return {ch.name: Switchable(SimTransport(ch, clock)) for ch in cfg.channels}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server() -> AsyncIterator[Sidecar]:
+    async with sidecar_server() as sc:
+        yield sc
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def stack(server: Sidecar, cfg: Config, ups: dict[str, Switchable]) -> AsyncIterator[Stack]:
+    transports: dict[str, Transport] = dict(ups)
+    async with server.use(cfg, transports=transports) as st:
+        yield st
+
+
+def turn(n: int, hard: bool = False) -> list[dict[str, Any]]:
+    """A conversation after `n` exchanges; `hard` makes the whole transcript score high."""
+    msgs: list[dict[str, Any]] = list(EASY)
+    for i in range(n):
+        msgs += [{"role": "assistant", "content": f"answer {i}"},
+                 {"role": "user", "content": HARD if hard else f"and then step {i}"}]
+    return msgs
+
+
+async def post(st: Stack, body: dict[str, Any], **headers: str) -> tuple[dict[str, str],
+                                                                        dict[str, Any]]:
+    r = await st.http.post("/v1/chat/completions", content=orjson.dumps(body),
+                           headers={"content-type": "application/json", **headers})
+    assert r.status_code == 200, r.text
+    trace = await st.rt.gate.store.get_trace(r.headers["x-orca-request-id"])
+    assert trace is not None
+    return dict(r.headers), dict(trace)
+
+
+def served(headers: dict[str, str], trace: dict[str, Any]) -> tuple[str, str, int]:
+    sel = trace["selected"]
+    assert (sel["model"], sel["channel"]) == (headers["x-orca-model"], headers["x-orca-channel"])
+    return sel["model"], sel["channel"], sel["key_index"]
+
+
+async def pins(st: Stack, router: str, session: str) -> tuple[Any, Any]:
+    slot = SlotRef.of_session(router, session)
+    model = await st.rt.gate.store.get(slot, "pin:base")
+    chan = await st.rt.gate.store.get(slot, "chan:base")
+    return (model.value if model else None), (chan.value if chan else None)
+
+
+async def test_a_sessions_next_turns_go_to_the_same_model_channel_and_key(stack: Stack) -> None:
+    sid = f"pin-{next(_ids)}"
+    h, tr = await post(stack, {"model": "orca/r", "messages": turn(0)}, **{"x-orca-session": sid})
+    first = served(h, tr)
+    assert first[0] == "m-weak"
+    model_pin, chan_pin = await pins(stack, "r", sid)
+    assert model_pin == first[0]
+    assert (chan_pin["channel"], chan_pin["key_index"]) == first[1:]
+    assert chan_pin["key_fp"] == tr["selected"]["key_fp"] and len(chan_pin["key_fp"]) == 8
+    for n in range(1, 5):
+        # The later turns are hard enough that the strategy alone would pick m-strong.
+        h, tr = await post(stack, {"model": "orca/r", "messages": turn(n, hard=True),
+                                   "tools": TOOLS}, **{"x-orca-session": sid})
+        assert served(h, tr) == first
+        assert tr["difficulty"]["full"] is None
+        assert tr["difficulty"]["full_skipped"] == "pinned"
+        assert [(p["kind"], p["status"]) for p in tr["pins"]] == [("model", "hit"),
+                                                                  ("channel", "hit")]
+    # Control: without the pin the same hard transcript is served elsewhere.
+    h, tr = await post(stack, {"model": "orca/r", "messages": turn(1, hard=True), "tools": TOOLS},
+                       **{"x-orca-session": f"pin-fresh-{next(_ids)}"})
+    assert served(h, tr)[0] == "m-strong"
+
+
+async def test_fresh_sessions_spread_over_channels_and_keys(stack: Stack) -> None:
+    """The other half of the pin test: without a pin the choice really varies."""
+    seen = set()
+    for _ in range(30):
+        h, tr = await post(stack, {"model": "orca/r", "messages": turn(0)},
+                           **{"x-orca-session": f"spread-{next(_ids)}"})
+        seen.add(served(h, tr)[1:])
+    assert len(seen) > 1
+
+
+async def test_the_pin_ttl_is_the_channels_cache_window(stack: Stack) -> None:
+    sid = f"ttl-{next(_ids)}"
+    await post(stack, {"model": "orca/r", "messages": turn(0)}, **{"x-orca-session": sid})
+    slot = SlotRef.of_session("r", sid)
+    for key in ("pin:base", "chan:base"):
+        entry = await stack.rt.gate.store.get(slot, key)
+        assert entry is not None and entry.ttl_s is not None
+        assert 290 < entry.ttl_s <= 300  # sim channels: the unmapped 5-minute window
+
+
+async def test_after_its_upstream_failed_the_pin_follows_the_upstream_that_served(
+        stack: Stack, ups: dict[str, Switchable]) -> None:
+    sid = f"move-{next(_ids)}"
+    h, tr = await post(stack, {"model": "orca/r", "messages": turn(0)}, **{"x-orca-session": sid})
+    _, old_channel, _ = served(h, tr)
+    ups[old_channel].failing = True
+    h, tr = await post(stack, {"model": "orca/r", "messages": turn(1)}, **{"x-orca-session": sid})
+    moved = served(h, tr)
+    assert moved[1] != old_channel and ups[old_channel].failed >= 1
+    assert tr["attempts"][0]["channel"] == old_channel and tr["attempts"][0]["status"] == 503
+    _, chan_pin = await pins(stack, "r", sid)
+    assert (chan_pin["channel"], chan_pin["key_index"]) == moved[1:]
+    ups[old_channel].failing = False  # back up: the session stays where it moved
+    h, tr = await post(stack, {"model": "orca/r", "messages": turn(2)}, **{"x-orca-session": sid})
+    assert served(h, tr) == moved
+
+
+async def test_a_router_that_is_not_session_aware_pins_nothing(stack: Stack) -> None:
+    sid = f"bg-{next(_ids)}"
+    for n in range(2):
+        h, tr = await post(stack, {"model": "orca/bg", "messages": turn(n)},
+                           **{"x-orca-session": sid, "x-orcarouter-tier": "strong"})
+        assert h["x-orca-session-tier"] == "base; reason=no_session"
+        assert tr["session_id"] is None
+    assert await stack.rt.gate.store.scan("session", router="bg") == []
+
+
+async def test_a_body_that_opts_out_of_affinity_is_sessionless(stack: Stack) -> None:
+    sid = f"optout-{next(_ids)}"
+    body = {"model": "orca/esc", "messages": turn(0), "routing": {"session_affinity": False}}
+    h, _ = await post(stack, body, **{"x-orca-session": sid, "x-orcarouter-tier": "strong"})
+    assert h["x-orca-session-tier"] == "base; reason=no_session"
+    assert h["x-orca-model"] == "m-weak", "a sessionless request ignores X-OrcaRouter-Tier"
+    assert await stack.rt.gate.store.scan("session", router="esc", session=sid) == []
+    assert await pins(stack, "esc", sid) == (None, None)
+    # The same session without the opt-out is session-aware: the ask is honoured and pinned.
+    h, _ = await post(stack, {**body, "routing": {}}, **{"x-orca-session": sid,
+                                                         "x-orcarouter-tier": "strong"})
+    assert h["x-orca-session-tier"] == "strong; reason=explicit"
+    assert h["x-orca-model"] == "m-strong"
+    assert (await stack.rt.gate.store.get(SlotRef.of_session("esc", sid), "pin:strong")) is not None
+
+
+@pytest.mark.parametrize("case", ["plain", "stream", "sessionless", "direct_model", "failed"])
+async def test_one_store_read_and_one_commit_per_request(
+        stack: Stack, ups: dict[str, Switchable], case: str) -> None:
+    store = stack.rt.gate.store
+    body: dict[str, Any] = {"model": "orca/r", "messages": turn(0)}
+    if case == "stream":
+        body["stream"] = True
+    elif case == "sessionless":
+        body["model"] = "orca/bg"
+    elif case == "direct_model":
+        body["model"] = "m-mid"
+    elif case == "failed":
+        for t in ups.values():
+            t.failing = True
+    reads, commits = store.reads, store.commits
+    r = await stack.http.post("/v1/chat/completions", content=orjson.dumps(body), headers={
+        "content-type": "application/json", "x-orca-session": f"count-{next(_ids)}"})
+    assert r.status_code == (503 if case == "failed" else 200)
+    assert (store.reads - reads, store.commits - commits) == (1, 1)
