@@ -251,3 +251,28 @@ async def test_one_store_read_and_one_commit_per_request(
         "content-type": "application/json", "x-orca-session": f"count-{next(_ids)}"})
     assert r.status_code == (503 if case == "failed" else 200)
     assert (store.reads - reads, store.commits - commits) == (1, 1)
+
+
+async def test_a_sessionless_prefix_sticks_to_the_key_that_reported_a_cache_read(
+        stack: Stack) -> None:
+    """Cache-aware affinity (SPEC §5): the sim caches per key, so once a request lands on a
+    key that saw the prefix, every later request with that prefix follows it."""
+    body = {"model": "orca/bg", "messages": [
+        {"role": "system", "content": "You summarise chats into titles. " * 40},
+        {"role": "user", "content": "the chat: rename x to count in utils.py"}]}
+    slots: list[tuple[str, int]] = []
+    cached: list[int] = []
+    for _ in range(14):  # 9 (channel, key) slots: a cache read happens by the 10th request
+        h, tr = await post(stack, body)
+        assert h["x-orca-session-tier"] == "base; reason=no_session"
+        slots.append(served(h, tr)[1:])
+        cached.append(tr["usage"]["cached_tokens"])
+    first_read = next(i for i, c in enumerate(cached) if c > 0)
+    assert first_read < 10
+    assert set(slots[first_read:]) == {slots[first_read]}, "the prefix left its warm key"
+    assert all(c > 0 for c in cached[first_read:])
+    # provider.cache_aware_routing = false: this one request ignores the affinity.
+    _, tr = await post(stack, {**body, "provider": {"cache_aware_routing": False}})
+    assert not any(p["kind"] == "affinity" for p in tr["pins"])
+    _, tr = await post(stack, body)
+    assert [p["status"] for p in tr["pins"] if p["kind"] == "affinity"] == ["hit"]
