@@ -299,8 +299,10 @@ async def _relay(inb: Inbound, tap: ResponseTap, first: bytes, chunks: Any, send
         except StopAsyncIteration:
             chunk = None
     tail = filt.flush() if filt is not None else b""
-    if not tap.completed:
+    if not tap.completed and not tap.error_finish:
         # The upstream closed without its clean end: say so in the stream's own error form.
+        # One that ended with its own in-band error already said so (the caller records it
+        # as error_finish): a second error event, and a second health count, would be wrong.
         rt.health.record(att.channel, att.key_index, "stream_error")
         tail += stream_error_event(inb.api, "upstream stream ended before its final event")
     await send({"type": "http.response.body", "body": tail, "more_body": False})
