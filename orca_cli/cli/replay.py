@@ -1,14 +1,130 @@
-"""`orca replay`."""
+"""`orca replay [--sessions N] [--seed S] [--agent-loop] [--state memory|redis] [--sweep]
+[--adversarial] [--config PATH] [--json]` (SPEC §10)."""
 
 from __future__ import annotations
 
+from enum import Enum
+from typing import Any
+
 import typer
 
-from orca_cli.cli.output import fail
+from orca_cli.cli.output import err_console, fail, out_console, print_json
+
+
+class StateChoice(str, Enum):
+    memory = "memory"
+    redis = "redis"
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("replay", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-    def replay_cmd() -> None:
-        """Replay the seeded corpus through the real decision code."""
-        fail("`orca replay` is not available in this build yet")
+    @app.command("replay")
+    def replay_cmd(
+        sessions: int = typer.Option(400, "--sessions", min=1, max=20000),
+        seed: int = typer.Option(20260814, "--seed"),
+        agent_loop: bool = typer.Option(False, "--agent-loop", help="Follow each user turn "
+                                        "with 1-3 tool-result continuations."),
+        state: StateChoice = typer.Option(StateChoice.memory, "--state"),
+        redis_url: str = typer.Option("redis://127.0.0.1:6379/15", "--redis-url"),
+        sweep: bool = typer.Option(False, "--sweep", help="T2 from 0.35 to 0.75."),
+        adversarial: bool = typer.Option(False, "--adversarial", help="Every request asks "
+                                         "for strong; share caps on."),
+        config: str | None = typer.Option(None, "--config", help="Replay with this config "
+                                          "(default: the built-in reference config)."),
+        as_json: bool = typer.Option(False, "--json", help="Print every figure as JSON."),
+    ) -> None:
+        """Replay the seeded corpus through the real decision code and a real store.
+
+        \b
+        Example:
+            orca replay
+            orca replay --sweep --adversarial --json
+        """
+        from orca_cli.config.load import load, loads
+        from orca_cli.errors import ConfigError
+        from orca_cli.replay.reference import REFERENCE_TOML
+        from orca_cli.replay.run import ReplayOptions, replay
+
+        try:
+            cfg = load(config) if config else loads(REFERENCE_TOML,
+                                                    source="built-in reference config")
+        except ConfigError as exc:
+            fail(str(exc))
+        if not any(r.session_aware and r.escalation_pool for r in cfg.routers.values()):
+            fail("the replay needs a session-aware router with a strong pool")
+        opts = ReplayOptions(sessions=sessions, seed=seed, agent_loop=agent_loop,
+                             state=state.value, redis_url=redis_url, sweep=sweep,
+                             adversarial=adversarial)
+        doc = _run_with_progress(cfg, opts, quiet=as_json)
+        if as_json:
+            print_json(doc)
+        else:
+            _render(doc)
+
+
+def _run_with_progress(cfg: Any, opts: Any, *, quiet: bool) -> dict[str, Any]:
+    from rich.progress import Progress
+
+    from orca_cli.replay.run import replay
+
+    with Progress(console=err_console(), transient=True, disable=quiet) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        return replay(cfg, opts, progress)
+
+
+def _render(doc: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    console = out_console()
+    if not console.is_terminal:
+        console.width = max(console.width, 110)
+    c = doc["config"]
+    console.print(f"replay: {c['sessions']} sessions, {c['turns']} requests, seed {c['seed']}, "
+                  f"{c['source']}; share caps off for these figures")
+    t = Table(title="outcomes by archetype", title_justify="left")
+    for col in ("archetype", "sessions", "escalated", "by trigger", "first turn",
+                "false positives"):
+        t.add_column(col)
+    for name, a in doc["archetypes"].items():
+        t.add_row(name, str(a["sessions"]), str(a["escalated"]),
+                  ", ".join(f"{k} {v}" for k, v in a["by_trigger"].items()) or "-",
+                  str(a["first_turn"] or "-"), str(a["false_positives"]))
+    console.print(t)
+    p = Table(title="policies", title_justify="left")
+    for col in ("policy", "$ per 1,000 sessions", "served strong", "hard-turn coverage"):
+        p.add_column(col)
+    for name, v in doc["policies"].items():
+        p.add_row(name, f"{v['cost_per_1k']:.2f}", f"{v['strong_share']:.1%}",
+                  f"{v['coverage']:.1%}")
+    console.print(p)
+    lat = doc["latency"]
+    console.print(f"escalation latency: {lat['mean_hard_turns_served_cheap']} hard turns served "
+                  f"cheap on average before the ratchet fired (max {lat['max']}, "
+                  f"{lat['sessions']} sessions that needed strong)")
+    if doc["prevalence"]:
+        pv = Table(title="prevalence sensitivity ($ per 1,000 sessions)", title_justify="left")
+        for col in ("hard share", "escalation", "cheap only", "frontier only"):
+            pv.add_column(col)
+        for row in doc["prevalence"]:
+            pv.add_row(f"{row['hard_share']:.0%}", f"{row['escalation']:.2f}",
+                       f"{row['cheap_only']:.2f}", f"{row['frontier_only']:.2f}")
+        console.print(pv)
+    if "sweep" in doc:
+        sw = Table(title="T2 sweep", title_justify="left")
+        for col in ("t2", "$ per 1,000", "served strong", "coverage", "false positives"):
+            sw.add_column(col)
+        for row in doc["sweep"]:
+            sw.add_row(f"{row['t2']:.2f}", f"{row['cost_per_1k']:.2f}",
+                       f"{row['strong_share']:.1%}", f"{row['coverage']:.1%}",
+                       str(row["false_positives"]))
+        console.print(sw)
+    if "adversarial" in doc:
+        a = doc["adversarial"]
+        console.print(f"adversarial (caps on, every request asks strong): served-strong share "
+                      f"{a['final_share']:.1%} against a cap of {a['cap']:.0%}; {a['denied']} "
+                      f"denials, {a['audited']} audited")

@@ -1,0 +1,81 @@
+"""The replay's built-in reference config (SPEC §10): a cheap pair and a frontier pair, one of
+each per wire format, 3 keys per channel, list prices as published in 2026-08 ($ per 1M
+tokens; cache read 0.1 × input for both providers here, cache write 1.25 × for Anthropic's
+5-minute cache and 1.0 × for OpenAI). `--config` replaces it."""
+
+from __future__ import annotations
+
+REFERENCE_TOML = """
+[state]
+backend = "memory"
+
+[[channels]]
+name = "cheap-openai"
+type = "sim"
+api = "openai"
+keys = ["ref-co-1", "ref-co-2", "ref-co-3"]
+models = ["gpt-4.1-mini"]
+cache_ttl_s = 300
+
+[[channels]]
+name = "cheap-anthropic"
+type = "sim"
+api = "anthropic"
+keys = ["ref-ca-1", "ref-ca-2", "ref-ca-3"]
+models = ["claude-haiku-4-5"]
+cache_ttl_s = 300
+
+[[channels]]
+name = "frontier-openai"
+type = "sim"
+api = "openai"
+keys = ["ref-fo-1", "ref-fo-2", "ref-fo-3"]
+models = ["gpt-4.1"]
+cache_ttl_s = 300
+
+[[channels]]
+name = "frontier-anthropic"
+type = "sim"
+api = "anthropic"
+keys = ["ref-fa-1", "ref-fa-2", "ref-fa-3"]
+models = ["claude-opus-4-1"]
+cache_ttl_s = 300
+
+[models."gpt-4.1-mini"]
+input = 0.40
+output = 1.60
+cache_read = 0.10
+cache_write = 1.0
+
+[models."claude-haiku-4-5"]
+input = 1.00
+output = 5.00
+cache_read = 0.10
+cache_write = 1.25
+
+[models."gpt-4.1"]
+input = 2.00
+output = 8.00
+cache_read = 0.10
+cache_write = 1.0
+
+[models."claude-opus-4-1"]
+input = 15.00
+output = 75.00
+cache_read = 0.10
+cache_write = 1.25
+
+[routers.coding]
+strategy = "cheapest"
+allowed_models = ["gpt-4.1-mini", "claude-haiku-4-5", "gpt-4.1", "claude-opus-4-1"]
+strong_pool = ["gpt-4.1", "claude-opus-4-1"]
+
+[routers.coding.escalation]
+mode = "auto"
+t2 = 0.55
+t1 = 0.35
+streak = 2
+strikes = 2
+max_per_session = 1
+share_cap = 0.20
+"""
