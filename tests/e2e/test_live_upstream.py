@@ -120,6 +120,13 @@ base_url = "{up}"
 keys = ["sk-ant-live-0"]
 models = ["claude-x"]
 
+[[channels]]
+name = "pt"
+type = "openai-compatible"
+base_url = "{up}/pt/v1"
+models = ["gpt-pt"]
+pass_through_auth = true
+
 [routers.r]
 strategy = "cheapest"
 mode = "price"
@@ -469,3 +476,42 @@ async def test_a_refused_connect_falls_to_the_next_channel(
     assert "Connect" in trace["attempts"][0]["error"]
     text = orjson.dumps(trace).decode()
     assert not any(k in text for k in CHANNEL_KEYS | {"sk-dead-0"}), "a key reached the trace"
+
+
+async def test_a_client_that_leaves_before_the_answer_cancels_the_upstream_request(
+        stack: Stack, provider: FakeProvider) -> None:
+    never = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        async with asyncio.timeout(WAIT_S * 2):
+            await never.wait()  # the provider is still thinking
+        return web.Response(body=openai_json(), content_type="application/json")
+
+    provider.handler = handler
+    post = asyncio.ensure_future(stack.http.post(
+        "/v1/chat/completions", content=orjson.dumps(OPENAI_BODY),
+        headers={"content-type": "application/json", "x-orca-session": "live-leave"}))
+    async with asyncio.timeout(WAIT_S):
+        while not provider.seen:
+            await asyncio.sleep(0.005)
+    post.cancel()  # the agent gives up: its connection closes
+    with pytest.raises(asyncio.CancelledError):
+        await post
+    async with asyncio.timeout(WAIT_S):
+        await provider.cancelled.wait()
+    assert len(provider.seen) == 1, "the sidecar tried another upstream for a departed client"
+
+
+async def test_a_pass_through_channel_forwards_the_agents_own_credential(
+        stack: Stack, provider: FakeProvider) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=openai_json("ok", "gpt-pt"), content_type="application/json")
+
+    provider.handler = handler
+    r = await stack.http.post("/v1/chat/completions", content=orjson.dumps(
+        {"model": "gpt-pt", "messages": [{"role": "user", "content": "hi"}]}),
+        headers={"content-type": "application/json", "authorization": f"Bearer {AGENT_SECRET}"})
+    assert r.status_code == 200 and r.headers["x-orca-channel"] == "pt"
+    (seen,) = provider.seen
+    assert seen.path == "/pt/v1/chat/completions"
+    assert seen.header("authorization") == f"Bearer {AGENT_SECRET}"
