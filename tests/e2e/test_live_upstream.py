@@ -10,6 +10,7 @@ API's own error event when the upstream breaks after the first byte, never retri
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -515,3 +516,42 @@ async def test_a_pass_through_channel_forwards_the_agents_own_credential(
     (seen,) = provider.seen
     assert seen.path == "/pt/v1/chat/completions"
     assert seen.header("authorization") == f"Bearer {AGENT_SECRET}"
+
+
+async def test_a_first_byte_timeout_and_an_empty_200_are_retried_on_the_next_key(
+        server: Sidecar, stack: Stack, provider: FakeProvider) -> None:
+    calls = 0
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        nonlocal calls
+        calls += 1
+        if calls == 1:  # stalls past first_byte_timeout_s
+            await asyncio.sleep(WAIT_S)
+        if calls == 2:  # headers, then the connection drops before any body byte
+            resp = sse_response(request)
+            await resp.prepare(request)
+            assert request.transport is not None
+            request.transport.abort()
+            return resp
+        resp = sse_response(request)
+        await resp.prepare(request)
+        for e in openai_sse(("ok",), "gpt-x"):
+            await resp.write(e)
+        await resp.write_eof()
+        return resp
+
+    provider.handler = handler
+    cfg = stack.rt.cfg
+    quick = dataclasses.replace(cfg, server=dataclasses.replace(cfg.server,
+                                                                first_byte_timeout_s=0.3))
+    async with server.use(quick) as st:
+        r = await st.http.post("/v1/chat/completions", content=orjson.dumps(
+            {"model": "orca/r", "stream": True, "messages": [{"role": "user", "content": "hi"}]}),
+            headers={"content-type": "application/json"})
+        trace = await st.rt.gate.store.get_trace(r.headers["x-orca-request-id"])
+    assert r.status_code == 200
+    assert sse_events(r.content)[-1] == (None, "[DONE]")
+    assert len({s.header("authorization") for s in provider.seen}) == 3
+    assert trace is not None
+    assert [a["error"] for a in trace["attempts"]][:2] == ["UpstreamTimeout:first_byte",
+                                                           "UpstreamStreamError"]
