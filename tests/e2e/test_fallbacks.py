@@ -5,6 +5,7 @@ a provider-qualified `channel:model` never leaves its channel."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncIterator
 
@@ -14,9 +15,16 @@ import pytest
 import pytest_asyncio
 
 from orca_cli.config.load import loads
-from orca_cli.proxy.transport import UpstreamConnectError, UpstreamTimeout
+from orca_cli.proxy.transport import (
+    Timeouts,
+    Transport,
+    UpstreamConnectError,
+    UpstreamRequest,
+    UpstreamTimeout,
+)
 from tests.e2e.harness import (
     Reply,
+    ScriptedResponse,
     ScriptedTransport,
     Sidecar,
     Stack,
@@ -286,3 +294,48 @@ async def test_the_anthropic_format_is_served_only_by_an_anthropic_channel(
     assert r.status_code == 200 and r.headers["x-orca-channel"] == "d"
     assert ups["d"].credentials() == ["sk-d-0"]
     assert ups["d"].requests[0].url == "http://upstream-d.invalid/v1/messages"
+
+
+class Outage:
+    """Every upstream answers 503, but only when the test opens the gate of that round: the
+    first attempts of all requests wait on `first`, every later attempt on `later`."""
+
+    def __init__(self, first_round: int) -> None:
+        self.first_round = first_round
+        self.first = asyncio.Event()
+        self.later = asyncio.Event()
+        self.calls = 0
+
+    async def send(self, req: UpstreamRequest, timeouts: Timeouts) -> ScriptedResponse:
+        self.calls += 1
+        gate = self.first if self.calls <= self.first_round else self.later
+        async with asyncio.timeout(5):
+            await gate.wait()
+        return ScriptedResponse(FAILURES["503"])
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_an_outage_does_not_multiply_traffic(server: Sidecar) -> None:
+    """SPEC §7: retries in flight stay within the budget (floor 3 + 20 % of requests)."""
+    n = 20
+    outage = Outage(first_round=n)
+    transports: dict[str, Transport] = {name: outage for name in "abcd"}
+    async with server.use(loads(CONFIG, source="test"), transports=transports) as st:
+        tasks = [asyncio.ensure_future(chat(st)) for _ in range(n)]
+        async with asyncio.timeout(5):
+            while outage.calls < n:
+                await asyncio.sleep(0.005)
+        outage.first.set()
+        async with asyncio.timeout(5):
+            while sum(t.done() for t in tasks) + (outage.calls - n) < n:
+                await asyncio.sleep(0.005)
+        retries_in_flight = outage.calls - n
+        await asyncio.sleep(0.05)  # nothing more arrives while those retries are pending
+        assert outage.calls - n == retries_in_flight
+        assert 1 <= retries_in_flight <= 3 + 0.2 * n
+        outage.later.set()
+        results = await asyncio.gather(*tasks)
+    assert all(status == 503 for status, _, _ in results)
+    assert all(body == FAILURES["503"].body for _, _, body in results)
