@@ -1,5 +1,5 @@
 """`orca replay [--sessions N] [--seed S] [--agent-loop] [--state memory|redis] [--sweep]
-[--adversarial] [--config PATH] [--json]` (SPEC §10)."""
+[--adversarial] [--plots DIR] [--config PATH] [--json]` (SPEC §10)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,9 @@ def register(app: typer.Typer) -> None:
                                          "for strong; share caps on."),
         config: str | None = typer.Option(None, "--config", help="Replay with this config "
                                           "(default: the built-in reference config)."),
+        plots: str | None = typer.Option(None, "--plots", metavar="DIR", help="Write PNG "
+                                         "figures into DIR (implies --sweep --adversarial; "
+                                         "needs the plots extra)."),
         as_json: bool = typer.Option(False, "--json", help="Print every figure as JSON."),
     ) -> None:
         """Replay the seeded corpus through the real decision code and a real store.
@@ -38,6 +41,7 @@ def register(app: typer.Typer) -> None:
         Example:
             orca replay
             orca replay --sweep --adversarial --json
+            orca replay --plots figures/
         """
         from orca_cli.config.load import load, loads
         from orca_cli.errors import ConfigError
@@ -51,10 +55,24 @@ def register(app: typer.Typer) -> None:
             fail(str(exc))
         if not any(r.session_aware and r.escalation_pool for r in cfg.routers.values()):
             fail("the replay needs a session-aware router with a strong pool")
+        if plots is not None:
+            from orca_cli.replay.plots import PlotsUnavailable, require
+
+            try:
+                require()
+            except PlotsUnavailable as exc:
+                fail(str(exc))
         opts = ReplayOptions(sessions=sessions, seed=seed, agent_loop=agent_loop,
-                             state=state.value, redis_url=redis_url, sweep=sweep,
-                             adversarial=adversarial)
+                             state=state.value, redis_url=redis_url,
+                             sweep=sweep or plots is not None,
+                             adversarial=adversarial or plots is not None)
         doc = _run_with_progress(cfg, opts, quiet=as_json)
+        if plots is not None:
+            from orca_cli.replay.plots import write_plots
+
+            doc["plots"] = [str(p) for p in write_plots(doc, plots)]
+            if not as_json:
+                err_console().print(f"wrote {len(doc['plots'])} figures to {plots}")
         if as_json:
             print_json(doc)
         else:

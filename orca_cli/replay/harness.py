@@ -40,6 +40,7 @@ __all__ = ["Prepared", "EscalationRun", "baseline_costs", "prepare", "run_escala
 
 TURN_GAP_S = 30.0
 SESSION_GAP_S = 600.0  # between sessions: every session starts cold
+SERIES_EVERY = 50  # requests between points of `EscalationRun.series`
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +155,7 @@ async def run_escalation(cfg: Config, prepared: Sequence[Sequence[Prepared]],
             served += 1
             strong_n += strong
             run.denied += bool(plan.decision.denied)
-            if served % 50 == 0:
+            if served % SERIES_EVERY == 0:
                 run.series.append(round(strong_n / served, 4))
             results.append(TurnResult(strong, t.needs_strong, plan.decision.reason,
                                       plan.decision.trigger, cost, t.index, t.kind))

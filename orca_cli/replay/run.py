@@ -12,6 +12,7 @@ from orca_cli.clock import FakeClock
 from orca_cli.config.schema import Config, StateConfig
 from orca_cli.replay import harness as H
 from orca_cli.replay.corpus import generate
+from orca_cli.replay.signals import difficulty_by_turn, drift
 from orca_cli.routing.features import Scorer
 from orca_cli.state.base import Store
 from orca_cli.state.factory import open_store
@@ -90,13 +91,17 @@ async def _replay(cfg: Config, opts: ReplayOptions,
                              progress=tick("escalation"))
     policies = H.baseline_costs(cfg, corpus, len(corpus))
     policies["escalation"] = main.summary(len(corpus))
+    router = next(r for r in cfg.routers.values() if r.session_aware)
     doc: dict[str, Any] = {
         "config": {"source": cfg.source, "sessions": opts.sessions, "seed": opts.seed,
                    "turns": total, "agent_loop": opts.agent_loop, "state": opts.state,
+                   "t2": router.escalation.t2,
                    "share_caps": "off for the main figures, on for --adversarial"},
         "archetypes": H.archetype_outcomes(main),
         "policies": policies,
         "latency": H.escalation_latency(main),
+        "difficulty_by_turn": difficulty_by_turn(prepared, archetypes),
+        "drift": drift(prepared, archetypes),
         "prevalence": [],
     }
     if opts.prevalence:
@@ -122,11 +127,11 @@ async def _replay(cfg: Config, opts: ReplayOptions,
     if opts.adversarial:
         run = await _escalation(cfg, prepared, archetypes, opts, "adv", caps_enabled=True,
                                 ask="strong")
-        router = next(r for r in cfg.routers.values() if r.session_aware)
         summary = run.summary(len(corpus))
         doc["adversarial"] = {"final_share": summary["strong_share"], "denied": run.denied,
                               "audited": run.audited,
-                              "cap": router.escalation.share_cap, "series": run.series}
+                              "cap": router.escalation.share_cap, "series": run.series,
+                              "series_every": H.SERIES_EVERY}
     return doc
 
 
