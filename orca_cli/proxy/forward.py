@@ -178,11 +178,16 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
     assert health is not None
     last: tuple[int, Headers, bytes, Attempt] | None = None
     tried = 0
+    # Keys that answered 401/402 here: the request's health view predates that answer, and
+    # a fallback model on the same key would resend a credential the upstream just refused.
+    refused: set[tuple[str, int]] = set()
     rt.budget.request_started()
     try:
         for att in attempts:
             if rt.clock.monotonic() >= timeouts.deadline_monotonic:
                 break
+            if (att.channel, att.key_index) in refused:
+                continue
             if not inb.healthy(att.channel, att.key_index):
                 continue
             if tried and not rt.budget.try_retry():
@@ -199,8 +204,11 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
                 return
             if done is not None:
                 last = done
-                if classify_status(done[0]) == "client_error":
+                kind = classify_status(done[0])
+                if kind == "client_error":
                     break
+                if kind == "key_error":
+                    refused.add((att.channel, att.key_index))
     finally:
         rt.budget.request_finished()
     if last is not None:

@@ -339,3 +339,49 @@ async def test_an_outage_does_not_multiply_traffic(server: Sidecar) -> None:
         results = await asyncio.gather(*tasks)
     assert all(status == 503 for status, _, _ in results)
     assert all(body == FAILURES["503"].body for _, _, body in results)
+
+
+SHARED_KEY_CONFIG = """
+[[channels]]
+name = "x"
+type = "openai-compatible"
+base_url = "http://upstream-x.invalid/v1"
+keys = ["sk-x-0"]
+models = ["m1", "m2"]
+
+[[channels]]
+name = "y"
+type = "openai-compatible"
+base_url = "http://upstream-y.invalid/v1"
+keys = ["sk-y-0"]
+models = ["m2"]
+weight = 0.5
+
+[models.m1]
+input = 1.0
+[models.m2]
+input = 2.0
+
+[routers.r]
+strategy = "cheapest"
+mode = "price"
+allowed_models = ["m1", "m2"]
+fallbacks = ["m2"]
+[routers.r.escalation]
+mode = "off"
+"""
+
+
+@pytest.mark.parametrize("code", [401, 402])
+async def test_a_key_that_failed_its_credential_is_not_reused_for_a_fallback_model(
+        server: Sidecar, code: int) -> None:
+    """The key answered 401/402 for m1; the fallback m2 must not go out with the same key
+    (it is cooling down) but to the next channel that serves m2."""
+    ups = {"x": ScriptedTransport(then=Reply(code, b'{"error":{"message":"bad key"}}')),
+           "y": ScriptedTransport()}
+    transports: dict[str, Transport] = dict(ups)
+    async with server.use(loads(SHARED_KEY_CONFIG, source="test"), transports=transports) as st:
+        status, headers, _ = await chat(st)
+    assert status == 200
+    assert (headers["x-orca-model"], headers["x-orca-channel"]) == ("m2", "y")
+    assert [orjson.loads(r.body)["model"] for r in ups["x"].requests] == ["m1"]
