@@ -385,3 +385,24 @@ async def test_a_key_that_failed_its_credential_is_not_reused_for_a_fallback_mod
     assert status == 200
     assert (headers["x-orca-model"], headers["x-orca-channel"]) == ("m2", "y")
     assert [orjson.loads(r.body)["model"] for r in ups["x"].requests] == ["m1"]
+
+
+@pytest.mark.parametrize("retry_after", ["30", None])
+async def test_a_429_benches_its_key_only_for_its_retry_after(
+        stack: Stack, ups: dict[str, ScriptedTransport], retry_after: str | None) -> None:
+    """SPEC §7: 429 honours Retry-After and does not lower health on its own."""
+    headers = (("content-type", "application/json"),)
+    if retry_after is not None:
+        headers += (("retry-after", retry_after),)
+    ups["a"].script = [Reply(429, FAILURES["429"].body, headers=headers)]
+    status, _, _ = await chat(stack)
+    assert status == 200
+    limited, good = ups["a"].credentials()
+    for _ in range(14):
+        status, _, _ = await chat(stack)
+        assert status == 200
+    later = ups["a"].credentials()[2:]
+    if retry_after is not None:
+        assert later == [good] * 14, "a rate-limited key was tried inside its Retry-After"
+    else:
+        assert limited in later, "a 429 without Retry-After benched its key"
