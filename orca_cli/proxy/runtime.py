@@ -6,6 +6,12 @@ unhealthy: requests then skip the store entirely (no 250 ms timeout per request)
 base from the in-process `DegradedPins` table, and a background probe pings the store once a
 second and recovers by itself, discarding the degraded table (SPEC §9). One log line is
 written per transition, not per request.
+
+A commit that fails, or that arrives while the store is unhealthy, is held (bounded, oldest
+dropped first) and re-sent by the probe before the gate reports healthy again: a commit whose
+outcome was unknown applies exactly once thanks to its per-slot markers (SPEC §9), a billed
+escalation is not lost to a store blip, and traces written meanwhile reach the store late
+rather than never.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +43,7 @@ log = logging.getLogger("orca")
 
 PROBE_INTERVAL_S = 1.0
 DEGRADED_PINS_MAX = 10_000
+PENDING_COMMITS_MAX = 1000
 
 
 def new_request_id() -> str:
@@ -85,6 +92,9 @@ class StoreGate:
         self._clock = clock
         self._probe: asyncio.Task[None] | None = None
         self.since: float | None = None  # when the current degraded period began
+        self.pending: deque[CommitBatch] = deque()  # commits to re-send once the store answers
+        self.replayed = 0  # held commits re-sent after recovery
+        self.dropped = 0  # held commits given up (the hold was full, or the store refused one)
 
     async def read(self, req: ReadRequest) -> Snapshot | None:
         """The snapshot, or None when the store is degraded (the caller serves base)."""
@@ -99,6 +109,10 @@ class StoreGate:
         except (StoreUnavailable, OSError, asyncio.TimeoutError) as exc:
             self._mark_down(exc)
             return None
+        if snap.state_lost_at is not None and self.state_lost_at != snap.state_lost_at:
+            if self.state_lost_at is None:
+                log.warning("state store lost its state; share caps run inverted warm-up")
+            self.state_lost_at = snap.state_lost_at  # the store's record, shown by /healthz
         return snap
 
     async def _read_again(self, req: ReadRequest) -> Snapshot | None:
@@ -109,13 +123,22 @@ class StoreGate:
             return None
 
     async def commit(self, batch: CommitBatch) -> CommitResult | None:
+        """The store's result, or None when the commit was held for the probe to re-send."""
         if not self.healthy:
+            self._hold(batch)
             return None
         try:
             return await self.store.commit(batch)
         except Exception as exc:  # noqa: BLE001 - a store fault never fails the request
+            self._hold(batch)  # its outcome is unknown: re-sent with the same request id
             self._mark_down(exc)
             return None
+
+    def _hold(self, batch: CommitBatch) -> None:
+        if len(self.pending) >= PENDING_COMMITS_MAX:
+            self.pending.popleft()
+            self.dropped += 1
+        self.pending.append(batch)
 
     def _mark_down(self, exc: BaseException) -> None:
         if self.healthy:
@@ -132,12 +155,29 @@ class StoreGate:
             await asyncio.sleep(PROBE_INTERVAL_S)
             try:
                 await self.store.ping()
+                await self._replay()
             except Exception:  # noqa: BLE001 - still down; probe again
                 continue
-            self.healthy = True
+            self.healthy = True  # no await since the hold emptied: nothing was left behind
             self.since = None
             self.degraded_pins.clear()
             log.warning("state store answers again; degraded pins discarded")
+
+    async def _replay(self) -> None:
+        """Re-send held commits in order; a store fault stops here and keeps the rest."""
+        while self.pending:
+            batch = self.pending.popleft()
+            try:
+                await self.store.commit(batch)
+            except StoreUnavailable:
+                self.pending.appendleft(batch)  # outcome unknown again: it stays first
+                raise
+            except Exception as exc:  # noqa: BLE001 - a batch the store refuses is dropped
+                log.warning("a held commit was refused by the state store (%s); dropped",
+                            type(exc).__name__)
+                self.dropped += 1
+            else:
+                self.replayed += 1
 
     async def close(self) -> None:
         if self._probe is not None:

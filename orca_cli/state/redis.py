@@ -1,6 +1,7 @@
 """The Redis store (SPEC §9): one pipelined round trip per `read` and per `commit`.
 
-* `read` sends one pipeline (no MULTI): the session slot's MGET, the router slot's read script,
+* `read` sends one pipeline (no MULTI): the session slot's MGET, the router slot's read script
+  (EVALSHA_RO on Redis >= 7 outside Cluster, so a write pause does not block reads),
   the workspace MGET and the epoch GET.
 * `commit` sends one pipeline: one SLOT_COMMIT script per slot write, the audit ZADDs and the
   trace script. A session slot whose stored version moved on answers "conflict" with the fresh
@@ -118,6 +119,9 @@ class RedisStore:
         self._run_id: str | None = None
         self._epoch_token: str | None = None
         self._recheck = False
+        # EVALSHA_RO for the read script, once INFO shows Redis >= 7 (never on Cluster, where
+        # redis-py would ask the server for the keys of every such command: a round trip each).
+        self._read_only = False
         self.state_lost_at: float | None = None
         self.reads = 0
         self.commits = 0
@@ -201,6 +205,7 @@ class RedisStore:
             res, trips = await self._run(cmds)
             if self._mode != "cluster":
                 self._run_id = C.run_id(res[2])
+                self._read_only = C.has_read_only_scripts(res[2])
             doc = decode_doc(res[1]) or {}
             self._epoch_token = doc.get("token")
             lost_at = doc.get("lost_at")
@@ -218,6 +223,7 @@ class RedisStore:
             if self._run_id is not None and run_id and run_id != self._run_id:
                 reason = "run_id_changed"
             self._run_id = run_id or self._run_id
+            self._read_only = C.has_read_only_scripts(info)
             self._recheck = False
         doc = decode_doc(epoch_text)
         token = doc.get("token") if doc else None
@@ -269,7 +275,7 @@ class RedisStore:
 
     async def _read(self, req: ReadRequest) -> Snapshot:
         await self._ensure_ready()
-        cmds, layout = C.read_commands(self._prefix, req)
+        cmds, layout = C.read_commands(self._prefix, req, read_only=self._read_only)
         epoch_at = len(cmds)
         cmds.append(("GET", K.epoch_key(self._prefix)))
         recheck = self._recheck and self._mode != "cluster"

@@ -50,6 +50,7 @@ __all__ = [
     "fetch_cmd",
     "float_or_zero",
     "floats",
+    "has_read_only_scripts",
     "pairs",
     "read_commands",
     "run_id",
@@ -75,8 +76,14 @@ def _share_keys(tag: str, hours: Sequence[int]) -> list[str]:
     return [tag + K.share_key(h, kind) for h in hours for kind in ("s", "t")]
 
 
-def read_commands(prefix: str, req: ReadRequest) -> tuple[list[Cmd], ReadLayout]:
-    """The session MGET, the router read script and the workspace MGET a read needs."""
+def read_commands(
+    prefix: str, req: ReadRequest, *, read_only: bool = False
+) -> tuple[list[Cmd], ReadLayout]:
+    """The session MGET, the router read script and the workspace MGET a read needs.
+
+    `read_only` sends the script as EVALSHA_RO (Redis >= 7): a write pause (`CLIENT PAUSE
+    WRITE`, as a coordinated failover issues) blocks every EVALSHA but lets reads through.
+    """
     cmds: list[Cmd] = []
     session = router = workspace = -1
     if req.router:
@@ -103,7 +110,8 @@ def read_commands(prefix: str, req: ReadRequest) -> tuple[list[Cmd], ReadLayout]
         if rkeys:
             router = len(cmds)
             flags = (nshare, "1" if req.affinity_key else "0", max(0, req.percentile_samples))
-            cmds.append(("EVALSHA", ROUTER_READ.sha, len(rkeys), *rkeys, *flags))
+            verb = "EVALSHA_RO" if read_only else "EVALSHA"
+            cmds.append((verb, ROUTER_READ.sha, len(rkeys), *rkeys, *flags))
     if req.workspace and req.share_hours:
         workspace = len(cmds)
         cmds.append(("MGET", *_share_keys(K.slot_tag(prefix, K.WORKSPACE), req.share_hours)))
@@ -280,6 +288,13 @@ def run_id(info: Any) -> str | None:
         rid = info.get("run_id")
         return str(rid) if rid else None
     return None
+
+
+def has_read_only_scripts(info: Any) -> bool:
+    """Whether INFO server reports Redis >= 7.0, which has EVALSHA_RO."""
+    version = str(info.get("redis_version", "")) if isinstance(info, Mapping) else ""
+    major = version.split(".", 1)[0]
+    return major.isdigit() and int(major) >= 7
 
 
 def sum_share(values: Sequence[Any]) -> ShareCounts:
