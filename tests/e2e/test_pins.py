@@ -5,6 +5,7 @@ request."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,7 +19,9 @@ from orca_cli.config.load import loads
 from orca_cli.config.schema import Config
 from orca_cli.proxy.sim import SimTransport
 from orca_cli.proxy.transport import Timeouts, Transport, UpstreamRequest, UpstreamResponse
+from orca_cli.routing.candidates import key_slots
 from orca_cli.state.base import SlotRef
+from orca_cli.state.memory import MemoryStore
 from tests.e2e.harness import Reply, ScriptedResponse, Sidecar, Stack, sidecar_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -276,3 +279,43 @@ async def test_a_sessionless_prefix_sticks_to_the_key_that_reported_a_cache_read
     assert not any(p["kind"] == "affinity" for p in tr["pins"])
     _, tr = await post(stack, body)
     assert [p["status"] for p in tr["pins"] if p["kind"] == "affinity"] == ["hit"]
+
+
+def _reconfigured(cfg: Config, channel: str, change: str) -> Config:
+    out = []
+    for ch in cfg.channels:
+        if ch.name == channel:
+            if change == "key_rotated":  # every index now holds another key
+                ch = dataclasses.replace(ch, keys=ch.keys[1:] + ch.keys[:1])
+            elif change == "channel_disabled":
+                ch = dataclasses.replace(ch, enabled=False)
+            else:  # channel_drained
+                ch = dataclasses.replace(ch, weight=0)
+        out.append(ch)
+    return dataclasses.replace(cfg, channels=tuple(out))
+
+
+@pytest.mark.parametrize("change", ["key_rotated", "channel_disabled", "channel_drained"])
+async def test_a_pin_to_a_rotated_disabled_or_drained_upstream_is_dropped_not_failed(
+        server: Sidecar, cfg: Config, change: str) -> None:
+    """SPEC §5: pins are soft. A restart with another config keeps the store, so the old
+    pin is read, found stale, dropped, and the request is served by normal selection."""
+    store = MemoryStore(clock=SystemClock())
+    sid = f"stale-{change}"
+    async with server.use(cfg, store=store) as st:
+        h, tr = await post(st, {"model": "orca/r", "messages": turn(0)}, **{"x-orca-session": sid})
+        _, channel, _ = served(h, tr)
+    change_cfg = _reconfigured(cfg, channel, change)
+    async with server.use(change_cfg, store=store) as st:
+        h, tr = await post(st, {"model": "orca/r", "messages": turn(1)}, **{"x-orca-session": sid})
+        model, now_channel, now_key = served(h, tr)
+        chan = [p for p in tr["pins"] if p["kind"] == "channel"]
+        assert [(p["status"], p["reason"]) for p in chan] == [("dropped", change)]
+        assert model == "m-weak", "the model pin still held"
+        if change != "key_rotated":
+            assert now_channel != channel
+        _, pin = await pins(st, "r", sid)
+        serving = change_cfg.channel(now_channel)
+        assert serving is not None
+        fp = dict(key_slots(serving))[now_key]
+        assert (pin["channel"], pin["key_index"], pin["key_fp"]) == (now_channel, now_key, fp)
