@@ -1,5 +1,5 @@
 """`orca replay [--sessions N] [--seed S] [--agent-loop] [--state memory|redis] [--sweep]
-[--adversarial] [--plots DIR] [--config PATH] [--json]` (SPEC §10)."""
+[--adversarial] [--plots DIR] [--http] [--config PATH] [--json]` (SPEC §10)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,10 @@ def register(app: typer.Typer) -> None:
         plots: str | None = typer.Option(None, "--plots", metavar="DIR", help="Write PNG "
                                          "figures into DIR (implies --sweep --adversarial; "
                                          "needs the plots extra)."),
+        http: bool = typer.Option(False, "--http", help="Also run the corpus through a real "
+                                  "`orca serve` on loopback with sim channels (wall clock)."),
+        http_concurrency: int = typer.Option(8, "--http-concurrency", min=1, max=256,
+                                             help="Sessions in flight at once with --http."),
         as_json: bool = typer.Option(False, "--json", help="Print every figure as JSON."),
     ) -> None:
         """Replay the seeded corpus through the real decision code and a real store.
@@ -42,6 +46,7 @@ def register(app: typer.Typer) -> None:
             orca replay
             orca replay --sweep --adversarial --json
             orca replay --plots figures/
+            orca replay --http --sessions 100
         """
         from orca_cli.config.load import load, loads
         from orca_cli.errors import ConfigError
@@ -65,7 +70,8 @@ def register(app: typer.Typer) -> None:
         opts = ReplayOptions(sessions=sessions, seed=seed, agent_loop=agent_loop,
                              state=state.value, redis_url=redis_url,
                              sweep=sweep or plots is not None,
-                             adversarial=adversarial or plots is not None)
+                             adversarial=adversarial or plots is not None,
+                             http=http, http_concurrency=http_concurrency)
         doc = _run_with_progress(cfg, opts, quiet=as_json)
         if plots is not None:
             from orca_cli.replay.plots import write_plots
@@ -146,3 +152,25 @@ def _render(doc: dict[str, Any]) -> None:
         console.print(f"adversarial (caps on, every request asks strong): served-strong share "
                       f"{a['final_share']:.1%} against a cap of {a['cap']:.0%}; {a['denied']} "
                       f"denials, {a['audited']} audited")
+    if "http" in doc:
+        _render_http(console, doc)
+
+
+def _render_http(console: Any, doc: dict[str, Any]) -> None:
+    h = doc["http"]
+    console.print(f"http: the same corpus through a real orca serve on 127.0.0.1 (sim channels, "
+                  f"{h['store']} store, share caps {h['share_caps']}): {h['requests']} requests "
+                  f"in {h['elapsed_s']:.1f} s, {h['requests_per_s']:.0f} requests/s with "
+                  f"{h['concurrency']} sessions in flight")
+    console.print(f"  {h['clock']}; served strong {h['escalation']['strong_share']:.1%}, "
+                  f"hard-turn coverage {h['escalation']['coverage']:.1%}")
+    if h["matches_in_process"]:
+        console.print("  outcomes by archetype from the response headers match the in-process "
+                      "run")
+        return
+    console.print("  outcomes by archetype from the response headers DIFFER from the "
+                  "in-process run:")
+    for name, a in h["archetypes"].items():
+        ref = doc["archetypes"].get(name)
+        if a != ref:
+            console.print(f"    {name}: http {a} vs in-process {ref}")

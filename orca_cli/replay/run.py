@@ -34,6 +34,8 @@ class ReplayOptions:
     sweep: bool = False
     adversarial: bool = False
     prevalence: bool = True
+    http: bool = False
+    http_concurrency: int = 8
 
 
 async def _store(opts: ReplayOptions, clock: FakeClock, tag: str) -> Store:
@@ -104,6 +106,13 @@ async def _replay(cfg: Config, opts: ReplayOptions,
         "drift": drift(prepared, archetypes),
         "prevalence": [],
     }
+    if opts.http:
+        from orca_cli.replay.http import http_figures, run_http
+
+        done[0] = 0
+        result = await run_http(cfg, corpus, concurrency=opts.http_concurrency,
+                                progress=tick("http"))
+        doc["http"] = http_figures(result, doc["archetypes"], len(corpus))
     if opts.prevalence:
         for share in PREVALENCE:
             sub = generate(sessions=PREVALENCE_SESSIONS, seed=opts.seed,
