@@ -158,7 +158,9 @@ def bind_socket(host: str, port: int) -> socket.socket:
     """A bound TCP socket, for callers that must know the port before the app is built
     (a `GuardPolicy` names it); pass it to `serve_in_background(sock=...)`."""
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted sockets only for TCP-typed
+    # listeners, and without it every keep-alive response waits ~40 ms for Nagle.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host.strip("[]"), port))
