@@ -75,6 +75,7 @@ class OrcaApp:
         while True:
             msg = await receive()
             if msg["type"] == "lifespan.startup":
+                await self.rt.gate.check()
                 await send({"type": "lifespan.startup.complete"})
             elif msg["type"] == "lifespan.shutdown":
                 await self.rt.aclose()

@@ -140,6 +140,15 @@ class StoreGate:
             self.dropped += 1
         self.pending.append(batch)
 
+    async def check(self) -> bool:
+        """Ping the store now (at startup, so `/healthz` is true before the first request)."""
+        try:
+            await self.store.ping()
+        except Exception as exc:  # noqa: BLE001 - a down store degrades, never fails startup
+            self._mark_down(exc)
+            return False
+        return True
+
     def _mark_down(self, exc: BaseException) -> None:
         if self.healthy:
             self.healthy = False

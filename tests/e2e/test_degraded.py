@@ -161,3 +161,40 @@ async def test_the_sidecar_recovers_by_itself_when_the_store_answers_again(
         assert h["x-orca-session-tier"] == "base; reason=default"
         trace = await st.rt.gate.store.get_trace(h["x-orca-request-id"])
         assert trace is not None and trace["degraded"] is False and trace["committed"] is True
+
+
+async def test_healthz_is_degraded_from_startup_when_the_store_is_down() -> None:
+    """The gate pings the store at lifespan startup: no request needed to learn it is down."""
+    import socket
+
+    import httpx
+
+    from orca_cli.clock import SystemClock
+    from orca_cli.config.load import loads
+    from orca_cli.config.schema import StateConfig
+    from orca_cli.config.template import example_text
+    from orca_cli.proxy.app import OrcaApp
+    from orca_cli.proxy.guard import GuardPolicy
+    from orca_cli.proxy.runtime import Runtime
+    from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
+    from orca_cli.state.factory import open_store
+
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    dead = probe.getsockname()[1]
+    probe.close()
+    cfg = loads(example_text(), source="example")
+    clock = SystemClock()
+    store = open_store(StateConfig(backend="redis", redis_url=f"redis://127.0.0.1:{dead}/15",
+                                   timeout_ms=100), clock=clock)
+    sock = bind_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    rt = Runtime.build(cfg, store, clock=clock)
+    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token="t"))
+    server, task = await serve_in_background(app, cfg.server, "127.0.0.1", port, sock=sock)
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            doc = (await http.get("/healthz")).json()
+        assert doc["status"] == "degraded" and doc["store"]["healthy"] is False
+    finally:
+        await stop_server(server, task)
