@@ -1,14 +1,198 @@
-"""`orca explain`."""
+"""`orca explain REQUEST_ID [--json]` (SPEC §1.1, §8): the stored trace as a tree.
+
+The trace is rendered as stored, never recomputed: the tier decision and why, each trigger's
+evaluation, the per-feature difficulty contributions, the cap state, the pin reads, the
+candidates with scores and exclusions, the attempts, usage and cost, and the intents with
+whether they were committed.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import typer
 
-from orca_cli.cli.output import fail
+from orca_cli.cli.operator import Operator, config_option, json_option, url_option
+from orca_cli.cli.output import out_console, print_json
+
+__all__ = ["register", "render_trace"]
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("explain", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-    def explain_cmd() -> None:
-        """Explain a routing decision by request id."""
-        fail("`orca explain` is not available in this build yet")
+    @app.command("explain")
+    def explain_cmd(
+        request_id: str = typer.Argument(..., metavar="REQUEST_ID",
+                                         help="orca's X-Orca-Request-Id or the client's "
+                                              "X-Request-Id."),
+        as_json: bool = json_option(),
+        url: str | None = url_option(),
+        config: str | None = config_option(),
+    ) -> None:
+        """Explain one routing decision by request id.
+
+        \b
+        Example:
+            orca explain req_3f2a9c0e1b7d4a6f8e2c1d0b
+            orca explain my-client-id-42 --json
+        """
+        trace = Operator(url, config).explain(request_id)
+        if as_json:
+            print_json(trace)
+        else:
+            out_console().print(render_trace(trace))
+
+
+def _e(value: Any) -> str:
+    from rich.markup import escape
+
+    return escape(str(value))
+
+
+def _short(value: Any, limit: int = 20) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:.{digits}f}"
+    return "-"
+
+
+def render_trace(t: Mapping[str, Any]) -> Any:
+    """A rich Tree of one stored trace."""
+    from rich.tree import Tree
+
+    client = f" (client id {_e(t['client_request_id'])})" if t.get("client_request_id") else ""
+    session = (f"session {_e(t.get('session_id'))} ({_e(t.get('session_source') or '?')})"
+               if t.get("session_id") else "no session")
+    root = Tree(f"[bold]{_e(t.get('request_id'))}[/]{client} · router "
+                f"{_e(t.get('router') or '-')} · {session} · {_e(t.get('inbound_api'))} · "
+                f"model {_e(t.get('requested_model'))} · status {_e(t.get('status'))} · "
+                f"{_num(t.get('latency_ms'), 1)} ms")
+    if t.get("error"):
+        root.add(f"[red]error[/]: {_e(t['error'])}")
+    _tier(root, t.get("tier") or {})
+    _difficulty(root, t.get("difficulty") or {})
+    _caps(root, t.get("caps") or {})
+    _pins(root, t.get("pins") or [])
+    _candidates(root, t.get("candidates") or [], t.get("strategy_note"))
+    sel = t.get("selected")
+    root.add("selected: " + (f"{_e(sel['model'])} @ {_e(sel['channel'])} key "
+                             f"#{_e(sel['key_index'])} (fp {_e(sel.get('key_fp') or '-')})"
+                             if sel else "nothing"))
+    attempts = root.add(f"attempts ({len(t.get('attempts') or [])})")
+    for i, a in enumerate(t.get("attempts") or [], 1):
+        err = f" · {_e(a['error'])}" if a.get("error") else ""
+        attempts.add(f"{i}. {_e(a.get('model'))} @ {_e(a.get('channel'))} key "
+                     f"#{_e(a.get('key_index'))} → {_e(a.get('status'))} in "
+                     f"{_num(a.get('latency_ms'), 1)} ms{err}")
+    u = t.get("usage")
+    usage = (f"prompt {u.get('prompt_tokens')} (cached {u.get('cached_tokens')}, cache write "
+             f"{u.get('cache_write_tokens')}) · output {u.get('output_tokens')}"
+             if u else "no usage reported")
+    root.add(f"usage: {usage} · cost ${_num(t.get('cost_usd'), 6)} · cache "
+             f"{_e(t.get('cache') or '-')}")
+    committed = "committed" if t.get("committed") else "[yellow]not committed[/]"
+    intents = root.add(f"intents ({committed})")
+    for i in t.get("intents") or []:
+        fields = ", ".join(f"{k}={_e(_short(v))}" for k, v in i.items()
+                           if k != "type" and v not in (None, "", [], False))
+        intents.add(f"{_e(i.get('type'))}" + (f" ({fields})" if fields else ""))
+    degraded = "[red]degraded store[/]" if t.get("degraded") else "store healthy"
+    root.add(f"{degraded} · algorithm {_e(t.get('algorithm_version'))}")
+    return root
+
+
+def _tier(root: Any, tier: Mapping[str, Any]) -> None:
+    trigger = f" (trigger {_e(tier['trigger'])})" if tier.get("trigger") else ""
+    node = root.add(f"[bold]tier: {_e(tier.get('decision'))}; reason={_e(tier.get('reason'))}"
+                    f"[/]{trigger}")
+    ev = tier.get("evaluations") or {}
+    a = ev.get("A")
+    if a:
+        ask = (f"ask {_e(a.get('ask'))} by {_e(a.get('actor'))}" if a.get("ask")
+               else "no header, no pending ask")
+        node.add(f"A explicit: {ask}" + (" → fires" if a.get("fires") else ""))
+    b = ev.get("B")
+    if b:
+        turn = "user turn" if b.get("user_turn") else "tool continuation (neutral)"
+        node.add(f"B difficulty: delta {_num(b.get('delta'))} vs t2 {_num(b.get('t2'))} "
+                 f"({turn}) · streak {b.get('streak')}/{b.get('needed')}"
+                 + (" → fires" if b.get("fires") else ""))
+    c = ev.get("C")
+    if c:
+        node.add(f"C strikes: {c.get('strikes')}/{c.get('needed')} in the last "
+                 f"{c.get('window_turns')} turns"
+                 + (" · this turn strikes" if c.get("request_strike") else "")
+                 + (" → fires" if c.get("fires") else ""))
+    d = ev.get("deescalation")
+    if d:
+        node.add(f"de-escalation: cache {'cold' if d.get('cold') else 'warm'} · clean turns "
+                 f"{d.get('clean_turns')}/{d.get('needed')} · delta {_num(d.get('delta'))} "
+                 f"vs t1 {_num(d.get('t1'))}")
+    caps = ev.get("caps")
+    if caps:
+        node.add(f"caps at resolve: {caps.get('session_count')}/{caps.get('max_per_session')} "
+                 f"escalations used · denied {_e(caps.get('denied') or 'no')}")
+    if tier.get("shadow"):
+        sh = tier["shadow"]
+        node.add(f"shadow: would escalate {'yes' if sh.get('would') else 'no'}"
+                 + (f" ({_e(sh.get('trigger'))})" if sh.get("trigger") else ""))
+
+
+def _features(node: Any, label: str, d: Mapping[str, Any] | None) -> None:
+    if not d:
+        return
+    sub = node.add(f"{label} {_num(d.get('score'))}")
+    for name, f in (d.get("features") or {}).items():
+        sub.add(f"{_e(name)}: {_num(f.get('value'))} → {_num(f.get('contribution'))}")
+
+
+def _difficulty(root: Any, d: Mapping[str, Any]) -> None:
+    node = root.add("difficulty")
+    _features(node, "delta", d.get("delta"))
+    if d.get("full"):
+        _features(node, "full", d.get("full"))
+    else:
+        node.add(f"full: not computed ({_e(d.get('full_skipped') or 'n/a')})")
+
+
+def _share(label: str, s: Any) -> str:
+    if not isinstance(s, Mapping):
+        return f"{label} -"
+    return (f"{label} {_num(s.get('ratio'))} ({_num(s.get('strong'), 0)}/"
+            f"{_num(s.get('total'), 0)}, cap {_num(s.get('cap'), 2)})")
+
+
+def _caps(root: Any, caps: Mapping[str, Any]) -> None:
+    warm = caps.get("warmup") or {}
+    inverted = " inverted after state loss" if warm.get("inverted") else ""
+    root.add(f"caps: session count {_e(caps.get('session_count'))} · "
+             f"{_share('share', caps.get('share'))} · "
+             f"{_share('workspace', caps.get('workspace_share'))} · warm-up "
+             f"{_e(warm.get('requests', '-'))}{inverted}")
+
+
+def _pins(root: Any, pins: list[Mapping[str, Any]]) -> None:
+    node = root.add(f"pins ({len(pins)})")
+    for p in pins:
+        value = p.get("value")
+        if isinstance(value, Mapping):
+            value = f"{value.get('channel')} key #{value.get('key_index')}"
+        shown = f" {_e(value)}" if value is not None else ""
+        node.add(f"{_e(p.get('kind'))} {_e(p.get('tier'))}: {_e(p.get('status'))}{shown} "
+                 f"({_e(p.get('reason'))})")
+
+
+def _candidates(root: Any, cands: list[Mapping[str, Any]], note: Any) -> None:
+    head = f"candidates ({len(cands)})" + (f" · {_e(note)}" if note else "")
+    node = root.add(head)
+    for c in cands:
+        if c.get("excluded"):
+            why = f" ({_e(c['reason'])})" if c.get("reason") else ""
+            node.add(f"[dim]{_e(c.get('model'))} excluded: {_e(c['excluded'])}{why}[/]")
+        else:
+            node.add(f"{_e(c.get('model'))} @ {_e(c.get('channel'))} score "
+                     f"{_num(c.get('score'))}")

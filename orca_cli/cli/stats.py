@@ -1,14 +1,96 @@
-"""`orca stats`."""
+"""`orca stats [--json] [--watch]` (SPEC §1.1, §1.1a): per router, over its share window, the
+requests, the share served strong against its cap, escalations by trigger, cap denials, the
+cache-hit token ratio and the cost; and the workspace's strong share."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import typer
 
-from orca_cli.cli.output import fail
+from orca_cli.cli.operator import Operator, config_option, json_option, url_option
+from orca_cli.cli.output import out_console, print_json
+from orca_cli.cli.render import add_row
+
+__all__ = ["register", "render_stats"]
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("stats", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-    def stats_cmd() -> None:
-        """Show strong share, escalations, denials, cache hits and cost."""
-        fail("`orca stats` is not available in this build yet")
+    @app.command("stats")
+    def stats_cmd(
+        as_json: bool = json_option(),
+        watch: bool = typer.Option(False, "--watch", help="Refresh until Ctrl-C."),
+        interval: float = typer.Option(2.0, "--interval", min=0.2,
+                                       help="Seconds between refreshes with --watch."),
+        url: str | None = url_option(),
+        config: str | None = config_option(),
+    ) -> None:
+        """Show strong share, escalations, denials, cache hits and cost.
+
+        \b
+        Example:
+            orca stats
+            orca stats --watch
+        """
+        op = Operator(url, config)
+        if not watch:
+            doc = op.stats()
+            if as_json:
+                print_json(doc)
+            else:
+                out_console().print(render_stats(doc))
+            return
+        _watch(op, as_json, interval)
+
+
+def _watch(op: Operator, as_json: bool, interval: float) -> None:
+    import time
+
+    try:
+        if as_json:  # one JSON document per line per refresh
+            import json
+            import sys
+
+            while True:
+                sys.stdout.write(json.dumps(op.stats(), default=str) + "\n")
+                sys.stdout.flush()
+                time.sleep(interval)
+        from rich.live import Live
+
+        with Live(render_stats(op.stats()), console=out_console(), auto_refresh=False) as live:
+            while True:
+                time.sleep(interval)
+                live.update(render_stats(op.stats()), refresh=True)
+    except KeyboardInterrupt:
+        return
+
+
+def _pct(x: Any) -> str:
+    return f"{float(x) * 100:.1f} %" if isinstance(x, (int, float)) else "-"
+
+
+def _by(d: Mapping[str, Any] | None) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted((d or {}).items())) or "-"
+
+
+def render_stats(doc: Mapping[str, Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(title="served by orca (per router, over its share window)",
+                  title_justify="left")
+    for col in ("router", "requests", "strong share", "cap", "escalations", "denials",
+                "cache hits", "cost", "shadow would"):
+        table.add_column(col, justify="left" if col == "router" else "right")
+    for name, r in doc.get("routers", {}).items():
+        share = r.get("share") or {}
+        cap = "off" if r.get("mode") == "off" else _pct(share.get("cap"))
+        add_row(table, name, r["requests"], _pct(r["strong_share"]), cap,
+                f"{r['escalations']} ({_by(r.get('escalations_by_trigger'))})",
+                f"{r['denials']} ({_by(r.get('denials_by_cap'))})",
+                _pct(r["cache_hit_ratio"]), f"${r['cost_usd']:.4f}",
+                r["shadow_would_escalate"])
+    ws = doc.get("workspace", {})
+    table.caption = (f"workspace: {ws.get('requests', 0)} requests, "
+                     f"{_pct(ws.get('strong_share'))} served strong (cap {_pct(ws.get('cap'))})")
+    return table

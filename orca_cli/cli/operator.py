@@ -1,0 +1,303 @@
+"""How the inspect/steer commands reach the state (SPEC §1.1): the running sidecar's admin API,
+or — with the Redis backend and no sidecar answering — the store itself.
+
+`Operator` offers one method per admin call. The first call decides the way in:
+
+1. the admin API at `--url` (default `http://[server].host:[server].port`) with the token
+   `orca serve` wrote (`$XDG_STATE_HOME/orca/admin.token`), over httpx;
+2. when nothing listens there (or no token file exists) and `[state].backend = "redis"`, the
+   store opened with `open_store` and the same `orca_cli.admin.service` functions;
+3. with the memory backend, a clear error: that state lives inside the `orca serve` process.
+
+Errors become one sentence on stderr and an exit code: 1 for a failure or refusal, 2 for a
+usage problem (a bad parameter, an ambiguous session).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
+from urllib.parse import quote
+
+import typer
+
+from orca_cli.cli.output import EXIT_FAIL, EXIT_USAGE, fail
+
+if TYPE_CHECKING:
+    from orca_cli.config.schema import Config
+    from orca_cli.state.base import Store
+
+__all__ = ["Operator", "config_option", "json_option", "pick_session", "router_option",
+           "url_option"]
+
+CLI_ACTOR = "cli"
+HTTP_TIMEOUT_S = 10.0
+
+Direct = Callable[["Store", "Config", float], Awaitable[Any]]
+
+
+def url_option() -> Any:
+    return typer.Option(None, "--url", help="The sidecar's base URL (default from [server] "
+                        "host and port, http://127.0.0.1:8787).")
+
+
+def config_option() -> Any:
+    return typer.Option(None, "--config", help="Config file (for the URL and, with no sidecar "
+                        "running, the Redis store).")
+
+
+def router_option() -> Any:
+    return typer.Option(None, "--router", "-r", help="Router name (default: any).")
+
+
+def json_option() -> Any:
+    return typer.Option(False, "--json", help="Print one JSON document.")
+
+
+def _exit_code(status: int) -> int:
+    return EXIT_USAGE if status in (400, 405) else EXIT_FAIL
+
+
+class Operator:
+    """One command's way to the state; see the module docstring for the order tried."""
+
+    def __init__(self, url: str | None = None, config: str | None = None) -> None:
+        self._url_opt = url
+        self._config_path = config
+        self._cfg: Config | None = None
+        self._mode: str | None = None  # "http" | "direct"
+        self._token: str | None = None
+        self.url = ""
+
+    # --- the way in ------------------------------------------------------------------------
+
+    @property
+    def cfg(self) -> Config:
+        if self._cfg is None:
+            from orca_cli.config.load import load
+            from orca_cli.errors import ConfigError
+
+            try:
+                self._cfg = load(self._config_path)
+            except ConfigError as exc:
+                fail(str(exc))
+        return self._cfg
+
+    def _base_url(self) -> str:
+        if self._url_opt:
+            return self._url_opt.rstrip("/")
+        host, port = self.cfg.server.host, self.cfg.server.port
+        if host in ("0.0.0.0", "::", "[::]", ""):
+            host = "127.0.0.1"
+        shown = f"[{host.strip('[]')}]" if ":" in host else host
+        return f"http://{shown}:{port}"
+
+    def _fallback(self, why: str) -> None:
+        if self.cfg.state.backend == "redis":
+            sys.stderr.write(f"orca: {why}; reading the Redis store directly\n")
+            self._mode = "direct"
+            return
+        fail(f"{why}, and the memory store lives inside the `orca serve` process: start "
+             "`orca serve` (or use [state].backend = \"redis\" to inspect state without it)")
+
+    def _decide(self) -> None:
+        """Pick the way in once: HTTP when a token file exists, else the direct fallback."""
+        if self._mode is not None:
+            return
+        from orca_cli.proxy.token import admin_token_path, read_admin_token
+
+        self.url = self._base_url()
+        self._token = read_admin_token()
+        if self._token is None:
+            self._fallback(f"no admin token at {admin_token_path()} (is `orca serve` running?)")
+        else:
+            self._mode = "http"
+
+    def _call(self, method: str, path: str, params: Mapping[str, Any] | None,
+              body: Mapping[str, Any] | None, direct: Direct) -> Any:
+        self._decide()
+        if self._mode == "http":
+            import httpx
+
+            try:
+                return self._http(method, path, params, body)
+            except (httpx.ConnectError, httpx.ConnectTimeout):
+                self._fallback(f"no sidecar answers at {self.url}")
+        return self._direct(direct)
+
+    def _http(self, method: str, path: str, params: Mapping[str, Any] | None,
+              body: Mapping[str, Any] | None) -> Any:
+        import httpx
+
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        try:
+            r = httpx.request(method, self.url + path, params=query, json=body,
+                              headers={"authorization": f"Bearer {self._token}"},
+                              timeout=HTTP_TIMEOUT_S)
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            raise
+        except httpx.HTTPError as exc:
+            fail(f"the sidecar at {self.url} did not answer ({type(exc).__name__}); check it "
+                 "with `orca doctor`")
+        if r.status_code == 401:
+            from orca_cli.proxy.token import admin_token_path
+
+            fail(f"the sidecar at {self.url} refused the admin token in {admin_token_path()}; "
+                 "it belongs to another `orca serve` run: restart the sidecar or pass --url")
+        try:
+            doc = r.json()
+        except ValueError:
+            fail(f"the sidecar at {self.url} answered {r.status_code} without JSON; is it orca?")
+        if r.status_code >= 400:
+            err = doc.get("error", {}) if isinstance(doc, dict) else {}
+            message = err.get("message") if isinstance(err, dict) else None
+            fail(str(message or f"the admin API answered {r.status_code}"),
+                 _exit_code(r.status_code))
+        return doc
+
+    def _direct(self, direct: Direct) -> Any:
+        import asyncio
+
+        from orca_cli.clock import SystemClock
+        from orca_cli.errors import AdminError, StoreUnavailable
+        from orca_cli.state.factory import open_store
+
+        cfg = self.cfg
+        clock = SystemClock()
+
+        async def run() -> Any:
+            store = open_store(cfg.state, clock=clock, trace_max=cfg.server.trace_max,
+                               trace_ttl_s=cfg.server.trace_ttl_s)
+            try:
+                return await direct(store, cfg, clock.now())
+            finally:
+                await store.close()
+
+        try:
+            return asyncio.run(run())
+        except AdminError as exc:
+            fail(str(exc), _exit_code(exc.status))
+        except StoreUnavailable as exc:
+            fail(f"{exc}; check [state].redis_url or start the sidecar")
+
+    # --- the calls -------------------------------------------------------------------------
+
+    def list_sessions(self, router: str | None, session: str | None = None) -> Any:
+        from orca_cli.admin import service as S
+
+        return self._call("GET", "/orca/v1/sessions", {"router": router, "session": session},
+                          None, lambda st, cfg, now: S.list_sessions(st, cfg, router,
+                                                                      session=session))
+
+    def recent(self, router: str | None, within_s: float | None = None) -> Any:
+        from orca_cli.admin import service as S
+
+        return self._call("GET", "/orca/v1/sessions/recent",
+                          {"router": router, "within_s": within_s}, None,
+                          lambda st, cfg, now: S.most_recent_sessions(st, cfg, within_s,
+                                                                      now=now, router=router))
+
+    def _router_of(self, router: str | None, session: str) -> str:
+        """Over HTTP the path names the router: find it from the session when not given."""
+        if router is not None:
+            return router
+        rows = self.list_sessions(None, session)
+        if not rows:
+            fail(f"no such session {session!r}: orca has no tier state or pin for it; "
+                 "`orca session list` shows the sessions orca knows")
+        routers = sorted({row["router"] for row in rows})
+        if len(routers) > 1:
+            fail(f"session {session!r} exists in routers {', '.join(routers)}; pass --router",
+                 EXIT_USAGE)
+        return str(routers[0])
+
+    def _session_path(self, router: str | None, session: str, tail: str = "") -> str:
+        r = self._router_of(router, session)
+        return f"/orca/v1/sessions/{quote(r, safe='')}/{quote(session, safe='')}{tail}"
+
+    def show_session(self, router: str | None, session: str) -> Any:
+        from orca_cli.admin import service as S
+
+        return self._routed("GET", router, session, "", None,
+                            lambda st, cfg, now: S.show_session(st, cfg, router, session))
+
+    def escalate(self, router: str | None, session: str, *, once: bool, reason: str) -> Any:
+        from orca_cli.admin import service as S
+
+        return self._routed("POST", router, session, "/escalate",
+                            {"once": once, "reason": reason, "actor": CLI_ACTOR},
+                            lambda st, cfg, now: S.escalate(st, cfg, router, session, once=once,
+                                                            reason=reason, actor=CLI_ACTOR,
+                                                            now=now))
+
+    def reset(self, router: str | None, session: str, *, reason: str) -> Any:
+        from orca_cli.admin import service as S
+
+        return self._routed("POST", router, session, "/reset",
+                            {"reason": reason, "actor": CLI_ACTOR},
+                            lambda st, cfg, now: S.reset(st, cfg, router, session,
+                                                         reason=reason, actor=CLI_ACTOR,
+                                                         now=now))
+
+    def _routed(self, method: str, router: str | None, session: str, tail: str,
+                body: Mapping[str, Any] | None, direct: Direct) -> Any:
+        self._decide()
+        if self._mode == "http":
+            # Over HTTP the path names the router; finding it may itself fall back to direct.
+            path = self._session_path(router, session, tail)
+            if self._mode == "http":
+                return self._call(method, path, None, body, direct)
+        return self._direct(direct)
+
+    def explain(self, request_id: str) -> Any:
+        from orca_cli.admin import service as S
+
+        return self._call("GET", f"/orca/v1/explain/{quote(request_id, safe='')}", None, None,
+                          lambda st, cfg, now: S.explain(st, request_id, cfg))
+
+    def pins(self, session: str | None, router: str | None) -> Any:
+        from orca_cli.admin import service as S
+
+        return self._call("GET", "/orca/v1/pins", {"session": session, "router": router}, None,
+                          lambda st, cfg, now: S.pins_dump(st, cfg, session=session,
+                                                           router=router))
+
+    def audit(self, router: str | None, since: str | None) -> Any:
+        from orca_cli.admin import service as S
+
+        return self._call("GET", "/orca/v1/audit", {"router": router, "since": since}, None,
+                          lambda st, cfg, now: S.audit(st, router, S.parse_since(since, now)))
+
+    def stats(self) -> Any:
+        from orca_cli.admin import service as S
+
+        return self._call("GET", "/orca/v1/stats", None, None,
+                          lambda st, cfg, now: S.stats(cfg, st, now))
+
+
+def pick_session(op: Operator, session: str | None, router: str | None) -> tuple[str | None, str]:
+    """(router, session) a command acts on: the given id, or the most recently active
+    session (SPEC §1.1); several active in the last 5 minutes -> listed on stderr, exit 2."""
+    if session:
+        return router, session
+    from orca_cli.admin import service as S
+
+    rows = op.recent(router)
+    try:
+        row = S.choose_recent(rows, S.RECENT_WINDOW_S)
+    except S.AmbiguousSession as exc:
+        lines = [f"orca: {exc}:"]
+        lines += [f"  {c['session_id']}  (router {c['router']}, active {c['age_s']:.0f} s ago)"
+                  for c in exc.candidates]
+        sys.stderr.write("\n".join(lines) + "\n")
+        raise typer.Exit(EXIT_USAGE) from None
+    except S.OperatorError as exc:
+        _fail_op(exc)
+    sys.stderr.write(f"orca: session {row['session_id']} (router {row['router']}, active "
+                     f"{float(row['age_s']):.0f} s ago)\n")
+    return str(row["router"]), str(row["session_id"])
+
+
+def _fail_op(exc: Any) -> NoReturn:
+    fail(str(exc), _exit_code(int(getattr(exc, "status", 400))))
