@@ -58,6 +58,7 @@ def _run(cfg: object, host: str, port: int, log_level: str) -> None:
     import asyncio
     import logging
 
+    from orca_cli.admin.http import admin_handler
     from orca_cli.clock import SystemClock
     from orca_cli.config.schema import Config
     from orca_cli.proxy.app import OrcaApp
@@ -81,7 +82,7 @@ def _run(cfg: object, host: str, port: int, log_level: str) -> None:
     token = write_admin_token()
     rt = Runtime.build(cfg, store, clock=clock, admin_token=token)
     policy = GuardPolicy.from_config(cfg.server, port=real_port, admin_token=token)
-    app = OrcaApp(rt, policy)
+    app = OrcaApp(rt, policy, admin=admin_handler)
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{real_port}"
     con = _Plain()

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from orca_cli.admin.http import admin_handler
 from orca_cli.clock import SystemClock
 from orca_cli.config.load import loads
 from orca_cli.config.schema import Config
@@ -40,7 +41,8 @@ async def sidecar() -> AsyncIterator[Sidecar]:
     sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     rt = Runtime.build(cfg, store, clock=clock, admin_token="admin-secret")
-    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token="admin-secret"))
+    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token="admin-secret"),
+                  admin=admin_handler)
     server, task = await serve_in_background(app, cfg.server, "127.0.0.1", port, sock=sock)
     try:
         sc = Sidecar(f"http://127.0.0.1:{port}", rt, "admin-secret")
