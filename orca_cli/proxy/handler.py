@@ -48,10 +48,25 @@ AFFINITY_TTL_S = 900.0
 AFFINITY_MAX_AGE_S = 86400.0
 ONE_HOUR_MARKERS = (b'"ttl":"1h"', b'"ttl": "1h"')
 PERCENTILE_SAMPLES = 1000
+MAX_JSON_DEPTH = 254  # what orjson writes back (it reads 1024 levels)
 
 
 def _headers(scope: Scope) -> list[tuple[str, str]]:
     return [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"]]
+
+
+def _too_deep(raw: bytes, body: dict[str, Any]) -> bool:
+    """Nested deeper than orjson can write back: such a body parses, then breaks whatever
+    re-encodes it (the forwarder adding `include_usage`, the sim hashing its messages). A body
+    with fewer brackets cannot nest that deep and skips the check; a larger one pays one
+    orjson encode, about a tenth of its parse."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
+        return False
+    try:
+        orjson.dumps(body)
+    except TypeError:
+        return True
+    return False
 
 
 def _sessionless(body: Mapping[str, Any]) -> bool:
@@ -95,6 +110,9 @@ async def handle_generate(rt: Runtime, scope: Scope, receive: Receive, send: Sen
         return await refuse(400, f"the request body is not valid JSON: {exc}")
     if not isinstance(body, dict):
         return await refuse(400, "the request body must be a JSON object")
+    if _too_deep(raw, body):
+        return await refuse(400, f"the request body nests JSON deeper than {MAX_JSON_DEPTH} "
+                                 "levels")
     model_field = body.get("model")
     if not isinstance(model_field, str) or not model_field.strip():
         return await refuse(400, "the `model` field is required: a router (orca/<name>), "
