@@ -30,7 +30,7 @@ from orca_cli.routing.linucb import context_vector, linucb_increments, linucb_re
 from orca_cli.routing.route import Attempt, RouteInput, RoutePlan, plan_route
 from orca_cli.routing.target import Target, resolve_target
 from orca_cli.state.base import CommitBatch, DelOp, ReadRequest, Snapshot
-from orca_cli.state.plan import PlanContext, TurnOutcome, build_commit
+from orca_cli.state.plan import PlanContext, TurnOutcome, build_commit, settle_batch
 from orca_cli.trace.build import build_trace, refusal_trace
 from orca_cli.wire.session_id import SessionId, derive_session_id, resolve_session_id
 
@@ -255,12 +255,16 @@ async def _finish(rt: Runtime, api: Api, raw: bytes, body: dict[str, Any], targe
             cached_tokens=usage.cached_tokens if usage else 0,
             cache_write_tokens=usage.cache_write_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0, cost_usd=cost)
-        batch = build_commit(ctx, plan.decision, snapshot, outcome)
+        batch = build_commit(ctx, plan.decision, snapshot, outcome, settle_transitions=True)
         batch = _with_dropped_pins(batch, plan, res, router_name, session)
         trace = _trace(rt, request_id, client_rid, now, sid, router_name, api, target, stream,
                        delta, plan, res, usage, cost, billed and bool(batch.writes), degraded,
                        key_fp, start)
-        await rt.gate.commit(replace(batch, trace=trace))
+        result = await rt.gate.commit(replace(batch, trace=trace))
+        # Racing identical escalations merge: only the commit that changed the tier audits it.
+        settled = settle_batch(ctx, batch, result)
+        if settled is not None:
+            await rt.gate.commit(settled)
     if degraded and billed and att is not None and router_name and session:
         rt.gate.degraded_pins.put(router_name, session, att.model,
                                   {"channel": att.channel, "key_index": att.key_index,

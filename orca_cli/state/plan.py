@@ -6,6 +6,10 @@ builds the batch; the caller sends it in one `store.commit`.
 * Only a billed success writes state: tier document (intents applied onto fresh state), pins,
   share counters, stats, percentile samples. Anything else writes just its trace, plus a
   `denied_cap` audit event when a cap suppressed an escalation (never silent).
+* Transitions that merge (escalated, deescalated) are audited and counted once, by the commit
+  that changed the tier: with `settle_transitions=True` they stay out of the batch and
+  `settle_batch` builds them from what the session slot's `mutate` did on the fresh document
+  (eight racing identical escalations are one escalation, one `escalated` event).
 * Pins (SPEC §5): the model pin of the tier that served, refreshed on every success, with the
   channel's cache window as TTL — except base pins of explicit sessions on a durable store,
   which last 30 days; while the session is strong every commit extends its base pin to at
@@ -14,7 +18,6 @@ builds the batch; the caller sends it in one `store.commit`.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -27,6 +30,7 @@ from orca_cli.routing.intents import Escalate, Intent, OnceBoost, RecordTurn, Re
 from orca_cli.state.apply import apply_intents
 from orca_cli.state.base import (
     CommitBatch,
+    CommitResult,
     ExpireAtLeastOp,
     HIncrOp,
     IncrOp,
@@ -39,13 +43,14 @@ from orca_cli.state.base import (
     ZAddOp,
 )
 
-__all__ = ["TurnOutcome", "PlanContext", "build_commit", "LONG_PIN_S", "STATS_TTL_S",
-           "RECENT_MAX", "audit_event"]
+__all__ = ["TurnOutcome", "PlanContext", "TierMutate", "build_commit", "settle_batch",
+           "LONG_PIN_S", "STATS_TTL_S", "RECENT_MAX", "SETTLE_SUFFIX", "audit_event"]
 
 LONG_PIN_S = 30 * 86400
 STATS_TTL_S = 8 * 86400
 RECENT_MAX = 1000  # most recently active sessions kept per router
 SHARE_TTL_PAD_S = 3600
+SETTLE_SUFFIX = ":settle"  # the follow-up commit's id (its own idempotency marker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +99,12 @@ def _with_response(intents: Sequence[Intent], strikes: tuple[str, ...]) -> tuple
                  for i in intents)
 
 
-def _transition_audit(ctx: PlanContext, intents: Sequence[Intent]) -> list[dict[str, Any]]:
+def _transition_audit(ctx: PlanContext, intents: Sequence[Intent],
+                      merging: bool = True) -> list[dict[str, Any]]:
     out = []
     for i in intents:
+        if not merging and isinstance(i, (Escalate, Deescalate)):
+            continue
         if isinstance(i, Escalate) and i.scope == "main":
             out.append(audit_event(ctx, "escalated", trigger=i.trigger, reason=i.trigger,
                                    actor=i.actor))
@@ -110,7 +118,10 @@ def _transition_audit(ctx: PlanContext, intents: Sequence[Intent]) -> list[dict[
 
 
 def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snapshot,
-                 outcome: TurnOutcome, *, trace: Mapping[str, Any] | None = None) -> CommitBatch:
+                 outcome: TurnOutcome, *, trace: Mapping[str, Any] | None = None,
+                 settle_transitions: bool = False) -> CommitBatch:
+    """The request's one commit. `settle_transitions`: leave escalated / deescalated events
+    and escalation counters to `settle_batch` (the sidecar, where commits race)."""
     audit: list[dict[str, Any]] = []
     if decision is not None and decision.denied:
         audit.append(audit_event(ctx, "denied_cap", trigger=decision.trigger,
@@ -126,7 +137,7 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
     if ctx.router is not None and ctx.session is not None:
         writes.append(_session_write(ctx, decision, snapshot, outcome))
         if decision is not None and decision.evaluated:
-            audit.extend(_transition_audit(ctx, decision.intents))
+            audit.extend(_transition_audit(ctx, decision.intents, not settle_transitions))
 
     if ctx.router is not None:
         ops: list[Op] = [IncrOp(f"share:{hour}:t", 1, share_ttl)]
@@ -143,7 +154,7 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
             if decision.denied:
                 ops.append(HIncrOp(stats, f"denied:{decision.denied}", 1, STATS_TTL_S))
             for i in decision.intents:
-                if isinstance(i, Escalate) and i.scope == "main":
+                if isinstance(i, Escalate) and i.scope == "main" and not settle_transitions:
                     ops.append(HIncrOp(stats, f"escalations:{i.trigger}", 1, STATS_TTL_S))
                 elif isinstance(i, OnceBoost):
                     ops.append(HIncrOp(stats, "escalations:once", 1, STATS_TTL_S))
@@ -186,7 +197,7 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
     mutate = None
     if decision is not None and decision.evaluated:
         intents = _with_response(decision.intents, outcome.response_strikes)
-        mutate = functools.partial(_mutate, intents=intents, now=ctx.now, esc=ctx.esc)
+        mutate = TierMutate(intents, ctx.now, ctx.esc)
         if decision.state_tier == "strong":
             ops.append(ExpireAtLeastOp("pin:base", ctx.esc.tier_ttl_s))
     return SlotWrite(SlotRef.of_session(ctx.router, ctx.session), tuple(ops), mutate=mutate,
@@ -194,7 +205,58 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
                      tier_ttl_s=ctx.esc.tier_ttl_s)
 
 
-def _mutate(doc: dict[str, Any] | None, *, intents: tuple[Intent, ...], now: float,
-            esc: EscalationConfig) -> dict[str, Any] | None:
-    return apply_intents(doc, intents, now, esc)
+class TierMutate:
+    """The session slot's `mutate`. The store may call it more than once (a version conflict
+    re-applies it onto the fresh document); `changed` tells what its latest call, the one
+    that was written, did to the tier: `("escalated", trigger)` or `("deescalated", "")`."""
+
+    __slots__ = ("intents", "now", "esc", "changed")
+
+    def __init__(self, intents: tuple[Intent, ...], now: float, esc: EscalationConfig) -> None:
+        self.intents = intents
+        self.now = now
+        self.esc = esc
+        self.changed: tuple[str, str] | None = None
+
+    def __call__(self, doc: dict[str, Any] | None) -> dict[str, Any] | None:
+        before = doc.get("tier") if isinstance(doc, dict) else None
+        out = apply_intents(doc, self.intents, self.now, self.esc)
+        after = out.get("tier") if out is not None else None
+        self.changed = None
+        if before != "strong" and after == "strong":
+            self.changed = ("escalated", str(out.get("trigger", "")) if out else "")
+        elif before == "strong" and after != "strong" and any(
+                isinstance(i, Deescalate) and i.scope == "main" for i in self.intents):
+            self.changed = ("deescalated", "")
+        return out
+
+
+def settle_batch(ctx: PlanContext, batch: CommitBatch,
+                 result: CommitResult | None) -> CommitBatch | None:
+    """After a commit built with `settle_transitions=True`: the audit event and counter of the
+    tier change this commit made, or None when it made none (a racer made it first, or the
+    commit was a duplicate or did not happen)."""
+    if result is None or ctx.router is None:
+        return None
+    session = next((w for w in batch.writes if isinstance(w.mutate, TierMutate)), None)
+    if session is None:
+        return None
+    applied = any(r.slot == session.slot and r.status == "applied" for r in result.results)
+    mutate = session.mutate
+    assert isinstance(mutate, TierMutate)
+    if not applied or mutate.changed is None:
+        return None
+    event, trigger = mutate.changed
+    intents = mutate.intents
+    if event == "escalated":
+        actor = next((i.actor for i in intents if isinstance(i, Escalate) and i.scope == "main"),
+                     "engine")
+        audit = audit_event(ctx, "escalated", trigger=trigger, reason=trigger, actor=actor)
+        ops: tuple[Op, ...] = (HIncrOp(f"stats:{int(ctx.now // 3600)}",
+                                       f"escalations:{trigger}", 1, STATS_TTL_S),)
+    else:
+        audit = audit_event(ctx, "deescalated", reason="deescalated", actor="engine")
+        ops = ()
+    writes = (SlotWrite(SlotRef.of_router(ctx.router), ops),) if ops else ()
+    return CommitBatch(ctx.request_id + SETTLE_SUFFIX, writes, (audit,))
 

@@ -85,8 +85,9 @@ async def test_failure_loop_escalates_by_strikes_on_turn_4_never_by_difficulty(
     assert state is not None
     assert (state.tier, state.trigger, state.escalation_count) == ("strong", "strikes", 1)
     escalated = await st.audit("escalated")
-    assert [(e["session"], e["trigger"], e["request_id"]) for e in escalated] == [
-        ("loop-1", "strikes", replies[3].request_id)]
+    assert [(e["session"], e["trigger"], e["actor"], e["request_id"]) for e in escalated] == [
+        ("loop-1", "strikes", "engine", replies[3].request_id)]
+    assert await st.stat("escalations:strikes") == 1
 
 
 @pytest.mark.parametrize("kind", sorted(VOLATILE))

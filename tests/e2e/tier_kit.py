@@ -210,6 +210,11 @@ class TierStack:
         events = await self.store.list_audit(router)
         return [e for e in events if event is None or e["event"] == event]
 
+    async def stat(self, name: str, router: str = ROUTER) -> float:
+        """One field of the router's hourly stats, summed over the hours the store holds."""
+        entries = await self.store.scan("router", router=router, key_prefix="stats:")
+        return sum(float(e.value.get(name, 0)) for e in entries if isinstance(e.value, dict))
+
     def sim(self, channel: str) -> SimTransport:
         t = self.rt.transports[channel]
         assert isinstance(t, SimTransport)
