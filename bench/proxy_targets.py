@@ -201,21 +201,27 @@ base_url = "{base}"
 keys = ["sk-ant-fake-bench-key"]
 models = ["bench-claude-base", "bench-claude-strong"]
 
+# 1M-token windows: the 1 MB transcript (~256 K estimated tokens) must stay servable.
 [models."bench-base"]
 input = 0.27
 output = 1.10
+context_window = 1048576
 [models."bench-claude-base"]
 input = 1.00
 output = 5.00
+context_window = 1048576
 [models."bench-strong"]
 input = 2.00
 output = 8.00
+context_window = 1048576
 [models."bench-claude-strong"]
 input = 3.00
 output = 15.00
+context_window = 1048576
 [models."bench-paced"]
 input = 0.27
 output = 1.10
+context_window = 1048576
 
 [routers.coding]
 strategy = "gated_adaptive"
@@ -240,15 +246,18 @@ mode = "off"
 
 def start_orca(name: str, workdir: Path, upstream_port: int, cpu: int | None, *,
                backend: str = "memory", redis_url: str = "", key_prefix: str = "orca",
-               python_args: tuple[str, ...] = ()) -> Proc:
-    """`orca serve` in its own process; `python_args` may put a profiler in front."""
+               python_args: tuple[str, ...] = (), what_if: str | None = None) -> Proc:
+    """`orca serve` in its own process; `python_args` may put a profiler in front, and
+    `what_if` names a `bench/orca_what_if.py` variant to run instead of the shipped CLI."""
     cfg = workdir / f"{name}.toml"
     cfg.write_text(orca_config(upstream_port, backend=backend, redis_url=redis_url,
                                key_prefix=key_prefix))
     port = free_port()
     env = _clean_env()
     env["XDG_STATE_HOME"] = str(workdir / f"{name}-state")  # its admin token stays here
-    argv = [sys.executable, *python_args, "-m", "orca_cli", "serve", "--config", str(cfg),
+    entry = (["-m", "orca_cli"] if what_if is None
+             else [str(ROOT / "bench" / "orca_what_if.py"), what_if])
+    argv = [sys.executable, *python_args, *entry, "serve", "--config", str(cfg),
             "--port", str(port)]
     proc = _spawn(name, argv, env=env, cpu=cpu, workdir=workdir, port=port)
     _wait_listening(proc, 60.0)

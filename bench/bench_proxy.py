@@ -1,0 +1,437 @@
+"""Proxy benchmark: what `orca serve` adds to a request, beside a direct call and LiteLLM (SPEC §12).
+
+    python bench/bench_proxy.py              # full run (2,000 requests a figure, 3 rounds)
+    python bench/bench_proxy.py --quick      # a smoke run in about a minute
+    python bench/bench_proxy.py --json       # one JSON document on stdout, nothing else
+
+One run starts a fast fake upstream (`bench/fake_upstream.py`), `orca serve` with the memory
+store, `orca serve` with Redis (db 15, a unique key prefix deleted afterwards) and LiteLLM
+proxy 1.108.7 (its own virtualenv, installed on first use; skipped with the reason when that
+fails), then measures every target on the same scenarios in interleaved rounds:
+
+* a 10 KB coding-agent body at concurrency 1: JSON latency, and a 36-event stream's time to
+  first byte and whole-stream time; added latency = target minus direct in the same round;
+* CPU per request of the proxy process (its own `utime + stime`) at concurrency 1 and 16,
+  and one worker's throughput at concurrency 16, for JSON and the stream;
+* token-paced streams (events 1 ms apart): CPU per event at concurrency 1 and 16;
+* the same latest turn behind 10 KB, 200 KB and 1 MB transcripts (orca with memory).
+
+The proxies run alone on CPU 1; the fake upstream and this load generator share CPU 0. A
+proxy that is not being measured is frozen (SIGSTOP). Every figure is the median over the
+rounds; the JSON keeps each round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# These resolve only once the repository root is on sys.path (the script may run from anywhere).
+from bench import proxy_targets as T  # noqa: E402
+from bench.fake_upstream import STREAM_EVENTS  # noqa: E402
+from bench.loadgen import Endpoint, fetch, percentile, run_load  # noqa: E402
+from bench.proxy_bodies import SIZES, agent_body, encode  # noqa: E402
+
+SUMMARY = "Measure what orca serve adds to a request (SPEC §12), beside direct and LiteLLM."
+REDIS_URL = "redis://127.0.0.1:6379/15"
+PROXY_CPU, LOAD_CPU = 1, 0
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    api: str = "openai"
+    size: str = "10KB"
+    stream: bool = False
+    paced: bool = False
+    concurrency: int = 1
+    share: float = 1.0  # of --requests
+    targets: tuple[str, ...] = ("direct", "orca-memory", "orca-redis", "litellm")
+
+
+_CORE = ("direct", "orca-memory", "orca-redis")
+SCENARIOS = (
+    Scenario("json_c1"),
+    Scenario("stream_c1", stream=True),
+    Scenario("json_c16", concurrency=16),
+    Scenario("stream_c16", stream=True, concurrency=16),
+    Scenario("paced_c1", stream=True, paced=True, share=0.1, targets=_CORE),
+    Scenario("paced_c16", stream=True, paced=True, concurrency=16, share=0.5, targets=_CORE),
+    Scenario("anthropic_json_c1", api="anthropic", share=0.25, targets=_CORE),
+    Scenario("anthropic_stream_c1", api="anthropic", stream=True, share=0.25, targets=_CORE),
+    Scenario("growth_10KB", share=0.25, targets=("direct", "orca-memory")),
+    Scenario("growth_200KB", size="200KB", share=0.25, targets=("direct", "orca-memory")),
+    Scenario("growth_1MB", size="1MB", share=0.0625, targets=("direct", "orca-memory")),
+)
+
+
+@dataclass
+class Target:
+    """Where one contender listens and how a client names its models there."""
+
+    name: str
+    port: int
+    proc: T.Proc | None = None  # None: the fake upstream itself (direct)
+    headers: tuple[tuple[str, str], ...] = ()
+    models: dict[str, str] = field(default_factory=dict)  # "coding" / "paced" / "anthropic"
+
+    def model(self, sc: Scenario) -> str:
+        return self.models["paced" if sc.paced else sc.api]
+
+
+def _direct(upstream: T.Proc) -> Target:
+    return Target("direct", upstream.port, models={
+        "openai": "fake-base", "paced": "fake-paced", "anthropic": "fake-claude-base"})
+
+
+def _orca(name: str, proc: T.Proc) -> Target:
+    return Target(name, proc.port, proc, models={
+        "openai": "orca/coding", "paced": "orca/paced", "anthropic": "orca/coding"})
+
+
+def _litellm(proc: T.Proc) -> Target:
+    return Target("litellm", proc.port, proc, (("Authorization", proc.notes["authorization"]),),
+                  models={"openai": "bench-model", "paced": "bench-paced"})
+
+
+def _runs(name: str, sc: Scenario) -> bool:
+    """A what-if target (`orca-memory[uvloop]`) runs what `orca-memory` runs."""
+    return name.split("[", 1)[0] in sc.targets
+
+
+def _path(sc: Scenario) -> str:
+    return "/v1/messages" if sc.api == "anthropic" else "/v1/chat/completions"
+
+
+def _machine() -> dict[str, Any]:
+    load = os.getloadavg()
+    return {"nproc": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform(), "machine": platform.machine(),
+            "loadavg_at_start": [round(x, 2) for x in load],
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+
+
+def _cpu_stat() -> list[int]:
+    with open("/proc/stat") as f:
+        return [int(x) for x in f.readline().split()[1:]]
+
+
+def _busy_ticks() -> int:
+    """Clock ticks all CPUs spent running processes since boot."""
+    v = _cpu_stat()
+    return v[0] + v[1] + v[2]  # user, nice, system (softirq time is nobody's process time)
+
+
+def _self_ticks() -> int:
+    t = os.times()
+    return round((t.user + t.system) * T.CLK_TCK)
+
+
+async def _wait_quiet(max_wait_s: float, log: Any, threshold: float = 0.25) -> None:
+    """Wait (at most `max_wait_s`) until other processes use under `threshold` of a core:
+    the machine is shared, and a figure taken beside someone's test run measures them."""
+    end = time.monotonic() + max_wait_s
+    while True:
+        b0 = _busy_ticks()
+        await asyncio.sleep(0.3)
+        cores = (_busy_ticks() - b0) / T.CLK_TCK / 0.3
+        if cores < threshold or time.monotonic() >= end:
+            if cores >= threshold:
+                log(f"  (machine still busy: {cores:.2f} cores used by others; measuring anyway)")
+            return
+        await asyncio.sleep(1.0)
+
+
+async def _measure(t: Target, sc: Scenario, rnd: int, requests: int, warmup: int,
+                   max_s: float, bodies: dict[tuple[str, str, bool, str], bytes],
+                   upstream_pid: int) -> dict[str, Any]:
+    key = (sc.api, sc.size, sc.stream, t.model(sc))
+    body = bodies.get(key)
+    if body is None:
+        body = bodies[key] = encode(agent_body(sc.api, SIZES[sc.size], model=key[3],  # type: ignore[arg-type]
+                                               stream=sc.stream))
+    ep = Endpoint("127.0.0.1", t.port, _path(sc), t.headers)
+    prefix = f"{sc.name}-r{rnd}"
+    if t.proc is not None:
+        t.proc.thaw()
+    try:
+        await run_load(ep, body, requests=max(warmup, 2 * sc.concurrency),
+                       concurrency=sc.concurrency, max_s=max_s, session_prefix=prefix)
+        gc.collect()
+        gc.disable()
+        pid = t.proc.pid if t.proc is not None else upstream_pid
+        c0, u0 = T.cpu_sample(pid), T.cpu_sample(upstream_pid)
+        b0, s0 = _busy_ticks(), _self_ticks()
+        res = await run_load(ep, body, requests=requests, concurrency=sc.concurrency,
+                             max_s=max_s, session_prefix=prefix)
+        b1, s1 = _busy_ticks(), _self_ticks()
+        c1, u1 = T.cpu_sample(pid), T.cpu_sample(upstream_pid)
+        gc.enable()
+    finally:
+        if t.proc is not None:
+            t.proc.freeze()
+    n = max(res.count, 1)
+    ms = 1e-6
+    return {
+        "round": rnd, "requests": res.count, "errors": res.errors, "wall_s": round(res.wall_s, 3),
+        "statuses": {str(k): v for k, v in res.statuses.items()}, "body_bytes": len(body),
+        "response_bytes": res.body_bytes, "rps": round(res.count / res.wall_s, 1) if res.wall_s else 0.0,
+        "p50_ms": percentile(res.total_ns, 50) * ms, "p99_ms": percentile(res.total_ns, 99) * ms,
+        "ttfb_p50_ms": percentile(res.first_byte_ns, 50) * ms,
+        "ttfb_p99_ms": percentile(res.first_byte_ns, 99) * ms,
+        # the proxy's CPU (for direct: the fake upstream's own, for reference)
+        "cpu_ms_per_req": (c1.ticks - c0.ticks) * 1000.0 / T.CLK_TCK / n,
+        "cpu_ms_per_req_sched": (c1.sched_ns - c0.sched_ns) * ms / n,
+        "upstream_cpu_ms_per_req": (u1.sched_ns - u0.sched_ns) * ms / n,
+        "client_cpu_ms_per_req": (s1 - s0) * 1000.0 / T.CLK_TCK / n,
+        # cores other processes used meanwhile: the machine's noise during this figure
+        "foreign_cores": max(0.0, ((b1 - b0) - (c1.ticks - c0.ticks) - (s1 - s0)
+                                   - (0 if t.proc is None else u1.ticks - u0.ticks))
+                             / T.CLK_TCK / max(res.wall_s, 1e-9)),
+    }
+
+
+async def _check(targets: Sequence[Target]) -> None:
+    """One JSON and one stream request through every target: 200 and 36 events, or fail."""
+    for t in targets:
+        if t.proc is not None:
+            t.proc.thaw()
+        try:
+            for sc in (SCENARIOS[0], SCENARIOS[1]):
+                body = encode(agent_body("openai", SIZES["10KB"], model=t.model(sc),
+                                         stream=sc.stream))
+                status, got = await fetch(Endpoint("127.0.0.1", t.port, _path(sc), t.headers),
+                                          body)
+                events = got.count(b"\n\n")
+                if status != 200 or (sc.stream and events != STREAM_EVENTS):
+                    raise RuntimeError(f"{t.name}: {sc.name} answered {status} with {events} "
+                                       f"events: {got[:300]!r}")
+        finally:
+            if t.proc is not None:
+                t.proc.freeze()
+
+
+async def _run_rounds(targets: dict[str, Target], args: argparse.Namespace,
+                      upstream_pid: int, log: Any) -> list[dict[str, Any]]:
+    await _check(list(targets.values()))
+    bodies: dict[tuple[str, str, bool, str], bytes] = {}
+    rows: list[dict[str, Any]] = []
+    order = list(targets)
+    for rnd in range(args.rounds):
+        rotated = order[rnd % len(order):] + order[:rnd % len(order)]
+        for sc in SCENARIOS:
+            for name in rotated:
+                if not _runs(name, sc):
+                    continue
+                await _wait_quiet(args.quiet_wait, log)
+                n = max(2 * sc.concurrency, int(args.requests * sc.share))
+                if name == "litellm":
+                    n = min(n, args.litellm_requests)
+                t0 = time.perf_counter()
+                row = await _measure(targets[name], sc, rnd, n, args.warmup, args.max_seconds,
+                                     bodies, upstream_pid)
+                row.update(target=name, scenario=sc.name)
+                rows.append(row)
+                log(f"round {rnd + 1}/{args.rounds} {sc.name:<20} {name:<12} "
+                    f"{row['requests']:>5} req  p50 {row['p50_ms']:7.3f} ms  "
+                    f"cpu {row['cpu_ms_per_req']:7.3f} ms/req  {row['rps']:8.1f} req/s  "
+                    f"({time.perf_counter() - t0:.1f} s)")
+    return rows
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Median per (target, scenario) of every figure, plus the paired added latencies."""
+    direct = {(r["scenario"], r["round"]): r for r in rows if r["target"] == "direct"}
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        d = direct.get((r["scenario"], r["round"]))
+        if r["target"] != "direct" and d is not None:
+            for f in ("p50_ms", "p99_ms", "ttfb_p50_ms", "ttfb_p99_ms"):
+                r["added_" + f] = r[f] - d[f]
+        grouped.setdefault((r["target"], r["scenario"]), []).append(r)
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for (target, scenario), rs in grouped.items():
+        med: dict[str, float] = {}
+        for f, v in rs[0].items():
+            if isinstance(v, (int, float)) and f != "round":
+                vals = [float(r[f]) for r in rs]
+                med[f] = round(statistics.median(vals), 4)
+                if f == "p50_ms" and len(vals) > 1:
+                    med["p50_spread"] = round((max(vals) - min(vals)) / max(med[f], 1e-9), 3)
+        med["rounds"] = len(rs)
+        if scenario.startswith("paced"):
+            med["cpu_ms_per_event"] = round(med["cpu_ms_per_req"] / STREAM_EVENTS, 5)
+        out.setdefault(target, {})[scenario] = med
+    return out
+
+
+def _in_process_costs() -> list[dict[str, Any]]:
+    """orjson parse and the delta score of each growth body, timed here (not the proxy's)."""
+    from orca_cli.routing.features import Scorer
+
+    scorer = Scorer()
+    out = []
+    for size in ("10KB", "200KB", "1MB"):
+        body = agent_body("openai", SIZES[size], model="orca/coding", stream=False)
+        raw = encode(body)
+        loops = max(5, 2_000_000 // len(raw))
+        t0 = time.perf_counter_ns()
+        for _ in range(loops):
+            orjson.loads(raw)
+        parse = (time.perf_counter_ns() - t0) / loops / 1000
+        t0 = time.perf_counter_ns()
+        for _ in range(loops):
+            scorer.delta(body, "openai")
+        delta = (time.perf_counter_ns() - t0) / loops / 1000
+        out.append({"size": size, "body_bytes": len(raw), "parse_us": round(parse, 1),
+                    "delta_us": round(delta, 1)})
+    return out
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=SUMMARY)
+    p.add_argument("--quick", action="store_true", help="300 requests a figure, one round")
+    p.add_argument("--requests", type=int, default=None, help="requests per figure (2000)")
+    p.add_argument("--litellm-requests", type=int, default=None,
+                   help="cap for LiteLLM's figures, ~11-37 ms each (500; quick 100)")
+    p.add_argument("--rounds", type=int, default=None, help="interleaved rounds (3; quick 1)")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up requests (100; quick 30)")
+    p.add_argument("--max-seconds", type=float, default=60.0, help="time cap per figure")
+    p.add_argument("--no-litellm", action="store_true", help="skip the LiteLLM target")
+    p.add_argument("--no-install", action="store_true", help="never pip-install LiteLLM")
+    p.add_argument("--no-redis", action="store_true", help="skip the Redis target")
+    p.add_argument("--what-if", default="", help="also measure bench/orca_what_if.py "
+                   "variants beside orca-memory, e.g. nodelay,uvloop")
+    p.add_argument("--quiet-wait", type=float, default=None,
+                   help="seconds to wait for other processes to go quiet before a figure "
+                        "(10; quick 5)")
+    p.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    p.add_argument("--render", type=Path, default=None, metavar="FILE",
+                   help="print the tables of a saved --json document and exit")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.render is not None:
+        from bench.proxy_report import render
+
+        render(orjson.loads(args.render.read_bytes()))
+        return 0
+    quick = args.quick
+    args.requests = args.requests or (300 if quick else 2000)
+    args.litellm_requests = args.litellm_requests or (100 if quick else 500)
+    args.rounds = args.rounds or (1 if quick else 3)
+    args.warmup = args.warmup or (30 if quick else 100)
+    if args.quiet_wait is None:
+        args.quiet_wait = 5.0 if quick else 10.0
+    what_ifs = [w for w in args.what_if.split(",") if w]
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    machine = _machine()
+    pinned = (os.cpu_count() or 1) >= 2
+    proxy_cpu, load_cpu = (PROXY_CPU, LOAD_CPU) if pinned else (None, None)
+    wd = T.workdir()
+    procs: list[T.Proc] = []
+    skipped: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    prefix = T.unique_prefix()
+    redis_used = False
+    stat0 = _cpu_stat()
+    try:
+        upstream = T.start_fake_upstream(wd, load_cpu)
+        procs.append(upstream)
+        targets = {"direct": _direct(upstream)}
+        mem = T.start_orca("orca-memory", wd, upstream.port, proxy_cpu)
+        procs.append(mem)
+        targets["orca-memory"] = _orca("orca-memory", mem)
+        for w in what_ifs:
+            name = f"orca-memory[{w}]"
+            proc = T.start_orca(name.replace("[", "-").rstrip("]"), wd, upstream.port,
+                                proxy_cpu, what_if=w)
+            procs.append(proc)
+            targets[name] = _orca(name, proc)
+        why = "--no-redis" if args.no_redis else T.redis_available(REDIS_URL)
+        if why is None:
+            red = T.start_orca("orca-redis", wd, upstream.port, proxy_cpu, backend="redis",
+                               redis_url=REDIS_URL, key_prefix=prefix)
+            redis_used = True
+            procs.append(red)
+            targets["orca-redis"] = _orca("orca-redis", red)
+        else:
+            skipped["orca-redis"] = why
+        if args.no_litellm:
+            skipped["litellm"] = "--no-litellm"
+        else:
+            log("litellm: checking bench/.venv-litellm (a first run installs it, a few minutes)")
+            exe, why = T.ensure_litellm(not args.no_install, wd / "litellm-pip.log")
+            notes["litellm"] = why
+            if exe is None:
+                skipped["litellm"] = why
+            else:
+                try:
+                    lit = T.start_litellm(exe, wd, upstream.port, proxy_cpu)
+                    procs.append(lit)
+                    targets["litellm"] = _litellm(lit)
+                except RuntimeError as exc:
+                    skipped["litellm"] = f"did not start: {str(exc).splitlines()[0]}"
+        for p in procs[1:]:
+            p.freeze()
+        if load_cpu is not None:
+            os.sched_setaffinity(0, {load_cpu})
+        try:
+            import uvloop
+            rows = uvloop.run(_run_rounds(targets, args, upstream.pid, log))
+        except ImportError:
+            rows = asyncio.run(_run_rounds(targets, args, upstream.pid, log))
+    finally:
+        for p in procs:
+            T.stop(p)
+        if redis_used:
+            notes["redis_keys_deleted"] = str(T.redis_cleanup(REDIS_URL, prefix))
+        shutil.rmtree(wd, ignore_errors=True)
+    stat1 = _cpu_stat()
+    delta = [b - a for a, b in zip(stat0, stat1, strict=False)]
+    machine["steal_pct"] = round(100.0 * delta[7] / max(sum(delta), 1), 2) if len(delta) > 7 else 0.0
+    machine["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    machine["pinning"] = ("proxies on CPU 1; fake upstream and load generator on CPU 0"
+                          if pinned else "one CPU: nothing pinned")
+    doc = {
+        "machine": machine,
+        "settings": {"requests": args.requests, "litellm_requests": args.litellm_requests,
+                     "rounds": args.rounds, "warmup": args.warmup, "quick": quick,
+                     "max_seconds": args.max_seconds, "stream_events": STREAM_EVENTS},
+        "skipped": skipped, "notes": notes,
+        "summary": summarize(rows), "in_process": _in_process_costs(), "rows": rows,
+    }
+    from bench.proxy_report import checks, render
+
+    doc["spec"] = checks(doc["summary"])
+    if args.json:
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        render(doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,60 @@
+"""Run the `orca` CLI with one serving fix applied from outside, to measure what it is worth.
+
+    python bench/orca_what_if.py nodelay serve --config orca.toml --port 8787
+    python bench/orca_what_if.py uvloop  serve --config orca.toml --port 8787
+
+`bench_proxy.py --what-if nodelay,uvloop` measures these beside the shipped `orca serve`.
+Nothing here changes orca; each variant models a change to its serving path:
+
+* `nodelay`: the listening socket is created with `IPPROTO_TCP`, as `uvicorn.Config.bind_socket`
+  does. asyncio sets `TCP_NODELAY` on accepted connections only when the socket's protocol
+  is `IPPROTO_TCP`; a socket made with `socket.socket(family, SOCK_STREAM)` has protocol 0, so
+  its connections keep Nagle's algorithm, and a response written as headers then body waits
+  for the client's delayed ACK (40 ms on Linux) on every keep-alive request after the first.
+* `uvloop`: the event loop is uvloop (the loop `build_server` asks uvicorn for, which
+  `asyncio.run(server.serve(...))` bypasses; `server.run(sockets=...)` would honour it).
+  uvloop also sets `TCP_NODELAY` on every TCP connection, so this includes `nodelay`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+
+__all__ = ["main"]
+
+
+def _bind_socket_tcp(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def main() -> None:
+    variant = sys.argv.pop(1) if len(sys.argv) > 1 else ""
+    if variant == "nodelay":
+        import orca_cli.proxy.server as server
+
+        server.bind_socket = _bind_socket_tcp  # serve.py imports it at call time
+    elif variant == "uvloop":
+        import uvloop
+
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    else:
+        sys.exit(f"usage: orca_what_if.py nodelay|uvloop serve ...; got {variant!r}")
+    from orca_cli.cli import main as orca_main
+
+    sys.argv[0] = "orca"
+    orca_main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+"""Tables and SPEC §12 verdicts for `bench_proxy.py`'s summary (rich on stdout).
+
+`checks(summary)` compares the medians with SPEC §12's absolute targets; `render(doc)` prints
+the side-by-side table (absolute figures, then ratios to direct and to LiteLLM), the
+transcript-growth table and the machine facts the figures belong to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FIGURES", "SPEC_TARGETS", "checks", "render"]
+
+Summary = dict[str, dict[str, dict[str, float]]]
+
+# (label, scenario, field, higher is better)
+FIGURES: tuple[tuple[str, str, str, bool], ...] = (
+    ("JSON latency p50 (ms)", "json_c1", "p50_ms", False),
+    ("JSON latency p99 (ms)", "json_c1", "p99_ms", False),
+    ("JSON added p50 (ms)", "json_c1", "added_p50_ms", False),
+    ("JSON added p99 (ms)", "json_c1", "added_p99_ms", False),
+    ("stream first byte p50 (ms)", "stream_c1", "ttfb_p50_ms", False),
+    ("stream added first byte p50 (ms)", "stream_c1", "added_ttfb_p50_ms", False),
+    ("stream whole p50 (ms)", "stream_c1", "p50_ms", False),
+    ("stream whole added p50 (ms)", "stream_c1", "added_p50_ms", False),
+    ("stream whole added p99 (ms)", "stream_c1", "added_p99_ms", False),
+    ("CPU/req JSON c1 (ms)", "json_c1", "cpu_ms_per_req", False),
+    ("CPU/req stream c1 (ms)", "stream_c1", "cpu_ms_per_req", False),
+    ("CPU/req JSON c16 (ms)", "json_c16", "cpu_ms_per_req", False),
+    ("CPU/req stream c16 (ms)", "stream_c16", "cpu_ms_per_req", False),
+    ("throughput JSON c16 (req/s)", "json_c16", "rps", True),
+    ("throughput stream c16 (req/s)", "stream_c16", "rps", True),
+    ("JSON latency p50 c16 (ms)", "json_c16", "p50_ms", False),
+    ("paced CPU/event c1 (ms)", "paced_c1", "cpu_ms_per_event", False),
+    ("paced CPU/event c16 (ms)", "paced_c16", "cpu_ms_per_event", False),
+    ("paced stream added p50 (ms)", "paced_c1", "added_p50_ms", False),
+    ("anthropic JSON added p50 (ms)", "anthropic_json_c1", "added_p50_ms", False),
+    ("anthropic stream added first byte p50 (ms)", "anthropic_stream_c1", "added_ttfb_p50_ms",
+     False),
+    ("anthropic CPU/req JSON c1 (ms)", "anthropic_json_c1", "cpu_ms_per_req", False),
+    ("anthropic CPU/req stream c1 (ms)", "anthropic_stream_c1", "cpu_ms_per_req", False),
+)
+
+# (target, scenario, field, "<=" or ">=", limit, what SPEC §12 says)
+SPEC_TARGETS: tuple[tuple[str, str, str, str, float, str], ...] = (
+    ("orca-memory", "json_c1", "added_p50_ms", "<=", 0.8, "added p50 ≤ 0.8 ms (stretch 0.6)"),
+    ("orca-memory", "json_c1", "added_p99_ms", "<=", 2.0, "added p99 ≤ 2 ms"),
+    ("orca-redis", "json_c1", "added_p50_ms", "<=", 1.0, "added p50 with Redis ≤ 1.0 ms"),
+    ("orca-memory", "stream_c1", "added_ttfb_p50_ms", "<=", 0.8, "stream first byte ≤ 0.8 ms added"),
+    ("orca-memory", "stream_c1", "added_p50_ms", "<=", 1.5, "whole stream ≤ 1.5 ms added"),
+    ("orca-memory", "paced_c1", "cpu_ms_per_event", "<=", 0.1, "paced ≤ 0.1 ms CPU/event at c1"),
+    ("orca-memory", "paced_c16", "cpu_ms_per_event", "<=", 0.03, "paced ≤ 0.03 ms CPU/event at c16"),
+    ("orca-memory", "json_c1", "cpu_ms_per_req", "<=", 0.7, "CPU/req JSON c1 ≤ 0.7 ms"),
+    ("orca-memory", "stream_c1", "cpu_ms_per_req", "<=", 1.0, "CPU/req stream c1 ≤ 1.0 ms"),
+    ("orca-memory", "json_c16", "cpu_ms_per_req", "<=", 0.45, "CPU/req JSON c16 ≤ 0.45 ms"),
+    ("orca-memory", "stream_c16", "cpu_ms_per_req", "<=", 0.6, "CPU/req stream c16 ≤ 0.6 ms"),
+    ("orca-memory", "json_c16", "rps", ">=", 2500, "≥ 2,500 JSON req/s, one worker, c16"),
+    ("orca-memory", "stream_c16", "rps", ">=", 1500, "≥ 1,500 streamed req/s, one worker, c16"),
+)
+
+
+def _get(summary: Summary, target: str, scenario: str, field: str) -> float | None:
+    v = summary.get(target, {}).get(scenario, {}).get(field)
+    return None if v is None else float(v)
+
+
+def checks(summary: Summary) -> list[dict[str, Any]]:
+    out = []
+    for target, scenario, field, op, limit, text in SPEC_TARGETS:
+        v = _get(summary, target, scenario, field)
+        met = None if v is None else (v <= limit if op == "<=" else v >= limit)
+        out.append({"target": target, "scenario": scenario, "field": field, "op": op,
+                    "limit": limit, "spec": text, "measured": v, "met": met})
+    return out
+
+
+def _fmt(v: float | None, field: str) -> str:
+    if v is None:
+        return "—"
+    if field == "rps":
+        return f"{v:,.0f}"
+    if field == "cpu_ms_per_event":
+        return f"{v:.4f}"
+    return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    if a is None or b is None or b <= 0 or a <= 0:
+        return "—"
+    r = a / b
+    return f"{r:,.0f}×" if r >= 100 else f"{r:.1f}×" if r >= 10 else f"{r:.2f}×"
+
+
+def render(doc: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(width=None if Console().is_terminal else 170)
+    s: Summary = doc["summary"]
+    m = doc["machine"]
+    st = doc["settings"]
+    verdicts = {(c["target"], c["scenario"], c["field"]): c for c in doc["spec"]}
+    what_ifs = sorted(t for t in s if t.startswith("orca-memory["))
+    present = [t for t in ("direct", "orca-memory", *what_ifs, "orca-redis", "litellm") if t in s]
+    table = Table(title=f"Proxy overhead, 10 KB agent body (medians of {st['rounds']} "
+                        f"round(s), {st['requests']} requests a figure)")
+    table.add_column("figure")
+    for t in present:
+        table.add_column(escape(t), justify="right")
+    table.add_column("LiteLLM ÷ orca", justify="right")
+    table.add_column("orca ÷ direct", justify="right")
+    table.add_column("SPEC §12", justify="left")
+    for label, scenario, field, higher in FIGURES:
+        vals = {t: _get(s, t, scenario, field) for t in present}
+        if all(v is None for v in vals.values()):
+            continue
+        cells = []
+        for t in present:
+            v = vals[t]
+            if t == "direct" and (field.startswith("cpu") or field.startswith("added")):
+                v = None  # no proxy: nothing to add, no proxy CPU
+            cells.append(_fmt(v, field))
+        orca, lit, direct = vals.get("orca-memory"), vals.get("litellm"), vals.get("direct")
+        vs_lit = _ratio(orca, lit) if higher else _ratio(lit, orca)
+        vs_direct = ("—" if field.startswith(("cpu", "added")) else _ratio(orca, direct))
+        spec = ""
+        for tgt in ("orca-memory", "orca-redis"):
+            c = verdicts.get((tgt, scenario, field))
+            if c is not None and c["met"] is not None:
+                mark = "[green]met[/]" if c["met"] else "[red]missed[/]"
+                spec += f"{mark} {c['op']} {c['limit']:g}" + (" (redis)" if tgt == "orca-redis" else "") + " "
+        table.add_row(label, *cells, vs_lit, vs_direct, spec.strip())
+    console.print(table)
+
+    g = Table(title="The same latest turn behind a longer transcript (orca, memory store, c1)")
+    for col in ("transcript", "body bytes", "direct p50", "orca p50", "added p50", "added p99",
+                "CPU/req", "× 10 KB", "CPU − parse", "parse µs*", "delta µs*"):
+        g.add_column(col, justify="right")
+    inproc = {r["size"]: r for r in doc["in_process"]}
+    base = _get(s, "orca-memory", "growth_10KB", "cpu_ms_per_req")
+    for size in ("10KB", "200KB", "1MB"):
+        sc = f"growth_{size}"
+        cpu = _get(s, "orca-memory", sc, "cpu_ms_per_req")
+        if cpu is None:
+            continue
+        ip = inproc.get(size, {})
+        parse = ip.get("parse_us", 0.0) / 1000.0
+        g.add_row(size, f"{int(_get(s, 'orca-memory', sc, 'body_bytes') or 0):,}",
+                  _fmt(_get(s, "direct", sc, "p50_ms"), "ms"),
+                  _fmt(_get(s, "orca-memory", sc, "p50_ms"), "ms"),
+                  _fmt(_get(s, "orca-memory", sc, "added_p50_ms"), "ms"),
+                  _fmt(_get(s, "orca-memory", sc, "added_p99_ms"), "ms"),
+                  _fmt(cpu, "ms"), _ratio(cpu, base), _fmt(cpu - parse, "ms"),
+                  f"{ip.get('parse_us', 0):.0f}", f"{ip.get('delta_us', 0):.0f}")
+    console.print(g)
+    console.print("  * timed in the benchmark process: orjson.loads of the body, and "
+                  "Scorer.delta on it (the latest turn only).")
+    spreads = {t: max((v.get("p50_spread", 0.0) for v in s[t].values()), default=0.0)
+               for t in present}
+    console.print(f"machine: nproc {m['nproc']}, Python {m['python']}, {m['platform']}; "
+                  f"{m['pinning']}; load {m['loadavg_at_start']} → {m['loadavg_at_end']}, "
+                  f"steal {m['steal_pct']} %; {m['date']}")
+    foreign = [r.get("foreign_cores", 0.0) for r in doc["rows"]]
+    if foreign:
+        ordered = sorted(foreign)
+        console.print(f"other processes during the figures: median {ordered[len(ordered) // 2]:.2f}"
+                      f" cores, max {ordered[-1]:.2f} (of {m['nproc']})")
+    if st["rounds"] > 1:
+        console.print("noise: largest spread of a p50 across rounds, (max − min) / median: "
+                      + escape(", ".join(f"{t} {v:.0%}" for t, v in spreads.items())))
+    for name, why in doc["skipped"].items():
+        console.print(f"[yellow]skipped {escape(name)}[/]: {escape(why)}")
+    for name, note in doc["notes"].items():
+        console.print(escape(f"{name}: {note}"))
+    missed = [c for c in doc["spec"] if c["met"] is False]
+    console.print(f"SPEC §12: {sum(1 for c in doc['spec'] if c['met'])} targets met, "
+                  f"{len(missed)} missed" + (": " + "; ".join(
+                      f"{c['spec']} (measured {c['measured']:.4g})" for c in missed)
+                      if missed else ""))
