@@ -1,0 +1,1 @@
+complete --command orca --no-files --arguments "(env _ORCA_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) orca)" --condition "env _ORCA_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) orca"
