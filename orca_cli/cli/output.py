@@ -38,6 +38,11 @@ def err_console() -> Any:
 
 
 def out_console() -> Any:
+    """stdout; piped or captured output gets at least 140 columns so tables keep one row per
+    item instead of folding every cell (a terminal keeps its own width)."""
     from rich.console import Console
 
-    return Console()
+    console = Console()
+    if not console.is_terminal and console.width < 140:
+        console.width = 140
+    return console
