@@ -265,6 +265,12 @@ async def _finish(rt: Runtime, api: Api, raw: bytes, body: dict[str, Any], targe
         settled = settle_batch(ctx, batch, result)
         if settled is not None:
             await rt.gate.commit(settled)
+    elif degraded:
+        # Only the trace: no tier state, pins or counters while degraded. The gate holds it
+        # and writes it once the store answers again (SPEC §8: every request has a trace).
+        trace = _trace(rt, request_id, client_rid, now, sid, router_name, api, target, stream,
+                       delta, plan, res, usage, cost, False, True, key_fp, start)
+        await rt.gate.commit(CommitBatch(request_id, trace=trace))
     if degraded and billed and att is not None and router_name and session:
         rt.gate.degraded_pins.put(router_name, session, att.model,
                                   {"channel": att.channel, "key_index": att.key_index,

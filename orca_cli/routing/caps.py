@@ -69,6 +69,8 @@ class CapsView:
 def share_denied(share: ShareView, cap: float, warmup: int, *, after_loss: bool) -> bool:
     if share.total < warmup:
         return after_loss  # normal warm-up allows; after a state loss it denies
+    if share.total <= 0:  # warmup_requests = 0 and nothing served yet: nothing to exceed
+        return False
     return share.strong / share.total > cap
 
 

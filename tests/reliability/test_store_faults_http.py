@@ -96,8 +96,6 @@ async def test_a_crash_mid_conversation_serves_base_and_escalation_resumes_after
     assert all(r.status == 200 for r in sc.replies)
 
 
-@pytest.mark.xfail(strict=True, reason="the handler writes no trace for a request it served "
-                   "degraded; StoreGate would hold a trace-only batch and write it on recovery")
 async def test_requests_served_during_an_outage_have_degraded_traces_after_recovery(
     farm: RedisFarm, prefix: str
 ) -> None:
@@ -117,8 +115,6 @@ async def test_requests_served_during_an_outage_have_degraded_traces_after_recov
             assert trace["tier"]["reason"] == "degraded" and trace["committed"] is False
 
 
-@pytest.mark.xfail(strict=True, reason="routing/caps.py share_denied divides by a zero total "
-                   "when warmup_requests = 0 (a valid value): the request answers 502")
 async def test_a_zero_warmup_lets_the_first_escalation_of_a_fresh_router_through(
     farm: RedisFarm, prefix: str
 ) -> None:
