@@ -216,6 +216,18 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
         res.status, res.served = status, None
         await _send_whole(send, status, headers, body, inb.orca_headers(att))
         return
+    if res.attempts:
+        # Attempted, but no upstream answered (refused, reset, timed out): there is no
+        # upstream error to return, and "nothing attemptable" with its do-not-retry would be
+        # false. A gateway error of orca's own, naming only the failure's class.
+        failure = res.attempts[-1].error or "transport_error"
+        status = 504 if failure.startswith("UpstreamTimeout") else 502
+        res.status = status
+        res.own_error = f"no upstream answered: every attempt failed before responding ({failure})"
+        body = error_body(inb.api, status, res.own_error)
+        await _send_whole(send, status, (("content-type", "application/json"),), body,
+                          inb.orca_headers(None))
+        return
     res.status = 503
     res.own_error = "no upstream could be attempted (breakers open, retry budget or deadline spent)"
     body = error_body(inb.api, 503, res.own_error + "; retry later")

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.asyncio
 _sessions = itertools.count()
 
 
-def config_text(up: FakeUpstream, *, a_url: str | None = None) -> str:
+def config_text(up: FakeUpstream, *, a_url: str | None = None, b_url: str | None = None) -> str:
     """Router `r` (OpenAI format): model m1 on channels a then b (price mode orders equal
     channels by name), strong pool m2 on c. Router `ra` (Anthropic): am1 on x then y, strong
     pool am2 on z. Both escalate (`auto`), so every billed turn runs strike evaluation."""
@@ -57,7 +57,7 @@ models = ["m1"]
 [[channels]]
 name = "b"
 type = "openai-compatible"
-base_url = "{up.url('b')}"
+base_url = "{b_url or up.url('b')}"
 keys = ["sk-test-b0-77aa01"]
 models = ["m1"]
 
@@ -280,6 +280,41 @@ async def test_connect_refused_is_local_origin_and_falls_over(up: FakeUpstream) 
         assert row["local_failures"] == 1 and row["failures"] == 0
         assert took < 2.0
         await assert_no_strike(sc, "r", sid, turns=1, trace=trace)
+
+
+async def test_every_channel_refused_is_orcas_own_502_not_nothing_attemptable(
+        up: FakeUpstream) -> None:
+    """Attempts were made, but no upstream answered: there is no upstream error to return, and
+    it is not the 503 for "nothing could be attempted" either, whose `x-should-retry: false`
+    would stop the client retrying a transient outage."""
+    dead_a, dead_b = (f"http://127.0.0.1:{closed_port()}/{c}/v1" for c in "ab")
+    async with serve_sidecar(loads(config_text(up, a_url=dead_a, b_url=dead_b),
+                                   source="test")) as sc:
+        sid = new_session()
+        status, headers, body, took = await call(sc, "openai", sid, stream=True)
+        assert status == 502, (status, body)
+        err = orjson.loads(body)["error"]
+        assert err["type"] == "server_error" and "could be attempted" not in err["message"]
+        assert "127.0.0.1" not in err["message"], "no upstream address in orca's errors"
+        assert headers.get("x-should-retry") != "false"
+        trace = await trace_of(sc, headers)
+        assert [a["error"] for a in trace["attempts"]] == ["UpstreamConnectError"] * 2
+        assert took < 2.0
+        await assert_no_strike(sc, "r", sid, turns=0, trace=trace)
+
+
+async def test_every_channel_timing_out_is_orcas_own_504_in_the_inbound_shape(
+        sc: Sidecar, up: FakeUpstream) -> None:
+    up.always["x"] = up.always["y"] = Act(stall_before_s=3.0)
+    sid = new_session()
+    status, headers, body, took = await call(sc, "anthropic", sid)
+    assert status == 504, (status, body)
+    doc = orjson.loads(body)
+    assert doc["type"] == "error" and doc["error"]["type"] == "timeout_error"
+    assert headers.get("x-should-retry") != "false"
+    assert 0.7 <= took < 2.0, "two first-byte timeouts of 0.4 s"
+    assert health_row(sc, "x")["local_failures"] == 1
+    assert health_row(sc, "y")["local_failures"] == 1
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
