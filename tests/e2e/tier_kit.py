@@ -9,6 +9,7 @@ read back through the store interface.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import os
 import socket
@@ -23,6 +24,7 @@ import orjson
 import pytest
 import tomli_w
 
+from orca_cli.admin.http import admin_handler
 from orca_cli.clock import FakeClock
 from orca_cli.config.load import loads
 from orca_cli.config.schema import Config, StateConfig
@@ -84,17 +86,20 @@ def _merge(into: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
 def tier_config(*, escalation: Mapping[str, Any] | None = None,
                 router: Mapping[str, Any] | None = None,
                 workspace_cap: float = 1.0,
-                base_faults: Mapping[str, Any] | None = None) -> Config:
+                base_faults: Mapping[str, Any] | None = None,
+                strong_channel: Mapping[str, Any] | None = None) -> Config:
     """One router `coding`: base tier `base-weak` (weak band) and `base-mid` (mid band) on
     channel `sim-base`, strong tier `frontier` on `sim-strong`; one key each, no fallback
     models, so what served is unambiguous. The full-transcript banding is t1 = 0.45 /
     t2 = 0.90: a short opener lands on `base-weak`, a transcript holding a hard debugging
-    turn on `base-mid`. The workspace cap is off (1.0) unless a test asks for it."""
+    turn on `base-mid`. The workspace cap is off (1.0) unless a test asks for it;
+    `strong_channel` overrides fields of the strong tier's channel."""
     base_channel = _sim_channel("sim-base", list(BASE_MODELS))
     if base_faults:
         base_channel["faults"] = dict(base_faults)
     doc: dict[str, Any] = {
-        "channels": [base_channel, _sim_channel("sim-strong", [STRONG_MODEL])],
+        "channels": [base_channel,
+                     _sim_channel("sim-strong", [STRONG_MODEL], **(strong_channel or {}))],
         "models": {
             "base-weak": {"input": 0.27, "output": 1.10, "quality": 0.60,
                           "context_window": 128000},
@@ -151,12 +156,41 @@ class Reply:
         return self.headers["x-orca-request-id"]
 
 
+class Quiesce:
+    """ASGI wrapper counting requests still inside the app. The sidecar commits after the
+    last byte reached the client (SPEC §3 step 9), so a client can read its answer before the
+    commit landed; a test that then looks at the store first waits for the app to be idle."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.inflight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            return await self.app(scope, receive, send)
+        self.inflight += 1
+        self._idle.clear()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.inflight -= 1
+            if self.inflight == 0:
+                self._idle.set()
+
+    async def idle(self, timeout_s: float = 10.0) -> None:
+        async with asyncio.timeout(timeout_s):
+            await self._idle.wait()
+
+
 @dataclass
 class TierStack:
     base_url: str
     rt: Runtime
     clock: FakeClock
     http: httpx.AsyncClient
+    quiesce: Quiesce
     step_s: float = 1.0  # the fake clock moves this much before each request (turn order)
 
     @property
@@ -182,6 +216,7 @@ class TierStack:
         async with self.http.stream("POST", "/v1/chat/completions", json=payload,
                                     headers=headers) as resp:
             raw = await resp.aread()
+        await self.quiesce.idle()  # its commit (and any racer's) has landed
         parsed: Any = raw.decode(errors="replace")
         if not stream:
             try:
@@ -209,6 +244,11 @@ class TierStack:
                     router: str = ROUTER) -> list[Mapping[str, Any]]:
         events = await self.store.list_audit(router)
         return [e for e in events if event is None or e["event"] == event]
+
+    async def admin(self, method: str, path: str, body: Any = None) -> httpx.Response:
+        """The operator's side: the admin API under /orca/v1/ with the admin token."""
+        return await self.http.request(method, "/orca/v1/" + path, json=body,
+                                       headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
 
     async def stat(self, name: str, router: str = ROUTER) -> float:
         """One field of the router's hourly stats, summed over the hours the store holds."""
@@ -267,8 +307,10 @@ async def test_store(backend: str, clock: FakeClock) -> AsyncIterator[Store]:
             pytest.fail(f"Redis at {REDIS_URL} is unreachable (CI=true: Redis is required)")
         pytest.skip(f"Redis at {REDIS_URL} is unreachable")
     prefix = f"orca-tier-{uuid.uuid4().hex[:12]}"
-    store = open_store(StateConfig(backend="redis", redis_url=REDIS_URL, key_prefix=prefix),
-                       clock=clock)
+    # A generous store timeout: these stories are about tiers, not about a loaded machine's
+    # Redis latency (a store timeout would serve `degraded`; test_a_redis_outage covers it).
+    store = open_store(StateConfig(backend="redis", redis_url=REDIS_URL, key_prefix=prefix,
+                                   timeout_ms=2000), clock=clock)
     try:
         yield store
     finally:
@@ -294,12 +336,14 @@ async def tier_stack(cfg: Config, store: Store, clock: FakeClock) -> AsyncIterat
     sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     rt = Runtime.build(cfg, store, clock=clock, admin_token=ADMIN_TOKEN)
-    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token=ADMIN_TOKEN))
-    server, task = await serve_in_background(app, cfg.server, "127.0.0.1", port, sock=sock)
+    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token=ADMIN_TOKEN),
+                  admin=admin_handler)
+    quiesce = Quiesce(app)
+    server, task = await serve_in_background(quiesce, cfg.server, "127.0.0.1", port, sock=sock)
     base = f"http://127.0.0.1:{port}"
     http = httpx.AsyncClient(base_url=base, timeout=30.0)
     try:
-        yield TierStack(base, rt, clock, http)
+        yield TierStack(base, rt, clock, http, quiesce)
     finally:
         await http.aclose()
         await stop_server(server, task)
