@@ -251,6 +251,9 @@ class RedisStore:
         self._epoch_token = winner.get("token")
         lost_at = winner.get("lost_at")
         self.state_lost_at = float(lost_at) if isinstance(lost_at, (int, float)) else now
+        # One loss, one event: the restart that emptied the epoch also changed the run_id, so
+        # the next INFO adopts the new run_id instead of declaring the same loss again.
+        self._run_id = None
         if res[0] and self._epoch_token == token:  # we re-created it: audit once, store-wide
             event = audit_event(
                 {
