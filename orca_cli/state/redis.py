@@ -229,13 +229,18 @@ class RedisStore:
         token = doc.get("token") if doc else None
         if token is None:
             reason = "epoch_missing"
-        elif token != self._epoch_token and not reason:
-            # Another sidecar saw the loss first and re-created the epoch: adopt its record.
+        elif token != self._epoch_token and (
+            not reason or isinstance(doc.get("lost_at") if doc else None, (int, float))
+        ):
+            # Another sidecar saw the loss first and re-created the epoch (its record carries
+            # `lost_at`): adopt it, even when this sidecar's own evidence is a new run_id —
+            # one loss, one `state_lost` event, store-wide.
             self._epoch_token = token
             lost_at = doc.get("lost_at") if doc else None
             self.state_lost_at = (
                 float(lost_at) if isinstance(lost_at, (int, float)) else self._clock.now()
             )
+            reason = ""
         if not reason:
             return 0
         return await self._declare_lost(reason, only_if_missing=token is None)
