@@ -16,9 +16,10 @@ fails), then measures every target on the same scenarios in interleaved rounds:
 * token-paced streams (events 1 ms apart): CPU per event at concurrency 1 and 16;
 * the same latest turn behind 10 KB, 200 KB and 1 MB transcripts (orca with memory).
 
-The proxies run alone on CPU 1; the fake upstream and this load generator share CPU 0. A
-proxy that is not being measured is frozen (SIGSTOP). Every figure is the median over the
-rounds; the JSON keeps each round.
+The proxies run alone on CPU 1; the fake upstream and this load generator share CPU 0. Every
+figure is the median over the rounds; the JSON keeps each round. The machine may be shared:
+before each figure the run waits (briefly) for other processes to go quiet, and it records
+how many cores they used meanwhile.
 """
 
 from __future__ import annotations
@@ -169,8 +170,6 @@ async def _measure(t: Target, sc: Scenario, rnd: int, requests: int, warmup: int
                                                stream=sc.stream))
     ep = Endpoint("127.0.0.1", t.port, _path(sc), t.headers)
     prefix = f"{sc.name}-r{rnd}"
-    if t.proc is not None:
-        t.proc.thaw()
     try:
         await run_load(ep, body, requests=max(warmup, 2 * sc.concurrency),
                        concurrency=sc.concurrency, max_s=max_s, session_prefix=prefix)
@@ -183,10 +182,8 @@ async def _measure(t: Target, sc: Scenario, rnd: int, requests: int, warmup: int
                              max_s=max_s, session_prefix=prefix)
         b1, s1 = _busy_ticks(), _self_ticks()
         c1, u1 = T.cpu_sample(pid), T.cpu_sample(upstream_pid)
-        gc.enable()
     finally:
-        if t.proc is not None:
-            t.proc.freeze()
+        gc.enable()
     n = max(res.count, 1)
     ms = 1e-6
     return {
@@ -211,25 +208,20 @@ async def _measure(t: Target, sc: Scenario, rnd: int, requests: int, warmup: int
 async def _check(targets: Sequence[Target]) -> None:
     """One JSON and one stream request through every target: 200 and 36 events, or fail."""
     for t in targets:
-        if t.proc is not None:
-            t.proc.thaw()
-        try:
-            for sc in (SCENARIOS[0], SCENARIOS[1]):
-                body = encode(agent_body("openai", SIZES["10KB"], model=t.model(sc),
-                                         stream=sc.stream))
-                status, got = await fetch(Endpoint("127.0.0.1", t.port, _path(sc), t.headers),
-                                          body)
-                events = got.count(b"\n\n")
-                if status != 200 or (sc.stream and events != STREAM_EVENTS):
-                    raise RuntimeError(f"{t.name}: {sc.name} answered {status} with {events} "
-                                       f"events: {got[:300]!r}")
-        finally:
-            if t.proc is not None:
-                t.proc.freeze()
+        for sc in (SCENARIOS[0], SCENARIOS[1]):
+            body = encode(agent_body("openai", SIZES["10KB"], model=t.model(sc),
+                                     stream=sc.stream))
+            status, got = await fetch(Endpoint("127.0.0.1", t.port, _path(sc), t.headers), body)
+            events = got.count(b"\n\n")
+            if status != 200 or (sc.stream and events != STREAM_EVENTS):
+                raise RuntimeError(f"{t.name}: {sc.name} answered {status} with {events} "
+                                   f"events: {got[:300]!r}")
 
 
 async def _run_rounds(targets: dict[str, Target], args: argparse.Namespace,
-                      upstream_pid: int, log: Any) -> list[dict[str, Any]]:
+                      upstream_pid: int, log: Any, failed: dict[str, str]) -> list[dict[str, Any]]:
+    """Every figure of every target, round after round; a target that breaks (its process
+    died, its connections fail) is dropped from the rest of the run with the reason."""
     await _check(list(targets.values()))
     bodies: dict[tuple[str, str, bool, str], bytes] = {}
     rows: list[dict[str, Any]] = []
@@ -238,15 +230,24 @@ async def _run_rounds(targets: dict[str, Target], args: argparse.Namespace,
         rotated = order[rnd % len(order):] + order[:rnd % len(order)]
         for sc in SCENARIOS:
             for name in rotated:
-                if not _runs(name, sc):
+                if not _runs(name, sc) or name in failed:
                     continue
                 await _wait_quiet(args.quiet_wait, log)
                 n = max(2 * sc.concurrency, int(args.requests * sc.share))
                 if name == "litellm":
                     n = min(n, args.litellm_requests)
                 t0 = time.perf_counter()
-                row = await _measure(targets[name], sc, rnd, n, args.warmup, args.max_seconds,
-                                     bodies, upstream_pid)
+                try:
+                    row = await _measure(targets[name], sc, rnd, n, args.warmup,
+                                         args.max_seconds, bodies, upstream_pid)
+                except (OSError, TimeoutError) as exc:
+                    proc = targets[name].proc
+                    code = None if proc is None else proc.popen.poll()
+                    failed[name] = (f"{sc.name}, round {rnd + 1}: {type(exc).__name__}: {exc}"
+                                    + ("" if code is None else f"; the process exited ({code})"))
+                    log(f"{name} failed: {failed[name]}\n"
+                        + ("" if proc is None else proc.log_tail()))
+                    continue
                 row.update(target=name, scenario=sc.name)
                 rows.append(row)
                 log(f"round {rnd + 1}/{args.rounds} {sc.name:<20} {name:<12} "
@@ -276,9 +277,17 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float
                 if f == "p50_ms" and len(vals) > 1:
                     med["p50_spread"] = round((max(vals) - min(vals)) / max(med[f], 1e-9), 3)
         med["rounds"] = len(rs)
-        if scenario.startswith("paced"):
-            med["cpu_ms_per_event"] = round(med["cpu_ms_per_req"] / STREAM_EVENTS, 5)
         out.setdefault(target, {})[scenario] = med
+    for target, figures in out.items():
+        for paced, burst in (("paced_c1", "stream_c1"), ("paced_c16", "stream_c16")):
+            p, b = figures.get(paced), figures.get(burst)
+            if p is None:
+                continue
+            p["cpu_ms_per_event"] = round(p["cpu_ms_per_req"] / STREAM_EVENTS, 5)
+            if b is not None:
+                # what pacing adds per event: each event its own read, tap and write
+                p["cpu_ms_per_event_marginal"] = round(
+                    (p["cpu_ms_per_req"] - b["cpu_ms_per_req"]) / (STREAM_EVENTS - 1), 5)
     return out
 
 
@@ -357,6 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     prefix = T.unique_prefix()
     redis_used = False
     stat0 = _cpu_stat()
+    failed: dict[str, str] = {}
     try:
         upstream = T.start_fake_upstream(wd, load_cpu)
         procs.append(upstream)
@@ -394,15 +404,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                     targets["litellm"] = _litellm(lit)
                 except RuntimeError as exc:
                     skipped["litellm"] = f"did not start: {str(exc).splitlines()[0]}"
-        for p in procs[1:]:
-            p.freeze()
         if load_cpu is not None:
             os.sched_setaffinity(0, {load_cpu})
         try:
             import uvloop
-            rows = uvloop.run(_run_rounds(targets, args, upstream.pid, log))
+            rows = uvloop.run(_run_rounds(targets, args, upstream.pid, log, failed))
         except ImportError:
-            rows = asyncio.run(_run_rounds(targets, args, upstream.pid, log))
+            rows = asyncio.run(_run_rounds(targets, args, upstream.pid, log, failed))
     finally:
         for p in procs:
             T.stop(p)
@@ -420,7 +428,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "settings": {"requests": args.requests, "litellm_requests": args.litellm_requests,
                      "rounds": args.rounds, "warmup": args.warmup, "quick": quick,
                      "max_seconds": args.max_seconds, "stream_events": STREAM_EVENTS},
-        "skipped": skipped, "notes": notes,
+        "skipped": {**skipped, **{k: f"failed mid-run ({v})" for k, v in failed.items()}},
+        "notes": notes,
         "summary": summarize(rows), "in_process": _in_process_costs(), "rows": rows,
     }
     from bench.proxy_report import checks, render

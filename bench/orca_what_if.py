@@ -7,7 +7,8 @@
 Nothing here changes orca; each variant models a change to its serving path:
 
 * `nodelay`: the listening socket is created with `IPPROTO_TCP`, as `uvicorn.Config.bind_socket`
-  does. asyncio sets `TCP_NODELAY` on accepted connections only when the socket's protocol
+  does (orca's own `bind_socket` does so since it was measured here; the variant now equals
+  the shipped server and stays only to reproduce the before/after figures). asyncio sets `TCP_NODELAY` on accepted connections only when the socket's protocol
   is `IPPROTO_TCP`; a socket made with `socket.socket(family, SOCK_STREAM)` has protocol 0, so
   its connections keep Nagle's algorithm, and a response written as headers then body waits
   for the client's delayed ACK (40 ms on Linux) on every keep-alive request after the first.

@@ -52,12 +52,13 @@ def _py_spy() -> Path:
 
 
 async def _load(port: int, scenarios: Sequence[str], requests: int, concurrency: int,
-                warm: bool) -> None:
+                warm: bool, size: str) -> None:
     for sc in scenarios:
-        body = encode(agent_body("openai", SIZES["10KB"], model="orca/coding",
-                                 stream=sc == "stream"))
+        body = encode(agent_body("openai", SIZES[size],
+                                 model="orca/paced" if sc == "paced" else "orca/coding",
+                                 stream=sc in ("stream", "paced")))
         ep = Endpoint("127.0.0.1", port, "/v1/chat/completions")
-        res = await run_load(ep, body, requests=50 if warm else requests,
+        res = await run_load(ep, body, requests=min(50, requests) if warm else requests,
                              concurrency=concurrency, max_s=120.0, session_prefix=f"prof-{sc}")
         if res.errors:
             raise RuntimeError(f"{res.errors} failed requests ({res.statuses})")
@@ -118,9 +119,11 @@ def _report_raw(raw: Path, top: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Profile orca serve under benchmark load.")
     p.add_argument("--profiler", choices=("py-spy", "cprofile"), default="py-spy")
-    p.add_argument("--scenario", choices=("json", "stream", "both"), default="both")
+    p.add_argument("--scenario", choices=("json", "stream", "both", "paced"), default="both",
+                   help="paced: a 36-event stream with events 1 ms apart")
     p.add_argument("--requests", type=int, default=600, help="measured requests per scenario")
     p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--size", choices=tuple(SIZES), default="10KB", help="transcript size")
     p.add_argument("--what-if", choices=("nodelay", "uvloop"), default=None)
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--keep", type=Path, default=None, help="copy the raw profile here")
@@ -139,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         procs.append(orca)
         if pinned:
             os.sched_setaffinity(0, {0})
-        asyncio.run(_load(orca.port, scenarios, args.requests, args.concurrency, warm=True))
+        asyncio.run(_load(orca.port, scenarios, args.requests, args.concurrency, warm=True,
+                           size=args.size))
         spy = None
         if args.profiler == "py-spy":
             spy = subprocess.Popen([str(_py_spy()), "record", "--pid", str(orca.pid), "--format",
@@ -149,7 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             time.sleep(1.0)  # py-spy attaches
         t0 = time.perf_counter()
         c0 = T.cpu_sample(orca.pid)
-        asyncio.run(_load(orca.port, scenarios, args.requests, args.concurrency, warm=False))
+        asyncio.run(_load(orca.port, scenarios, args.requests, args.concurrency, warm=False,
+                           size=args.size))
         c1 = T.cpu_sample(orca.pid)
         wall = time.perf_counter() - t0
         n = args.requests * len(scenarios)
@@ -157,7 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             spy.send_signal(signal.SIGINT)
             spy.wait(60)
         T.stop(orca)  # cProfile writes its file at a clean exit
-        print(f"{n} requests ({', '.join(scenarios)}, c{args.concurrency}) in {wall:.2f} s; "
+        print(f"{n} requests ({', '.join(scenarios)}, {args.size}, c{args.concurrency}) in "
+              f"{wall:.2f} s; "
               f"orca CPU {(c1.sched_ns - c0.sched_ns) / 1e6 / n:.3f} ms/request"
               + (" (under cProfile)" if args.profiler == "cprofile" else ""))
         if args.keep is not None:

@@ -33,6 +33,8 @@ FIGURES: tuple[tuple[str, str, str, bool], ...] = (
     ("JSON latency p50 c16 (ms)", "json_c16", "p50_ms", False),
     ("paced CPU/event c1 (ms)", "paced_c1", "cpu_ms_per_event", False),
     ("paced CPU/event c16 (ms)", "paced_c16", "cpu_ms_per_event", False),
+    ("paced CPU/event beyond a burst c1 (ms)", "paced_c1", "cpu_ms_per_event_marginal", False),
+    ("paced CPU/event beyond a burst c16 (ms)", "paced_c16", "cpu_ms_per_event_marginal", False),
     ("paced stream added p50 (ms)", "paced_c1", "added_p50_ms", False),
     ("anthropic JSON added p50 (ms)", "anthropic_json_c1", "added_p50_ms", False),
     ("anthropic stream added first byte p50 (ms)", "anthropic_stream_c1", "added_ttfb_p50_ms",
@@ -79,7 +81,7 @@ def _fmt(v: float | None, field: str) -> str:
         return "—"
     if field == "rps":
         return f"{v:,.0f}"
-    if field == "cpu_ms_per_event":
+    if field.startswith("cpu_ms_per_event"):
         return f"{v:.4f}"
     return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
 
