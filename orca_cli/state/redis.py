@@ -295,51 +295,53 @@ class RedisStore:
 
     async def commit(self, batch: CommitBatch) -> CommitResult:
         self.commits += 1
-        return await self._guarded("commit", lambda: self._commit(batch))
-
-    async def _commit(self, batch: CommitBatch) -> CommitResult:
         for w in batch.writes:
             if w.mutate is not None and w.slot.kind != "session":
                 raise ValueError(
                     f"a tier mutate belongs to a session slot, not a {w.slot.kind} slot"
                 )
             check_ops(w.ops)
+        gated = sorted({K.slot_tag(self._prefix, w.slot) for w in batch.writes if w.mutate})
+        # The timeout bounds each call to Redis, not the wait behind this process's own commits
+        # of the same session: a burst of one session's requests queues here (each holder is
+        # bounded by its own timeout) instead of failing commits Redis never saw and marking
+        # the store down for every session.
+        async with self._gates_held(gated) as gates:
+            return await self._guarded("commit", lambda: self._commit(batch, gates))
+
+    async def _commit(self, batch: CommitBatch, gates: Mapping[str, _Gate]) -> CommitResult:
         trips = await self._ensure_ready()
         now = self._clock.now()
-        gated = sorted({K.slot_tag(self._prefix, w.slot) for w in batch.writes if w.mutate})
-        async with self._gates_held(gated) as gates:
-            plans = [self._first_plan(i, w, gates) for i, w in enumerate(batch.writes)]
-            extra = self._audit_cmds(
-                [audit_event(e, batch.request_id, now) for e in batch.audit], now
-            )
-            if batch.trace is not None:
-                extra.append(self._trace_cmd(batch.request_id, batch.trace, now))
-            results: list[SlotResult | None] = [None] * len(plans)
-            pending = plans
-            cmds = [self._slot_cmd(batch.request_id, p) for p in pending] + extra
-            for attempt in range(1, MAX_CAS_ATTEMPTS + 1):
-                res, more = await self._run(cmds)
-                trips += more
-                retry: list[_Plan] = []
-                # `res` also holds the audit and trace replies after the slots.
-                for plan, (status, text) in zip(pending, res, strict=False):
-                    gate = gates.get(K.slot_tag(self._prefix, plan.write.slot))
-                    if gate is not None:
-                        gate.hint = (doc_version(text), text) if text else None
-                    if status == "conflict":
-                        retry.append(self._replan(plan, text))
-                    else:
-                        tier = decode_doc(text) if plan.write.slot.kind == "session" else None
-                        results[plan.index] = SlotResult(plan.write.slot, status, tier, attempt)
-                if not retry:
-                    return CommitResult(
-                        tuple(r for r in results if r is not None), round_trips=trips
-                    )
-                self.conflicts += len(retry)
-                if attempt >= 2:  # two writers racing from different sidecars: de-synchronise
-                    await asyncio.sleep(random.uniform(0, 0.0005 * 2 ** (attempt - 2)))
-                pending = retry
-                cmds = [self._slot_cmd(batch.request_id, p) for p in pending]
+        plans = [self._first_plan(i, w, gates) for i, w in enumerate(batch.writes)]
+        extra = self._audit_cmds([audit_event(e, batch.request_id, now) for e in batch.audit], now)
+        if batch.trace is not None:
+            extra.append(self._trace_cmd(batch.request_id, batch.trace, now))
+        results: list[SlotResult | None] = [None] * len(plans)
+        pending = plans
+        cmds = [self._slot_cmd(batch.request_id, p) for p in pending] + extra
+        for attempt in range(1, MAX_CAS_ATTEMPTS + 1):
+            res, more = await self._run(cmds)
+            trips += more
+            retry: list[_Plan] = []
+            # `res` also holds the audit and trace replies after the slots.
+            for plan, (status, text) in zip(pending, res, strict=False):
+                gate = gates.get(K.slot_tag(self._prefix, plan.write.slot))
+                if gate is not None:
+                    gate.hint = (doc_version(text), text) if text else None
+                if status == "conflict":
+                    retry.append(self._replan(plan, text))
+                else:
+                    tier = decode_doc(text) if plan.write.slot.kind == "session" else None
+                    results[plan.index] = SlotResult(plan.write.slot, status, tier, attempt)
+            if not retry:
+                return CommitResult(
+                    tuple(r for r in results if r is not None), round_trips=trips
+                )
+            self.conflicts += len(retry)
+            if attempt >= 2:  # two writers racing from different sidecars: de-synchronise
+                await asyncio.sleep(random.uniform(0, 0.0005 * 2 ** (attempt - 2)))
+            pending = retry
+            cmds = [self._slot_cmd(batch.request_id, p) for p in pending]
         self.conflict_storms += 1
         raise StoreUnavailable(
             f"state store commit {batch.request_id!r} met a conflict storm: the session changed "
