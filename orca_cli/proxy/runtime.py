@@ -84,8 +84,10 @@ class DegradedPins:
 class StoreGate:
     """The store as the request path sees it: healthy, or degraded and re-probed."""
 
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: Store, clock: Clock, *,
+                 pending_max: int = PENDING_COMMITS_MAX) -> None:
         self.store = store
+        self._pending_max = max(1, pending_max)
         self.degraded_pins = DegradedPins(clock)
         self.healthy = True
         self.state_lost_at: float | None = None
@@ -135,7 +137,7 @@ class StoreGate:
             return None
 
     def _hold(self, batch: CommitBatch) -> None:
-        if len(self.pending) >= PENDING_COMMITS_MAX:
+        if len(self.pending) >= self._pending_max:
             self.pending.popleft()
             self.dropped += 1
         self.pending.append(batch)

@@ -1,0 +1,107 @@
+"""The request path's view of the store under faults, below HTTP (SPEC §9; RELIABILITY S18).
+
+* `StoreGate` holds every commit that failed or arrived while the store was down, bounded
+  (oldest dropped first, counted), and re-sends them in order, each once, before it reports the
+  store healthy again; traces written during the outage reach the store after it.
+* A burst of one session's commits waits behind this process's own per-session gate without
+  spending the store timeout there: none fails, none marks the store down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from orca_cli.clock import SystemClock
+from orca_cli.config.schema import StateConfig
+from orca_cli.proxy.runtime import StoreGate
+from orca_cli.state.base import (
+    CommitBatch,
+    IncrOp,
+    ReadRequest,
+    SlotRef,
+    SlotWrite,
+    Store,
+)
+from orca_cli.state.factory import open_store
+from tests.reliability.redis_procs import RedisFarm, RedisProc
+from tests.reliability.sidecar import until
+
+pytestmark = pytest.mark.slow
+
+SESSION = SlotRef.of_session("coding", "burst")
+ROUTER = SlotRef.of_router("coding")
+
+
+def _store(redis: RedisProc, prefix: str, timeout_ms: int) -> Store:
+    cfg = StateConfig(backend="redis", redis_url=redis.url, key_prefix=prefix,
+                      timeout_ms=timeout_ms)
+    return open_store(cfg, clock=SystemClock())
+
+
+def _hit(i: int, *, trace: bool = True) -> CommitBatch:
+    return CommitBatch(f"hit-{i}", (SlotWrite(ROUTER, (IncrOp("hits", 1, 600),)),),
+                       trace={"n": i} if trace else None)
+
+
+def _hits(redis: RedisProc, prefix: str) -> float:
+    value = redis.command("GET", f"{prefix}:{{r:coding}}:hits")
+    return float(value) if value is not None else 0.0
+
+
+def _bump(doc: dict[str, object] | None) -> dict[str, object]:
+    out = dict(doc or {})
+    out["count"] = int(out.get("count", 0)) + 1  # type: ignore[call-overload]
+    return out
+
+
+async def test_the_gate_holds_commits_through_an_outage_and_resends_each_once(
+    farm: RedisFarm, prefix: str
+) -> None:
+    redis = farm.server()
+    gate = StoreGate(_store(redis, prefix, 100), SystemClock(), pending_max=5)
+    try:
+        assert await gate.commit(_hit(0)) is not None
+        redis.kill()
+        assert await gate.commit(_hit(1)) is None  # failed: held, the gate goes down
+        assert not gate.healthy
+        for i in range(2, 8):
+            assert await gate.commit(_hit(i)) is None  # down: held without a store call
+        assert [b.request_id for b in gate.pending] == [f"hit-{i}" for i in range(3, 8)]
+        assert gate.dropped == 2  # the bound of 5 dropped the oldest two
+        redis.start()
+        await until("recovery", lambda: gate.healthy, timeout_s=5)
+        assert not gate.pending and gate.replayed == 5
+        assert _hits(redis, prefix) == 5  # the restart lost hit-0; each held one applied once
+        for i in range(3, 8):
+            assert await gate.store.get_trace(f"hit-{i}") == {"n": i}
+        again = await gate.commit(_hit(5))  # a late duplicate of a re-sent commit
+        assert again is not None and [r.status for r in again.results] == ["duplicate"]
+        assert _hits(redis, prefix) == 5
+    finally:
+        await gate.close()
+
+
+async def test_one_sessions_burst_of_commits_queues_instead_of_timing_out(
+    farm: RedisFarm, prefix: str
+) -> None:
+    redis = farm.server()
+    store = _store(redis, prefix, 50)
+    gate = StoreGate(store, SystemClock())
+    try:
+        await store.ping()
+
+        async def commit(i: int) -> object:
+            snap = await store.read(ReadRequest("coding", "burst"))
+            write = SlotWrite(SESSION, mutate=_bump, expected_version=snap.tier_version,
+                              base_doc=snap.tier, tier_ttl_s=600)
+            return await gate.commit(CommitBatch(f"burst-{i}", (write,)))
+
+        results = await asyncio.gather(*[commit(i) for i in range(64)])
+        assert all(r is not None for r in results)  # none waited out the 50 ms in the queue
+        assert gate.healthy and not gate.pending
+        snap = await store.read(ReadRequest("coding", "burst"))
+        assert snap.tier is not None and snap.tier["count"] == 64  # no lost update
+    finally:
+        await gate.close()
