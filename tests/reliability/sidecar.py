@@ -113,6 +113,7 @@ class RecordingStore:
         self.inner = inner
         self.log: list[tuple[str, str]] = []
         self.faults: list[str] = []  # every failed read, commit or ping, with its cause
+        self.reads_done = 0  # reads that returned a snapshot
 
     @property
     def backend(self) -> str:
@@ -123,10 +124,12 @@ class RecordingStore:
 
     async def read(self, req: ReadRequest) -> Snapshot:
         try:
-            return await self.inner.read(req)
+            snap = await self.inner.read(req)
         except Exception as exc:
             self._fault("read", exc)
             raise
+        self.reads_done += 1
+        return snap
 
     async def ping(self) -> None:
         try:

@@ -56,7 +56,7 @@ async def test_a_commit_stalled_past_its_timeout_is_resent_and_applies_once(
                       strong_latency_ms=400)
     async with serve_sidecar(cfg) as sc:
         request = asyncio.create_task(sc.chat("stalled", tier="strong", request_id="cli-17"))
-        await until("the read", lambda: sc.store.reads >= 1, 2, 0.001)
+        await until("the read", lambda: sc.store.reads_done >= 1, 2, 0.001)
         await asyncio.sleep(0.1)
         sleeper = asyncio.create_task(asyncio.to_thread(redis.command, "DEBUG", "SLEEP", 1.2))
         r = await request
@@ -86,7 +86,7 @@ async def test_a_commit_that_never_reached_the_store_is_resent_and_applies_once(
     async with serve_sidecar(cfg) as sc:
         await sc.chat("before")
         request = asyncio.create_task(sc.chat("lost", tier="strong", request_id="cli-lost"))
-        await until("the read", lambda: sc.store.reads >= 2, 2, 0.001)
+        await until("the read", lambda: sc.store.reads_done >= 2, 2, 0.001)
         redis.command("SAVE")  # the restart reloads this: only the commit is missing
         redis.kill()
         r = await request
