@@ -22,7 +22,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,13 +37,16 @@ from orca_cli.proxy.transport import Transport
 from orca_cli.routing.features import Scorer
 from orca_cli.state.base import CommitBatch, CommitResult, ReadRequest, Snapshot, Store
 
-__all__ = ["DegradedPins", "Runtime", "StoreGate", "new_request_id"]
+__all__ = ["DegradedPins", "FollowUp", "Runtime", "StoreGate", "new_request_id"]
 
 log = logging.getLogger("orca")
 
 PROBE_INTERVAL_S = 1.0
 DEGRADED_PINS_MAX = 10_000
 PENDING_COMMITS_MAX = 1000
+
+# What to commit once a commit's result is known (e.g. the audit of the tier change it made).
+FollowUp = Callable[[CommitResult], "CommitBatch | None"]
 
 
 def new_request_id() -> str:
@@ -95,6 +98,7 @@ class StoreGate:
         self._probe: asyncio.Task[None] | None = None
         self.since: float | None = None  # when the current degraded period began
         self.pending: deque[CommitBatch] = deque()  # commits to re-send once the store answers
+        self._follow_ups: dict[str, FollowUp] = {}  # by request id, for held commits
         self.replayed = 0  # held commits re-sent after recovery
         self.dropped = 0  # held commits given up (the hold was full, or the store refused one)
 
@@ -124,23 +128,39 @@ class StoreGate:
             self._mark_down(exc)
             return None
 
-    async def commit(self, batch: CommitBatch) -> CommitResult | None:
-        """The store's result, or None when the commit was held for the probe to re-send."""
+    async def commit(self, batch: CommitBatch, *,
+                     follow_up: FollowUp | None = None) -> CommitResult | None:
+        """The store's result, or None when the commit was held for the probe to re-send.
+
+        `follow_up` runs on the result whenever it is known, now or after a re-send, and the
+        batch it returns (if any) is committed in turn: what depends on a commit's outcome is
+        not lost when that commit is held.
+        """
         if not self.healthy:
-            self._hold(batch)
+            self._hold(batch, follow_up)
             return None
         try:
-            return await self.store.commit(batch)
+            result = await self.store.commit(batch)
         except Exception as exc:  # noqa: BLE001 - a store fault never fails the request
-            self._hold(batch)  # its outcome is unknown: re-sent with the same request id
+            self._hold(batch, follow_up)  # its outcome is unknown: re-sent with the same id
             self._mark_down(exc)
             return None
+        await self._follow(result, follow_up)
+        return result
 
-    def _hold(self, batch: CommitBatch) -> None:
+    async def _follow(self, result: CommitResult, follow_up: FollowUp | None) -> None:
+        extra = follow_up(result) if follow_up is not None else None
+        if extra is not None:
+            await self.commit(extra)
+
+    def _hold(self, batch: CommitBatch, follow_up: FollowUp | None = None) -> None:
         if len(self.pending) >= self._pending_max:
-            self.pending.popleft()
+            gone = self.pending.popleft()
+            self._follow_ups.pop(gone.request_id, None)
             self.dropped += 1
         self.pending.append(batch)
+        if follow_up is not None:
+            self._follow_ups[batch.request_id] = follow_up
 
     async def check(self) -> bool:
         """Ping the store now (at startup, so `/healthz` is true before the first request)."""
@@ -179,16 +199,21 @@ class StoreGate:
         while self.pending:
             batch = self.pending.popleft()
             try:
-                await self.store.commit(batch)
+                result = await self.store.commit(batch)
             except StoreUnavailable:
                 self.pending.appendleft(batch)  # outcome unknown again: it stays first
                 raise
             except Exception as exc:  # noqa: BLE001 - a batch the store refuses is dropped
                 log.warning("a held commit was refused by the state store (%s); dropped",
                             type(exc).__name__)
+                self._follow_ups.pop(batch.request_id, None)
                 self.dropped += 1
-            else:
-                self.replayed += 1
+                continue
+            self.replayed += 1
+            follow_up = self._follow_ups.pop(batch.request_id, None)
+            extra = follow_up(result) if follow_up is not None else None
+            if extra is not None:
+                self.pending.appendleft(extra)  # sent next, before the gate reports healthy
 
     async def close(self) -> None:
         if self._probe is not None:

@@ -21,10 +21,11 @@ import pytest
 
 from orca_cli.routing.caps import window_hours
 from orca_cli.state.base import ReadRequest, SlotRef, Snapshot
-from tests.reliability.redis_procs import RedisFarm
+from tests.reliability.redis_procs import RedisFarm, RedisProc
 from tests.reliability.sidecar import (
     ROUTER,
     STRONG_MODEL,
+    Reply,
     Sidecar,
     make_config,
     serve_sidecar,
@@ -77,6 +78,39 @@ async def test_a_commit_stalled_past_its_timeout_is_resent_and_applies_once(
         assert trace is not None and trace["request_id"] == r.request_id
 
 
+async def _escalate_while_the_store_dies(sc: Sidecar, redis: RedisProc) -> Reply:
+    """An escalation whose read succeeds and whose commit meets a dead store; then the store
+    comes back with everything but that commit (a SAVE taken after the read)."""
+    await sc.chat("before")
+    request = asyncio.create_task(sc.chat("lost", tier="strong", request_id="cli-lost"))
+    await until("the read", lambda: sc.store.reads_done >= 2, 2, 0.001)
+    redis.command("SAVE")
+    redis.kill()
+    r = await request
+    assert (r.status, r.tier, r.model) == (200, "strong; reason=explicit", STRONG_MODEL)
+    assert sc.store.outcomes(r.request_id) == ["StoreUnavailable"]
+    redis.start()
+    await until("the re-send", lambda: sc.rt.gate.healthy and not sc.rt.gate.pending, 8)
+    return r
+
+
+@pytest.mark.xfail(strict=True, reason="the handler settles the tier change's audit only from "
+                   "an immediate commit result; passing follow_up=partial(settle_batch, ctx, "
+                   "batch) to StoreGate.commit settles a held one after its re-send")
+async def test_an_escalation_whose_commit_was_held_is_audited_once_after_the_resend(
+    farm: RedisFarm, prefix: str
+) -> None:
+    redis = farm.server()
+    cfg = make_config(redis_url=redis.url, prefix=prefix, timeout_ms=TIMEOUT_MS,
+                      strong_latency_ms=400)
+    async with serve_sidecar(cfg) as sc:
+        await _escalate_while_the_store_dies(sc, redis)
+        await until("quiet", lambda: sc.rt.gate.healthy and not sc.rt.gate.pending, 5)
+        events = [e for e in await sc.store.list_audit(ROUTER) if e["event"] == "escalated"]
+        assert [e["session"] for e in events] == ["lost"]
+        assert (await stats_of(sc)).get("escalations:explicit") == 1
+
+
 async def test_a_commit_that_never_reached_the_store_is_resent_and_applies_once(
     farm: RedisFarm, prefix: str
 ) -> None:
@@ -84,16 +118,7 @@ async def test_a_commit_that_never_reached_the_store_is_resent_and_applies_once(
     cfg = make_config(redis_url=redis.url, prefix=prefix, timeout_ms=TIMEOUT_MS,
                       strong_latency_ms=400)
     async with serve_sidecar(cfg) as sc:
-        await sc.chat("before")
-        request = asyncio.create_task(sc.chat("lost", tier="strong", request_id="cli-lost"))
-        await until("the read", lambda: sc.store.reads_done >= 2, 2, 0.001)
-        redis.command("SAVE")  # the restart reloads this: only the commit is missing
-        redis.kill()
-        r = await request
-        assert (r.status, r.tier, r.model) == (200, "strong; reason=explicit", STRONG_MODEL)
-        assert sc.store.outcomes(r.request_id) == ["StoreUnavailable"]
-        redis.start()
-        await until("the re-send", lambda: sc.rt.gate.healthy and not sc.rt.gate.pending, 8)
+        r = await _escalate_while_the_store_dies(sc, redis)
         assert sc.store.outcomes(r.request_id) == ["StoreUnavailable", "applied"]
         state = await state_of(sc, "lost")
         assert state.tier is not None and (state.tier["tier"], state.tier["count"]) == ("strong", 1)

@@ -3,6 +3,8 @@
 * `StoreGate` holds every commit that failed or arrived while the store was down, bounded
   (oldest dropped first, counted), and re-sends them in order, each once, before it reports the
   store healthy again; traces written during the outage reach the store after it.
+* A commit's follow-up (what depends on its result) runs once the result is known, after a
+  re-send too, and what it returns is committed before the gate reports healthy.
 * A burst of one session's commits waits behind this process's own per-session gate without
   spending the store timeout there: none fails, none marks the store down.
 """
@@ -18,6 +20,7 @@ from orca_cli.config.schema import StateConfig
 from orca_cli.proxy.runtime import StoreGate
 from orca_cli.state.base import (
     CommitBatch,
+    CommitResult,
     IncrOp,
     ReadRequest,
     SlotRef,
@@ -79,6 +82,34 @@ async def test_the_gate_holds_commits_through_an_outage_and_resends_each_once(
         again = await gate.commit(_hit(5))  # a late duplicate of a re-sent commit
         assert again is not None and [r.status for r in again.results] == ["duplicate"]
         assert _hits(redis, prefix) == 5
+    finally:
+        await gate.close()
+
+
+async def test_a_held_commits_follow_up_runs_on_its_result_after_the_resend(
+    farm: RedisFarm, prefix: str
+) -> None:
+    redis = farm.server()
+    gate = StoreGate(_store(redis, prefix, 100), SystemClock())
+    seen: list[tuple[str, tuple[str, ...]]] = []
+
+    def follow_up(result: CommitResult) -> CommitBatch | None:
+        statuses = tuple(r.status for r in result.results)
+        seen.append(("hit", statuses))
+        return _hit(100, trace=False) if statuses == ("applied",) else None
+
+    try:
+        await gate.commit(_hit(0), follow_up=follow_up)  # healthy: runs at once
+        assert seen == [("hit", ("applied",))] and _hits(redis, prefix) == 2
+        redis.kill()
+        await gate.commit(_hit(1), follow_up=follow_up)
+        await gate.commit(_hit(2), follow_up=follow_up)
+        assert seen == [("hit", ("applied",))]  # no result yet: nothing ran
+        redis.start()
+        await until("recovery", lambda: gate.healthy, timeout_s=5)
+        assert seen[1:] == [("hit", ("applied",)), ("hit", ("applied",))]
+        # hit-1, hit-2 and one follow-up (hit-100 is a duplicate the second time)
+        assert _hits(redis, prefix) == 3 and not gate.pending
     finally:
         await gate.close()
 
