@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from functools import partial
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
@@ -260,11 +261,10 @@ async def _finish(rt: Runtime, api: Api, raw: bytes, body: dict[str, Any], targe
         trace = _trace(rt, request_id, client_rid, now, sid, router_name, api, target, stream,
                        delta, plan, res, usage, cost, billed and bool(batch.writes), degraded,
                        key_fp, start)
-        result = await rt.gate.commit(replace(batch, trace=trace))
         # Racing identical escalations merge: only the commit that changed the tier audits it.
-        settled = settle_batch(ctx, batch, result)
-        if settled is not None:
-            await rt.gate.commit(settled)
+        # The settle runs once the result is known, after a re-send too if the commit is held.
+        await rt.gate.commit(replace(batch, trace=trace),
+                             follow_up=partial(settle_batch, ctx, batch))
     elif degraded:
         # Only the trace: no tier state, pins or counters while degraded. The gate holds it
         # and writes it once the store answers again (SPEC §8: every request has a trace).

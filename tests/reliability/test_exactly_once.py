@@ -94,9 +94,6 @@ async def _escalate_while_the_store_dies(sc: Sidecar, redis: RedisProc) -> Reply
     return r
 
 
-@pytest.mark.xfail(strict=True, reason="the handler settles the tier change's audit only from "
-                   "an immediate commit result; passing follow_up=partial(settle_batch, ctx, "
-                   "batch) to StoreGate.commit settles a held one after its re-send")
 async def test_an_escalation_whose_commit_was_held_is_audited_once_after_the_resend(
     farm: RedisFarm, prefix: str
 ) -> None:
