@@ -37,7 +37,6 @@ from orca_cli.proxy.transport import (
     filter_response_headers,
     upstream_url,
 )
-from orca_cli.routing.candidates import key_slots
 from orca_cli.routing.route import Attempt
 from orca_cli.wire.errors import error_body, stream_error_event
 from orca_cli.wire.usage import ResponseTap
@@ -104,9 +103,10 @@ def _upstream_body(inb: Inbound, model: str) -> bytes:
     `include_usage` must be added, the parsed body re-serialised with orjson."""
     if not inb.add_include_usage and inb.model_value is not None:
         raw = inb.raw
+        single = raw.count(b'"model"') == 1
         for sep in (b'"model":', b'"model": '):
             needle = sep + orjson.dumps(inb.model_value)
-            if raw.count(b'"model"') == 1 and raw.count(needle) == 1:
+            if single and raw.count(needle) == 1:
                 if model == inb.model_value:
                     return raw
                 return raw.replace(needle, sep + orjson.dumps(model), 1)
@@ -134,11 +134,6 @@ def _upstream_headers(rt: Runtime, inb: Inbound, att: Attempt) -> Headers:
     if inb.api == "anthropic":
         out.extend(anthropic_version_header(inb.headers))
     return tuple(out)
-
-
-def _key_fp(rt: Runtime, att: Attempt) -> str:
-    ch = rt.cfg.channel(att.channel)
-    return dict(key_slots(ch)).get(att.key_index, "") if ch is not None else ""
 
 
 async def _watch_disconnect(receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:

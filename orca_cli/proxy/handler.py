@@ -24,13 +24,14 @@ from orca_cli.proxy.forward import ForwardResult, Inbound, forward
 from orca_cli.proxy.guard import BodyTimeout, BodyTooLarge, ClientGone, read_body, send_error
 from orca_cli.proxy.runtime import Runtime, new_request_id
 from orca_cli.routing.caps import window_hours
-from orca_cli.routing.candidates import key_slots, model_config
+from orca_cli.routing.candidates import key_fp as fingerprint
+from orca_cli.routing.candidates import model_config
 from orca_cli.routing.cost import request_cost
 from orca_cli.routing.features import Delta
 from orca_cli.routing.linucb import context_vector, linucb_increments, linucb_reward
 from orca_cli.routing.route import Attempt, RouteInput, RoutePlan, plan_route
 from orca_cli.routing.target import Target, resolve_target
-from orca_cli.state.base import CommitBatch, DelOp, ReadRequest, Snapshot
+from orca_cli.state.base import CommitBatch, DelOp, ReadRequest, SetOp, Snapshot
 from orca_cli.state.plan import PlanContext, TurnOutcome, build_commit, settle_batch
 from orca_cli.trace.build import build_trace, refusal_trace
 from orca_cli.wire.session_id import SessionId, derive_session_id, resolve_session_id
@@ -228,7 +229,7 @@ async def _finish(rt: Runtime, api: Api, raw: bytes, body: dict[str, Any], targe
         window = float(ch.cache_ttl_s) if ch is not None else 300.0
         if any(m in raw for m in ONE_HOUR_MARKERS):
             window = max(window, 3600.0)
-        key_fp = dict(key_slots(ch)).get(att.key_index, "") if ch is not None else ""
+        key_fp = fingerprint(ch, att.key_index)
         if usage is not None:
             cost = request_cost(usage, api, model_config(att.model, cfg))
     billed = res.billed_success
@@ -338,18 +339,15 @@ def _affinity(snapshot: Snapshot, att: Attempt | None, key_fp: str, usage: Any,
                  "since": since}, AFFINITY_TTL_S
 
 
-def _with_dropped_pins(batch: Any, plan: RoutePlan, res: ForwardResult, router: str | None,
-                       session: str | None) -> Any:
-    """Delete stale pins (SPEC §5): a pin dropped on read, or a channel pin whose upstream
-    failed on this request while another served it. Only with a billed success."""
+def _with_dropped_pins(batch: CommitBatch, plan: RoutePlan, res: ForwardResult,
+                       router: str | None, session: str | None) -> CommitBatch:
+    """Delete the pins dropped on read (SPEC §5) that this commit does not rewrite. A followed
+    pin whose upstream failed while another served is simply replaced by the fresh pin the
+    commit sets. Only with a billed success; pins are read for the served tier only."""
     if router is None or session is None or not res.billed_success or not batch.writes:
         return batch
-    drops = list(plan.dropped_pins)
-    tier = plan.decision.tier
-    # A followed pin whose upstream failed while another served is replaced by the fresh
-    # channel pin the commit writes; a pin dropped on read and not rewritten is deleted.
-    sets = {op.key for w in batch.writes for op in w.ops if hasattr(op, "value")}
-    drops = [d for d in drops if d not in sets and d.endswith(tier)]
+    sets = {op.key for w in batch.writes for op in w.ops if isinstance(op, SetOp)}
+    drops = [d for d in plan.dropped_pins if d not in sets]
     if not drops:
         return batch
     first, *rest = batch.writes

@@ -26,7 +26,7 @@ from typing import Any
 
 from orca_cli.clock import FakeClock
 from orca_cli.config.schema import Config, RouterConfig
-from orca_cli.routing.candidates import key_slots, model_config, speaks
+from orca_cli.routing.candidates import key_fp, model_config, speaks
 from orca_cli.routing.caps import window_hours
 from orca_cli.routing.cost import REPLAY_OUTPUT_TOKENS, cold_turn_cost, expected_turn_cost, warm_turn_cost
 from orca_cli.routing.features import Delta, Difficulty, Scorer
@@ -135,7 +135,7 @@ async def run_escalation(cfg: Config, prepared: Sequence[Sequence[Prepared]],
                               caps_enabled=caps_enabled)
             att = plan.attempts[0]
             ch = cfg.channel(att.channel)
-            fp = dict(key_slots(ch)).get(att.key_index, "") if ch else ""
+            fp = key_fp(ch, att.key_index)
             mc = model_config(att.model, cfg)
             here = (att.model, att.channel, att.key_index)
             if prev == here:

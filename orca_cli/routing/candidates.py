@@ -42,6 +42,7 @@ __all__ = [
     "build_candidates",
     "check_channel_pin",
     "check_model_pin",
+    "key_fp",
     "key_slots",
     "model_config",
     "order_channels",
@@ -99,6 +100,13 @@ def key_slots(ch: ChannelConfig) -> tuple[tuple[int, str], ...]:
     if not ch.keys:
         return ((0, ""),)
     return tuple((i, k.fp) for i, k in enumerate(ch.keys))
+
+
+def key_fp(ch: ChannelConfig | None, key_index: int) -> str:
+    """The fingerprint of the key at `key_index` ("" for a keyless channel or no such key)."""
+    if ch is None:
+        return ""
+    return dict(key_slots(ch)).get(key_index, "")
 
 
 def order_keys(
