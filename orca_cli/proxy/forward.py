@@ -146,23 +146,33 @@ async def _watch_disconnect(receive: Callable[[], Awaitable[dict[str, Any]]]) ->
 async def forward(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Send,
                   receive: Callable[[], Awaitable[dict[str, Any]]],
                   start_monotonic: float) -> ForwardResult:
-    """Try `attempts` in order; relay the first usable answer to the client."""
+    """Try `attempts` in order; relay the first usable answer to the client.
+
+    The attempts run in the request's own task; a watcher task waits for the client's
+    disconnect and cancels it (the upstream call with it). One extra task a request, not
+    two and an `asyncio.wait`."""
     res = ForwardResult()
+    me = asyncio.current_task()
+    assert me is not None
+    gone = finished = False
+
+    def on_disconnect(t: asyncio.Task[None]) -> None:
+        nonlocal gone
+        if not finished and not t.cancelled() and t.exception() is None:
+            gone = True
+            me.cancel()
+
     watcher = asyncio.ensure_future(_watch_disconnect(receive))
-    work = asyncio.ensure_future(_run(rt, inb, attempts, send, res, start_monotonic))
+    watcher.add_done_callback(on_disconnect)
     try:
-        done, _ = await asyncio.wait({watcher, work}, return_when=asyncio.FIRST_COMPLETED)
-        if work not in done:
-            res.cancelled = True
-            work.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await work
-        else:
-            work.result()
+        await _run(rt, inb, attempts, send, res, start_monotonic)
+    except asyncio.CancelledError:
+        if not gone or me.uncancel() > 0:
+            raise  # cancelled from outside (server shutdown), not by the client leaving
+        res.cancelled = True
     finally:
+        finished = True  # a disconnect noticed from now on must not cancel the commit
         watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
     return res
 
 

@@ -181,7 +181,7 @@ async def _serve(rt: Runtime, scope: Scope, receive: Receive, send: Send, api: A
                                       est_tokens=len(raw) // 4, session=session,
                                       ask=ask,  # type: ignore[arg-type]
                                       dedupe_key=dedupe, degraded=degraded),
-                      snapshot, now=now, scorer=rt.scorer, healthy=healthy)
+                      snapshot, now=now, scorer=rt.scorer, healthy=healthy, rng=rt.rng)
 
     def orca_headers(att: Attempt | None) -> list[tuple[bytes, bytes]]:
         out = [(b"x-orca-request-id", request_id.encode()),

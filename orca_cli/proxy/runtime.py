@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import secrets
 import time
 from collections import OrderedDict, deque
@@ -235,6 +236,9 @@ class Runtime:
     budget: RetryBudget = field(default_factory=RetryBudget)
     metrics: Metrics = field(default_factory=Metrics)
     scorer: Scorer = field(default_factory=Scorer)
+    # One generator for the whole process (weighted channel order, key rotation): seeding
+    # a fresh one per request costs more than the draws it makes.
+    rng: random.Random = field(default_factory=random.Random)
     admin_token: str = ""
     started_at: float = field(default_factory=time.time)
 

@@ -20,6 +20,10 @@ nothing else serves, and an all-zero pool is treated as equal weights.
 Health is an injected predicate `healthy(channel_name, key_index)`; the proxy's breaker plugs
 in there. A channel without keys (`sim`, pass-through auth) has one implicit key slot, index 0,
 with an empty fingerprint. Pure and I/O-free.
+
+What depends on the config alone (which channels serve a model and speak a format, the key
+slots of a channel) is derived once per config object and remembered (`_derived`); what a
+request brings (its size, the health view, the rng) is applied on every call.
 """
 
 from __future__ import annotations
@@ -95,18 +99,39 @@ def speaks(ch: ChannelConfig, api: str) -> bool:
     return ch.type == "sim" or ch.api == api
 
 
+_MEMO_MAX = 4096
+_memo: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+
+
+def _derived(owner: Any, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """`build()` remembered for `owner` (a frozen config object) and `key`. The memo holds
+    `owner` itself, so its id cannot be reused while the entry lives; it is bounded."""
+    full = (id(owner), *key)
+    hit = _memo.get(full)
+    if hit is not None and hit[0] is owner:
+        return hit[1]
+    if len(_memo) >= _MEMO_MAX:
+        _memo.clear()
+    value = build()
+    _memo[full] = (owner, value)
+    return value
+
+
 def key_slots(ch: ChannelConfig) -> tuple[tuple[int, str], ...]:
     """(index, fingerprint) of every key; one implicit slot `(0, "")` for a keyless channel."""
-    if not ch.keys:
-        return ((0, ""),)
-    return tuple((i, k.fp) for i, k in enumerate(ch.keys))
+    return _derived(ch, ("slots",), lambda: ((0, ""),) if not ch.keys
+                    else tuple((i, k.fp) for i, k in enumerate(ch.keys)))
+
+
+def _fp_by_index(ch: ChannelConfig) -> dict[int, str]:
+    return _derived(ch, ("fps",), lambda: dict(key_slots(ch)))  # type: ignore[no-any-return]
 
 
 def key_fp(ch: ChannelConfig | None, key_index: int) -> str:
     """The fingerprint of the key at `key_index` ("" for a keyless channel or no such key)."""
     if ch is None:
         return ""
-    return dict(key_slots(ch)).get(key_index, "")
+    return _fp_by_index(ch).get(key_index, "")
 
 
 def order_keys(
@@ -195,6 +220,42 @@ def build_candidates(
     return tuple(_candidate(m, api, est_tokens, cfg, mode, healthy, rng, channel) for m in seen)
 
 
+@dataclass(frozen=True, slots=True)
+class _Serving:
+    """What the config alone says about serving `model` in one wire format."""
+
+    fitting: tuple[ChannelConfig, ...]  # enabled channels that serve it and speak the format
+    filtered: tuple[tuple[str, str], ...]  # (channel, channel_disabled | format_mismatch)
+    excluded: str | None  # no_channel | format_mismatch, or None
+    reason: str
+    window: int
+
+
+def _serving(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
+    serving = [c for c in cfg.channels if model in c.models and (only is None or c.name == only)]
+    filtered: list[tuple[str, str]] = []
+    enabled = []
+    for c in serving:
+        if c.enabled:
+            enabled.append(c)
+        else:
+            filtered.append((c.name, "channel_disabled"))
+    window = model_config(model, cfg).context_window
+    if not enabled:
+        why = f"no enabled channel serves {model!r}" + (f" via {only!r}" if only else "")
+        return _Serving((), tuple(filtered), "no_channel", why, window)
+    fitting = []
+    for c in enabled:
+        if speaks(c, api):
+            fitting.append(c)
+        else:
+            filtered.append((c.name, "format_mismatch"))
+    if not fitting:
+        why = f"no enabled channel serving {model!r} speaks the {api} format"
+        return _Serving((), tuple(filtered), "format_mismatch", why, window)
+    return _Serving(tuple(fitting), tuple(filtered), None, "ok", window)
+
+
 def _candidate(
     model: str,
     api: Api,
@@ -205,32 +266,16 @@ def _candidate(
     rng: random.Random | None,
     only: str | None,
 ) -> Candidate:
-    serving = [c for c in cfg.channels if model in c.models and (only is None or c.name == only)]
-    filtered: list[tuple[str, str]] = []
-    enabled = []
-    for c in serving:
-        if c.enabled:
-            enabled.append(c)
-        else:
-            filtered.append((c.name, "channel_disabled"))
-    if not enabled:
-        why = f"no enabled channel serves {model!r}" + (f" via {only!r}" if only else "")
-        return Candidate(model, (), "no_channel", why, tuple(filtered))
-    fitting = []
-    for c in enabled:
-        if speaks(c, api):
-            fitting.append(c)
-        else:
-            filtered.append((c.name, "format_mismatch"))
-    if not fitting:
-        why = f"no enabled channel serving {model!r} speaks the {api} format"
-        return Candidate(model, (), "format_mismatch", why, tuple(filtered))
-    window = model_config(model, cfg).context_window
-    if window < est_tokens:
-        why = f"context_window {window} < estimated {est_tokens} tokens"
-        return Candidate(model, (), "context_window", why, tuple(filtered))
+    sv: _Serving = _derived(cfg, ("serving", model, api, only),
+                            lambda: _serving(model, api, cfg, only))
+    if sv.excluded is not None:
+        return Candidate(model, (), sv.excluded, sv.reason, sv.filtered)
+    if sv.window < est_tokens:
+        why = f"context_window {sv.window} < estimated {est_tokens} tokens"
+        return Candidate(model, (), "context_window", why, sv.filtered)
+    filtered = list(sv.filtered)
     alive = []
-    for c in fitting:
+    for c in sv.fitting:
         if any(healthy(c.name, i) for i, _ in key_slots(c)):
             alive.append(c)
         else:
@@ -272,7 +317,7 @@ def check_channel_pin(
     if not speaks(ch, api):
         return False, False, "format_mismatch"
     index = pin.get("key_index")
-    slots = dict(key_slots(ch))
+    slots = _fp_by_index(ch)
     if not isinstance(index, int) or isinstance(index, bool) or index not in slots:
         return False, False, "key_missing"
     if slots[index] != str(pin.get("key_fp", "")):

@@ -97,10 +97,16 @@ _Value: TypeAlias = str | float | dict[str, float] | list[str] | _ZSet
 _KIND_OF_OP: dict[type, str] = {IncrOp: "string", HIncrOp: "hash", PushOp: "list", ZAddOp: "zset"}
 
 
+_UNDECODED: Any = object()
+
+
 @dataclass(slots=True)
 class _Entry:
     value: _Value
     expires_at: float | None
+    # The JSON document a text value decodes to, decoded at most once per write. Readers
+    # share it and treat it as read-only (a write replaces the whole entry).
+    doc: Any = _UNDECODED
 
 
 def _kind(value: _Value) -> str:
@@ -150,6 +156,8 @@ class MemoryStore:
         self._sweep_every = sweep_every
         self._sweep_interval_s = sweep_interval_s
         self._data: dict[str, _Entry] = {}
+        # The share-bucket key names of a (slot tag, hour window): they change once an hour.
+        self._share_keys: dict[tuple[str, tuple[int, ...]], tuple[tuple[str, str], ...]] = {}
         self._since_sweep = 0
         self._last_sweep = clock.now()
         self.reads = 0
@@ -172,6 +180,15 @@ class MemoryStore:
     def _text(self, key: str, now: float) -> str | None:
         v = self._value(key, now)
         return v if isinstance(v, str) else None
+
+    def _doc(self, key: str, now: float) -> dict[str, Any] | None:
+        """`decode_doc` of a text key, cached on its entry until the key is written again."""
+        e = self._entry(key, now)
+        if e is None:
+            return None
+        if e.doc is _UNDECODED:
+            e.doc = decode_doc(e.value) if isinstance(e.value, str) else None
+        return e.doc  # type: ignore[no-any-return]
 
     def _put(self, key: str, value: _Value, ttl_s: float | None, now: float) -> None:
         self._data[key] = _Entry(value, None if not ttl_s else now + ttl_s)
@@ -211,6 +228,7 @@ class MemoryStore:
         self.reads += 1
         now = self._clock.now()
         tier_text: str | None = None
+        tier_doc: dict[str, Any] | None = None
         pins: dict[str, str] = {}
         chans: dict[str, Mapping[str, Any]] = {}
         share = ShareCounts()
@@ -221,18 +239,20 @@ class MemoryStore:
             K.check_name(req.router)
             if req.session:
                 tag = K.slot_tag(self._prefix, SlotRef.of_session(req.router, req.session))
-                tier_text = self._text(tag + K.tier_key(), now)
+                tier_key = tag + K.tier_key()
+                tier_text = self._text(tier_key, now)
+                tier_doc = self._doc(tier_key, now)
                 for tier in ("base", "strong"):
                     model = self._text(tag + K.pin_key(tier), now)
                     if model is not None:
                         pins[tier] = model
-                    chan = decode_doc(self._text(tag + K.chan_key(tier), now))
+                    chan = self._doc(tag + K.chan_key(tier), now)
                     if chan is not None:
                         chans[tier] = chan
             rtag = K.slot_tag(self._prefix, SlotRef.of_router(req.router))
             share = self._share(rtag, req.share_hours, now)
             if req.affinity_key:
-                affinity = decode_doc(self._text(rtag + K.affinity_key(req.affinity_key), now))
+                affinity = self._doc(rtag + K.affinity_key(req.affinity_key), now)
             for arm in req.linucb_arms:
                 v = self._value(rtag + K.linucb_key(arm), now)
                 linucb[arm] = (
@@ -248,7 +268,7 @@ class MemoryStore:
         if req.workspace:
             ws = self._share(K.slot_tag(self._prefix, K.WORKSPACE), req.share_hours, now)
         return Snapshot(
-            tier=decode_doc(tier_text),
+            tier=tier_doc,
             tier_version=doc_version(tier_text),
             pins=pins,
             channel_pins=chans,
@@ -260,10 +280,21 @@ class MemoryStore:
         )
 
     def _share(self, tag: str, hours: tuple[int, ...], now: float) -> ShareCounts:
+        keys = self._share_keys.get((tag, hours))
+        if keys is None:
+            if len(self._share_keys) >= 64:  # a new hour, or many routers: rebuild lazily
+                self._share_keys.clear()
+            keys = tuple((tag + K.share_key(h, "s"), tag + K.share_key(h, "t")) for h in hours)
+            self._share_keys[(tag, hours)] = keys
+        data = self._data
         strong = total = 0.0
-        for h in hours:
-            strong += _num(self._value(tag + K.share_key(h, "s"), now))
-            total += _num(self._value(tag + K.share_key(h, "t"), now))
+        for skey, tkey in keys:
+            e = data.get(skey)
+            if e is not None and (e.expires_at is None or e.expires_at > now):
+                strong += _num(e.value)
+            e = data.get(tkey)
+            if e is not None and (e.expires_at is None or e.expires_at > now):
+                total += _num(e.value)
         return ShareCounts(strong, total)
 
     async def commit(self, batch: CommitBatch) -> CommitResult:
@@ -286,13 +317,11 @@ class MemoryStore:
         tag = K.slot_tag(self._prefix, w.slot)
         marker, tkey = tag + K.marker_key(request_id), tag + K.tier_key()
         if self._entry(marker, now) is not None:
-            return SlotResult(
-                w.slot, "duplicate", decode_doc(self._text(tkey, now)) if session else None
-            )
+            return SlotResult(w.slot, "duplicate", self._doc(tkey, now) if session else None)
         self._check_types(tag, tkey if session else None, w.ops, now)
         doc_text = self._text(tkey, now) if session else None
         if w.mutate is not None:
-            new = w.mutate(decode_doc(doc_text))
+            new = w.mutate(self._doc(tkey, now))
             if new is None:
                 self._data.pop(tkey, None)
                 doc_text = None
@@ -304,7 +333,7 @@ class MemoryStore:
         for op in w.ops:
             self._apply_op(tag + op.key, op, now)
         self._put(marker, "1", MARKER_TTL_S, now)
-        return SlotResult(w.slot, "applied", decode_doc(doc_text) if session else None)
+        return SlotResult(w.slot, "applied", self._doc(tkey, now) if session else None)
 
     def _check_types(self, tag: str, tkey: str | None, ops: tuple[Op, ...], now: float) -> None:
         wanted = [(tkey, "string")] if tkey else []
