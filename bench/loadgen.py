@@ -146,9 +146,11 @@ async def fetch(ep: Endpoint, body: bytes, session: str = "bench-probe",
 
 
 async def run_load(ep: Endpoint, body: bytes, *, requests: int, concurrency: int,
-                   max_s: float, session_prefix: str) -> LoadResult:
+                   max_s: float, session_prefix: str,
+                   session_per_request: bool = False) -> LoadResult:
     """`requests` requests from `concurrency` workers, each on its own connection and with
-    its own session id (`<session_prefix>-<worker>`), stopping early after `max_s`."""
+    its own session id (`<session_prefix>-<worker>`), stopping early after `max_s`. With
+    `session_per_request`, every request opens a new session instead (`<session_prefix>-r<n>`)."""
     res = LoadResult()
     head = _head(ep, len(body))
     issued = 0
@@ -165,8 +167,9 @@ async def run_load(ep: Endpoint, body: bytes, *, requests: int, concurrency: int
                 n = issued
                 if conn.transport is None or not conn.keep_alive:
                     conn = await _connect(ep)
+                sid = b"%s-r%d" % (session_prefix.encode(), n) if session_per_request else session
                 extra = b"X-Orca-Session: %s\r\nX-Request-Id: %s-%d\r\n\r\n" % (
-                    session, session, n)
+                    sid, session, n)
                 t0 = _perf_ns()
                 try:
                     t1 = await conn.send((head, extra, body))
