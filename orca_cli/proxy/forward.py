@@ -103,13 +103,14 @@ def _upstream_body(inb: Inbound, model: str) -> bytes:
     `include_usage` must be added, the parsed body re-serialised with orjson."""
     if not inb.add_include_usage and inb.model_value is not None:
         raw = inb.raw
-        single = raw.count(b'"model"') == 1
+        at = raw.find(b'"model"')
+        single = at >= 0 and raw.find(b'"model"', at + 7) < 0  # one pass over the body
         for sep in (b'"model":', b'"model": '):
             needle = sep + orjson.dumps(inb.model_value)
-            if single and raw.count(needle) == 1:
+            if single and raw.startswith(needle, at):
                 if model == inb.model_value:
                     return raw
-                return raw.replace(needle, sep + orjson.dumps(model), 1)
+                return raw[:at] + sep + orjson.dumps(model) + raw[at + len(needle):]
     body = dict(inb.body)
     body["model"] = model
     if inb.add_include_usage:

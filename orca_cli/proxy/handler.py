@@ -227,7 +227,8 @@ async def _finish(rt: Runtime, api: Api, raw: bytes, body: dict[str, Any], targe
     if att is not None:
         ch = cfg.channel(att.channel)
         window = float(ch.cache_ttl_s) if ch is not None else 300.0
-        if any(m in raw for m in ONE_HOUR_MARKERS):
+        # Anthropic's cache_control `ttl: "1h"` (the OpenAI format has no such field)
+        if api == "anthropic" and b'"1h"' in raw and any(m in raw for m in ONE_HOUR_MARKERS):
             window = max(window, 3600.0)
         key_fp = fingerprint(ch, att.key_index)
         if usage is not None:
@@ -242,6 +243,7 @@ async def _finish(rt: Runtime, api: Api, raw: bytes, body: dict[str, Any], targe
             request_id=request_id, router=router_name, session=session,
             explicit_session=bool(sid and sid.explicit),
             durable_store=rt.gate.store.backend == "redis", esc=esc, now=now,
+            base_state=plan.tier_state,
             counts_strong_in_workspace=plan.counts_strong_in_workspace,
             percentile_sample=(delta.score if esc.threshold == "percentile"
                                and delta.is_user_turn else None),

@@ -109,6 +109,9 @@ class RoutePlan:
     refusal: tuple[int, str, str] | None = None
     counts_strong_in_workspace: bool = False
     evidence: dict[str, Any] = field(default_factory=dict)
+    # The session's tier state the decision read (decoded from `snapshot.tier`), so the
+    # commit need not decode the same document again.
+    tier_state: TierState | None = None
 
     @property
     def tier(self) -> Tier:
@@ -185,6 +188,7 @@ def plan_route(
                         warmup_requests=caps.warmup_requests,
                         state_lost_at=caps.state_lost_at, enabled=False)
     evidence: dict[str, Any] = {}
+    state: TierState | None = None
 
     if inp.session is None:
         decision = _plain("base", "no_session")
@@ -201,21 +205,22 @@ def plan_route(
                           user_turn=inp.delta.is_user_turn, signatures=signatures, ask=inp.ask)
         t2 = effective_t2(threshold=esc.threshold, t2=esc.t2, t1=esc.t1,
                           percentile=esc.percentile, samples=snapshot.percentile_samples)
+        state = TierState.from_doc(snapshot.tier)
         decision = resolve_tier(
-            TierState.from_doc(snapshot.tier), sig, caps, esc, now=now, t2=t2,
+            state, sig, caps, esc, now=now, t2=t2,
             strong_window_s=_window(cfg, strong),
             strong_available=any(c.excluded is None for c in strong),
         )
 
     candidates = strong if decision.tier == "strong" else pool(base_models)
     return _select(cfg, inp, router, decision, candidates, snapshot, caps, evidence,
-                   scorer=scorer, healthy=healthy, rng=rng)
+                   scorer=scorer, healthy=healthy, rng=rng, state=state)
 
 
 def _select(cfg: Config, inp: RouteInput, router: RouterConfig, decision: TierDecision,
             candidates: tuple[Candidate, ...], snapshot: Snapshot, caps: CapsView,
             evidence: dict[str, Any], *, scorer: Scorer, healthy: Healthy,
-            rng: random.Random) -> RoutePlan:
+            rng: random.Random, state: TierState | None = None) -> RoutePlan:
     """Step 6: the pin within the tier, else the strategy; then the attempt order."""
     tier = decision.tier
     pins: list[PinRead] = []
@@ -225,7 +230,7 @@ def _select(cfg: Config, inp: RouteInput, router: RouterConfig, decision: TierDe
         return RoutePlan(router, decision, candidates, (), tuple(pins), caps=caps,
                          refusal=(503, "no_candidate", f"no model of router {router.name!r} "
                                   f"can serve this request in the {tier} tier ({why})"),
-                         evidence=evidence)
+                         evidence=evidence, tier_state=state)
 
     model: str | None = None
     ranking: Ranking | None = None
@@ -273,7 +278,7 @@ def _select(cfg: Config, inp: RouteInput, router: RouterConfig, decision: TierDe
 
     attempts = _attempts(cfg, router, model, candidates, first, inp, healthy, rng)
     return RoutePlan(router, decision, candidates, attempts, tuple(pins), ranking, full,
-                     full_skipped, caps, evidence=evidence)
+                     full_skipped, caps, evidence=evidence, tier_state=state)
 
 
 def _attempts(cfg: Config, router: RouterConfig | None, model: str,

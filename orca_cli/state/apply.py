@@ -43,10 +43,15 @@ from orca_cli.routing.tiers import (
 __all__ = ["apply_intents", "apply_to_state"]
 
 
+_DECODE: Any = object()
+
+
 def apply_intents(doc: dict[str, Any] | None, intents: Sequence[Intent], now: float,
-                  esc: EscalationConfig) -> dict[str, Any] | None:
-    """The `mutate` a commit hands the store. Returns the new document."""
-    state = TierState.from_doc(doc)
+                  esc: EscalationConfig, *, state: Any = _DECODE) -> dict[str, Any] | None:
+    """The `mutate` a commit hands the store. Returns the new document. `state`: `doc`
+    already decoded (`TierState.from_doc(doc)`), when the caller has it."""
+    if state is _DECODE:
+        state = TierState.from_doc(doc)
     new = apply_to_state(state, intents, now, esc)
     out = new.to_doc()
     out.pop("v", None)  # the store owns the version

@@ -90,18 +90,35 @@ def _finite(x: float, what: str) -> None:
         raise ValueError(f"{what} must be a finite number, got {x!r}")
 
 
+_OP_FIELDS: dict[type, tuple[bool, tuple[str, ...], bool]] = {}
+
+
+def _op_fields(kind: type) -> tuple[bool, tuple[str, ...], bool]:
+    """Which checked fields an op type has: (ttl_s, numeric fields, maxlen); per type, once."""
+    got = _OP_FIELDS.get(kind)
+    if got is None:
+        names = set(getattr(kind, "__slots__", ())) | set(getattr(kind, "__dataclass_fields__", ()))
+        got = ("ttl_s" in names, tuple(n for n in ("amount", "score") if n in names),
+               "maxlen" in names)
+        _OP_FIELDS[kind] = got
+    return got
+
+
 def check_ops(ops: Sequence[Op]) -> None:
     """Reject what neither backend can store: non-positive TTLs, non-finite numbers, maxlen < 1."""
     for op in ops:
-        ttl = getattr(op, "ttl_s", None)
-        if ttl is not None and not ttl > 0:
-            raise ValueError(f"{type(op).__name__}({op.key!r}).ttl_s must be > 0, got {ttl!r}")
-        for name in ("amount", "score"):
-            if hasattr(op, name):
-                _finite(getattr(op, name), f"{type(op).__name__}.{name}")
-        maxlen = getattr(op, "maxlen", None)
-        if maxlen is not None and maxlen < 1:
-            raise ValueError(f"{type(op).__name__}({op.key!r}).maxlen must be >= 1, got {maxlen!r}")
+        has_ttl, numbers, has_maxlen = _op_fields(type(op))
+        if has_ttl:
+            ttl = op.ttl_s  # type: ignore[union-attr]
+            if ttl is not None and not ttl > 0:
+                raise ValueError(f"{type(op).__name__}({op.key!r}).ttl_s must be > 0, got {ttl!r}")
+        for name in numbers:
+            _finite(getattr(op, name), f"{type(op).__name__}.{name}")
+        if has_maxlen:
+            maxlen = op.maxlen  # type: ignore[union-attr]
+            if maxlen is not None and maxlen < 1:
+                raise ValueError(f"{type(op).__name__}({op.key!r}).maxlen must be >= 1, "
+                                 f"got {maxlen!r}")
 
 
 def decode_value(text: str) -> Any:

@@ -156,8 +156,9 @@ class MemoryStore:
         self._sweep_every = sweep_every
         self._sweep_interval_s = sweep_interval_s
         self._data: dict[str, _Entry] = {}
-        # The share-bucket key names of a (slot tag, hour window): they change once an hour.
-        self._share_keys: dict[tuple[str, tuple[int, ...]], tuple[tuple[str, str], ...]] = {}
+        # The share window's sums per slot tag and hour window, valid until a `share:` key of
+        # that tag is written or the earliest of the summed buckets expires.
+        self._share_sums: dict[str, dict[tuple[int, ...], tuple[ShareCounts, float]]] = {}
         self._since_sweep = 0
         self._last_sweep = clock.now()
         self.reads = 0
@@ -280,45 +281,71 @@ class MemoryStore:
         )
 
     def _share(self, tag: str, hours: tuple[int, ...], now: float) -> ShareCounts:
-        keys = self._share_keys.get((tag, hours))
-        if keys is None:
-            if len(self._share_keys) >= 64:  # a new hour, or many routers: rebuild lazily
-                self._share_keys.clear()
-            keys = tuple((tag + K.share_key(h, "s"), tag + K.share_key(h, "t")) for h in hours)
-            self._share_keys[(tag, hours)] = keys
-        data = self._data
+        sums = self._share_sums.setdefault(tag, {})
+        hit = sums.get(hours)
+        if hit is not None and now < hit[1]:
+            return hit[0]
         strong = total = 0.0
-        for skey, tkey in keys:
-            e = data.get(skey)
-            if e is not None and (e.expires_at is None or e.expires_at > now):
-                strong += _num(e.value)
-            e = data.get(tkey)
-            if e is not None and (e.expires_at is None or e.expires_at > now):
-                total += _num(e.value)
-        return ShareCounts(strong, total)
+        until = float("inf")
+        for h in hours:
+            for kind in ("s", "t"):
+                e = self._entry(tag + K.share_key(h, kind), now)
+                if e is None:
+                    continue
+                if e.expires_at is not None:
+                    until = min(until, e.expires_at)
+                if kind == "s":
+                    strong += _num(e.value)
+                else:
+                    total += _num(e.value)
+        if len(sums) >= 8:  # the window moved on: older windows are not read again
+            sums.clear()
+        counts = ShareCounts(strong, total)
+        sums[hours] = (counts, until)
+        return counts
+
+    def _share_written(self, tag: str, op: Op, now: float) -> None:
+        """Keep the cached window sums of `tag` true after `op` wrote one of its buckets."""
+        sums = self._share_sums.get(tag)
+        if not sums:
+            return
+        parts = op.key.split(":")
+        if (not isinstance(op, IncrOp) or len(parts) != 3 or parts[2] not in ("s", "t")
+                or not parts[1].lstrip("-").isdigit()):
+            sums.clear()
+            return
+        hour = int(parts[1])
+        for hours, (counts, until) in list(sums.items()):
+            if hours and hours[0] <= hour <= hours[-1]:
+                counts = (ShareCounts(counts.strong + op.amount, counts.total) if parts[2] == "s"
+                          else ShareCounts(counts.strong, counts.total + op.amount))
+                sums[hours] = (counts, min(until, now + op.ttl_s))
 
     async def commit(self, batch: CommitBatch) -> CommitResult:
         self.commits += 1
         now = self._clock.now()
         # No await beyond this point: the whole batch applies atomically on the loop.
         self._maybe_sweep(now)
-        results = tuple(self._apply_slot(batch.request_id, w, now) for w in batch.writes)
+        marker = K.marker_key(batch.request_id)
+        results = tuple(self._apply_slot(marker, w, now) for w in batch.writes)
         for event in batch.audit:
             self._append_audit(audit_event(event, batch.request_id, now), now)
         if batch.trace is not None:
             self._write_trace(batch.request_id, batch.trace, now)
         return CommitResult(results, round_trips=1)
 
-    def _apply_slot(self, request_id: str, w: SlotWrite, now: float) -> SlotResult:
+    def _apply_slot(self, marker_suffix: str, w: SlotWrite, now: float) -> SlotResult:
         session = w.slot.kind == "session"
         if w.mutate is not None and not session:
             raise ValueError(f"a tier mutate belongs to a session slot, not a {w.slot.kind} slot")
-        check_ops(w.ops)
+        ops = w.ops
+        check_ops(ops)
         tag = K.slot_tag(self._prefix, w.slot)
-        marker, tkey = tag + K.marker_key(request_id), tag + K.tier_key()
+        marker, tkey = tag + marker_suffix, tag + K.tier_key()
         if self._entry(marker, now) is not None:
             return SlotResult(w.slot, "duplicate", self._doc(tkey, now) if session else None)
-        self._check_types(tag, tkey if session else None, w.ops, now)
+        keys = [tag + op.key for op in ops]
+        self._check_types(tkey if session else None, keys, ops, now)
         doc_text = self._text(tkey, now) if session else None
         if w.mutate is not None:
             new = w.mutate(self._doc(tkey, now))
@@ -330,14 +357,21 @@ class MemoryStore:
                 self._put(tkey, doc_text, w.tier_ttl_s or None, now)
         elif session and doc_text is not None and w.tier_ttl_s > 0:
             self._expire(tkey, w.tier_ttl_s, now)
-        for op in w.ops:
-            self._apply_op(tag + op.key, op, now)
+        apply = self._apply_op
+        for key, op in zip(keys, ops):
+            apply(key, op, now)
+        for op in ops:
+            if op.key.startswith("share:"):
+                self._share_written(tag, op, now)
         self._put(marker, "1", MARKER_TTL_S, now)
         return SlotResult(w.slot, "applied", self._doc(tkey, now) if session else None)
 
-    def _check_types(self, tag: str, tkey: str | None, ops: tuple[Op, ...], now: float) -> None:
+    def _check_types(self, tkey: str | None, keys: list[str], ops: tuple[Op, ...],
+                     now: float) -> None:
+        """WRONGTYPE before anything is written, as the Redis script checks first."""
         wanted = [(tkey, "string")] if tkey else []
-        wanted += [(tag + op.key, _KIND_OF_OP[type(op)]) for op in ops if type(op) in _KIND_OF_OP]
+        kinds = _KIND_OF_OP
+        wanted += [(key, kinds[type(op)]) for key, op in zip(keys, ops) if type(op) in kinds]
         for key, kind in wanted:
             v = self._value(key, now)
             if v is not None and _kind(v) != kind:
@@ -348,8 +382,6 @@ class MemoryStore:
     def _apply_op(self, key: str, op: Op, now: float) -> None:
         if isinstance(op, SetOp):
             self._put(key, op.value, op.ttl_s, now)
-        elif isinstance(op, DelOp):
-            self._data.pop(key, None)
         elif isinstance(op, IncrOp):
             self._put(key, _num(self._value(key, now)) + op.amount, op.ttl_s, now)
         elif isinstance(op, HIncrOp):
@@ -357,6 +389,8 @@ class MemoryStore:
             fields: dict[str, float] = h if isinstance(h, dict) else {}
             fields[op.field] = fields.get(op.field, 0.0) + op.amount
             self._put(key, fields, op.ttl_s, now)
+        elif isinstance(op, DelOp):
+            self._data.pop(key, None)
         elif isinstance(op, PushOp):
             items = self._value(key, now)
             lst: list[str] = items if isinstance(items, list) else []

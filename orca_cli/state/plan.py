@@ -27,6 +27,7 @@ import orjson
 from orca_cli.config.schema import EscalationConfig
 from orca_cli.routing.escalation import TierDecision
 from orca_cli.routing.intents import Escalate, Intent, OnceBoost, RecordTurn, Reset, Deescalate
+from orca_cli.routing.tiers import TierState
 from orca_cli.state.apply import apply_intents
 from orca_cli.state.base import (
     CommitBatch,
@@ -83,6 +84,9 @@ class PlanContext:
     linucb: Mapping[str, Sequence[float]] = field(default_factory=dict)  # arm -> increments
     affinity: tuple[str, Mapping[str, Any], float] | None = None  # (key, pin, ttl) sessionless
     actor: str = "client"
+    # The tier state decoded from the snapshot's document by the decision (RoutePlan.
+    # tier_state): the commit's mutate reuses it when the store hands it that same document.
+    base_state: TierState | None = None
 
 
 def audit_event(ctx: PlanContext, event: str, *, trigger: str = "", reason: str = "",
@@ -197,7 +201,7 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
     mutate = None
     if decision is not None and decision.evaluated:
         intents = _with_response(decision.intents, outcome.response_strikes)
-        mutate = TierMutate(intents, ctx.now, ctx.esc)
+        mutate = TierMutate(intents, ctx.now, ctx.esc, base=(snapshot.tier, ctx.base_state))
         if decision.state_tier == "strong":
             ops.append(ExpireAtLeastOp("pin:base", ctx.esc.tier_ttl_s))
     return SlotWrite(SlotRef.of_session(ctx.router, ctx.session), tuple(ops), mutate=mutate,
@@ -210,17 +214,23 @@ class TierMutate:
     re-applies it onto the fresh document); `changed` tells what its latest call, the one
     that was written, did to the tier: `("escalated", trigger)` or `("deescalated", "")`."""
 
-    __slots__ = ("intents", "now", "esc", "changed")
+    __slots__ = ("intents", "now", "esc", "changed", "base")
 
-    def __init__(self, intents: tuple[Intent, ...], now: float, esc: EscalationConfig) -> None:
+    def __init__(self, intents: tuple[Intent, ...], now: float, esc: EscalationConfig, *,
+                 base: tuple[Any, TierState | None] | None = None) -> None:
         self.intents = intents
         self.now = now
         self.esc = esc
         self.changed: tuple[str, str] | None = None
+        # (document, its decoded state): reused when called on that very document object
+        self.base = base
 
     def __call__(self, doc: dict[str, Any] | None) -> dict[str, Any] | None:
         before = doc.get("tier") if isinstance(doc, dict) else None
-        out = apply_intents(doc, self.intents, self.now, self.esc)
+        known = self.base
+        state = (known[1] if known is not None and known[1] is not None and doc is known[0]
+                 else TierState.from_doc(doc))
+        out = apply_intents(doc, self.intents, self.now, self.esc, state=state)
         after = out.get("tier") if out is not None else None
         self.changed = None
         if before != "strong" and after == "strong":

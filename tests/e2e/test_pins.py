@@ -192,6 +192,24 @@ async def test_the_pin_ttl_is_the_channels_cache_window(stack: Stack) -> None:
         assert 290 < entry.ttl_s <= 300  # sim channels: the unmapped 5-minute window
 
 
+async def test_an_anthropic_one_hour_cache_mark_stretches_the_pin_to_an_hour(stack: Stack) -> None:
+    """`cache_control: {"ttl": "1h"}` (Anthropic's extended cache) keeps the prefix warm an
+    hour: the pins live that long. The same key in an OpenAI-format body is not a cache mark."""
+    sid = f"ttl1h-{next(_ids)}"
+    mark = {"type": "text", "text": "look", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+    r = await stack.http.post("/v1/messages", content=orjson.dumps(
+        {"model": "orca/r", "max_tokens": 64, "messages": [{"role": "user", "content": [mark]}]}),
+        headers={"content-type": "application/json", "x-orca-session": sid})
+    assert r.status_code == 200, r.text
+    entry = await stack.rt.gate.store.get(SlotRef.of_session("r", sid), "chan:base")
+    assert entry is not None and entry.ttl_s is not None and 3590 < entry.ttl_s <= 3600
+    sid = f"ttl1h-openai-{next(_ids)}"
+    await post(stack, {"model": "orca/r", "metadata": {"ttl": "1h"}, "messages": EASY},
+               **{"x-orca-session": sid})
+    entry = await stack.rt.gate.store.get(SlotRef.of_session("r", sid), "chan:base")
+    assert entry is not None and entry.ttl_s is not None and 290 < entry.ttl_s <= 300
+
+
 async def test_after_its_upstream_failed_the_pin_follows_the_upstream_that_served(
         stack: Stack, ups: dict[str, Switchable]) -> None:
     sid = f"move-{next(_ids)}"

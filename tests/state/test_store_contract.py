@@ -254,6 +254,24 @@ async def test_share_counters_roll_over_by_hour_bucket(env: StoreEnv, store: Sto
     assert await store.get(ROUTER, K.share_key(h0, "t")) is None
 
 
+async def test_share_reads_follow_every_write_between_them(env: StoreEnv, store: Store) -> None:
+    """Reads between commits see each increment, a deleted bucket and an expiring one (the
+    embedded store keeps the window's sums between reads)."""
+    window = ReadRequest("coding", share_hours=(10, 11, 12))
+    assert (await store.read(window)).share == ShareCounts()
+    await store.commit(CommitBatch("a", (SlotWrite(ROUTER, (IncrOp("share:11:t", 2, 60),
+                                                              IncrOp("share:11:s", 1, 60))),)))
+    assert (await store.read(window)).share == ShareCounts(1, 2)
+    await store.commit(CommitBatch("b", (SlotWrite(ROUTER, (IncrOp("share:12:t", 1, 0.4),
+                                                              IncrOp("share:9:t", 5, 60))),)))
+    assert (await store.read(window)).share == ShareCounts(1, 3)  # hour 9 is outside
+    await store.commit(CommitBatch("c", (SlotWrite(ROUTER, (DelOp("share:11:s"),)),)))
+    assert (await store.read(window)).share == ShareCounts(0, 3)
+    await env.advance(0.6)  # the hour-12 bucket expires
+    assert (await store.read(window)).share == ShareCounts(0, 2)
+    assert (await store.read(ReadRequest("coding", share_hours=(11,)))).share == ShareCounts(0, 2)
+
+
 async def test_a_workspace_read_can_be_skipped(store: Store) -> None:
     await store.commit(CommitBatch("r1", (SlotWrite(WORKSPACE, (IncrOp("share:1:t", 1, 60),)),)))
     snap = await store.read(ReadRequest("coding", share_hours=(1,), workspace=False))
