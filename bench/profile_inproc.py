@@ -60,15 +60,14 @@ class CannedTransport:
 
     def __init__(self) -> None:
         self.calls = 0
+        self._canned = {(True, True): F.anthropic_events(), (True, False): F.openai_events(),
+                        (False, True): [F.anthropic_json()], (False, False): [F.openai_json()]}
 
     async def send(self, req: UpstreamRequest, timeouts: Timeouts) -> _Canned:
         self.calls += 1
-        anthropic = req.url.endswith("/messages")
-        if req.stream:
-            parts = F.anthropic_events() if anthropic else F.openai_events()
-            return _Canned(200, (("content-type", "text/event-stream"),), parts)
-        body = F.anthropic_json() if anthropic else F.openai_json()
-        return _Canned(200, (("content-type", "application/json"),), [body])
+        parts = self._canned[(req.stream, req.url.endswith("/messages"))]
+        kind = "text/event-stream" if req.stream else "application/json"
+        return _Canned(200, (("content-type", kind),), parts)
 
     async def aclose(self) -> None:
         return None

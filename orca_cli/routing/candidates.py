@@ -229,6 +229,9 @@ class _Serving:
     excluded: str | None  # no_channel | format_mismatch, or None
     reason: str
     window: int
+    # One fitting channel with one key slot (the common case): the candidate when that key
+    # is healthy, the same every time, so it is built once.
+    single: Candidate | None = None
 
 
 def _serving(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
@@ -253,7 +256,12 @@ def _serving(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
     if not fitting:
         why = f"no enabled channel serving {model!r} speaks the {api} format"
         return _Serving((), tuple(filtered), "format_mismatch", why, window)
-    return _Serving(tuple(fitting), tuple(filtered), None, "ok", window)
+    single = None
+    if len(fitting) == 1 and len(key_slots(fitting[0])) == 1:
+        c = fitting[0]
+        single = Candidate(model, (ChannelChoice(c.name, c.weight, (key_slots(c)[0][0],)),),
+                           None, "ok", tuple(filtered))
+    return _Serving(tuple(fitting), tuple(filtered), None, "ok", window, single)
 
 
 def _candidate(
@@ -273,6 +281,11 @@ def _candidate(
     if sv.window < est_tokens:
         why = f"context_window {sv.window} < estimated {est_tokens} tokens"
         return Candidate(model, (), "context_window", why, sv.filtered)
+    one = sv.single
+    if one is not None and healthy(one.channels[0].channel, one.channels[0].keys[0]):
+        if rng is not None and mode == "balanced":
+            rng.random()  # the draw `order_channels` makes for one channel: same rng stream
+        return one
     filtered = list(sv.filtered)
     alive = []
     for c in sv.fitting:
