@@ -56,6 +56,7 @@ def register(app: typer.Typer) -> None:
 
 def _run(cfg: object, host: str, port: int, log_level: str) -> None:
     import asyncio
+    import gc
     import logging
 
     from orca_cli.admin.http import admin_handler
@@ -93,4 +94,10 @@ def _run(cfg: object, host: str, port: int, log_level: str) -> None:
     con.print(f"  export OPENAI_BASE_URL={base}/v1        # Codex CLI, Aider, OpenCode, Cline")
     con.print(f"admin token: {admin_token_path()} (for orca explain, session, escalate)")
     server = build_server(app, cfg.server, host=host, port=real_port, log_level=log_level)
+    # What start-up built (config, modules, the runtime) lives as long as the process: out
+    # of the collector's scans. A request allocates a few hundred objects and frees nearly
+    # all by reference counting, so the cyclic collector runs every 20,000 allocations
+    # rather than 700 (measured: 15-24 µs a request in collections at the default, 5-6).
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 100)
     asyncio.run(server.serve(sockets=[sock]))

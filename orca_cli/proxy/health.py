@@ -231,7 +231,9 @@ class Health:
         if outcome == "status" and status is None:
             raise ValueError("health: a 'status' outcome needs the status code")
         now = self._clock.monotonic()
-        key = self._keys.setdefault((channel, key_index), _Key())
+        key = self._keys.get((channel, key_index))
+        if key is None:  # built only once per key: a _Key holds its ring of buckets
+            key = self._keys[(channel, key_index)] = _Key()
         state = self._advance(key, now)
         if retry_after_s is not None and retry_after_s > 0:
             # Capped at a cool-down: a daily-quota Retry-After must not bench a key for a day.

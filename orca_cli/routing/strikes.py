@@ -10,8 +10,8 @@ the same compile error strikes even though every run reports new line numbers.
 Response side: malformed tool-call JSON, an empty answer, a refusal, truncation on a request
 that allowed ≥ 1,024 output tokens. These come from `wire/usage.py`'s tap after the response.
 
-Cost: one alternation of the markers scans a lowercased, bounded copy and names the lines
-that carry one; the normalising regexes run only on those few short lines.
+Cost: markers are found with `str.find` on a lowercased, bounded copy; regexes run only on
+the few short lines that carry a marker.
 """
 
 from __future__ import annotations
@@ -47,11 +47,6 @@ ERROR_MARKERS: tuple[str, ...] = (
     "segmentation fault",  # crashes
 )
 
-_MARKER = re.compile("|".join(map(re.escape, ERROR_MARKERS)))
-# Where str.splitlines breaks a line (a "\r\n" pair is two breaks around an empty line here,
-# and an empty line never carries a marker).
-_BREAK_CHARS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-_LINE_BREAK = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _QUOTED = re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|`[^`\n]{0,200}`|‘[^’\n]{0,200}’")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~-]*[/\\])+[\w.-]+")
 _HEX = re.compile(r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8,}\b")
@@ -78,36 +73,19 @@ def error_signatures(tool_results: Iterable[str]) -> tuple[str, ...]:
             continue
         chunk = text[:SCAN_LIMIT]
         low = chunk.lower()
-        for line in _marked_lines(chunk, low):
-            template = normalise_error_line(line)
-            if len(template) < 4:
-                continue
-            sig = hashlib.sha256(template.encode()).hexdigest()[:16]
-            if sig not in out:
-                out.append(sig)
-                if len(out) >= MAX_LINES:
-                    return tuple(out)
-    return tuple(out)
-
-
-def _marked_lines(chunk: str, low: str) -> Iterable[str]:
-    """The lines of `chunk` whose lowercase form carries an error marker, in order."""
-    if len(low) != len(chunk):  # lowercasing changed a length: match the lines one by one
+        if not any(m in low for m in ERROR_MARKERS):
+            continue
         for line, low_line in zip(chunk.splitlines(), low.splitlines()):
-            if _MARKER.search(low_line):
-                yield line
-        return
-    done = 0  # where the line after the last one yielded starts
-    while True:
-        m = _MARKER.search(low, done)
-        if m is None:
-            return
-        at = m.start()
-        br = _LINE_BREAK.search(low, at)
-        end = br.start() if br is not None else len(low)
-        start = max(done, max(low.rfind(c, done, at) for c in _BREAK_CHARS) + 1)
-        yield chunk[start:end]
-        done = end + 1
+            if any(m in low_line for m in ERROR_MARKERS):
+                template = normalise_error_line(line)
+                if len(template) < 4:
+                    continue
+                sig = hashlib.sha256(template.encode()).hexdigest()[:16]
+                if sig not in out:
+                    out.append(sig)
+                    if len(out) >= MAX_LINES:
+                        return tuple(out)
+    return tuple(out)
 
 
 def request_strike(signatures: Sequence[str], seen: Sequence[str]) -> bool:

@@ -281,7 +281,9 @@ class MemoryStore:
         )
 
     def _share(self, tag: str, hours: tuple[int, ...], now: float) -> ShareCounts:
-        sums = self._share_sums.setdefault(tag, {})
+        sums = self._share_sums.get(tag)
+        if sums is None:
+            sums = self._share_sums[tag] = {}
         hit = sums.get(hours)
         if hit is not None and now < hit[1]:
             return hit[0]

@@ -354,7 +354,9 @@ class RedisStore:
         locked: list[_Gate] = []
         try:
             for tag in tags:  # sorted: two batches never wait on each other crosswise
-                gate = self._gates.setdefault(tag, _Gate())
+                gate = self._gates.get(tag)
+                if gate is None:
+                    gate = self._gates[tag] = _Gate()
                 gate.users += 1
                 joined[tag] = gate
                 await gate.lock.acquire()  # a timeout here leaves the lock to its holder
