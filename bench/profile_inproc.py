@@ -37,7 +37,9 @@ from orca_cli.proxy.app import OrcaApp  # noqa: E402
 from orca_cli.proxy.guard import GuardPolicy  # noqa: E402
 from orca_cli.proxy.runtime import Runtime  # noqa: E402
 from orca_cli.proxy.transport import Timeouts, UpstreamRequest  # noqa: E402
-from orca_cli.state.memory import MemoryStore  # noqa: E402
+from orca_cli.state.factory import open_store  # noqa: E402
+
+REDIS_URL = "redis://127.0.0.1:6379/15"  # the benchmark's database (bench_proxy.py)
 
 
 class _Canned:
@@ -73,13 +75,15 @@ class CannedTransport:
         return None
 
 
-def build_app(tmp: Path) -> tuple[OrcaApp, Runtime]:
+def build_app(tmp: Path, backend: str = "memory",
+              key_prefix: str = "orca") -> tuple[OrcaApp, Runtime]:
     cfg_path = tmp / "orca.toml"
-    cfg_path.write_text(T.orca_config(9, backend="memory"))
+    cfg_path.write_text(T.orca_config(9, backend=backend, redis_url=REDIS_URL,
+                                      key_prefix=key_prefix))
     cfg = load(str(cfg_path))
     clock = SystemClock()
-    store = MemoryStore(clock=clock, trace_max=cfg.server.trace_max,
-                        trace_ttl_s=cfg.server.trace_ttl_s)
+    store = open_store(cfg.state, clock=clock, trace_max=cfg.server.trace_max,
+                       trace_ttl_s=cfg.server.trace_ttl_s)
     canned = CannedTransport()
     rt = Runtime.build(cfg, store, clock=clock, transports={c.name: canned for c in cfg.channels})
     policy = GuardPolicy.from_config(cfg.server, port=8787, admin_token="t" * 32)
@@ -125,14 +129,33 @@ def main() -> int:
     p.add_argument("--sessions", type=int, default=16)
     p.add_argument("--cprofile", type=int, default=0, metavar="TOP")
     p.add_argument("--scenario", choices=("json", "stream"), default=None)
+    p.add_argument("--store", choices=("memory", "redis"), default="memory",
+                   help=f"redis: {REDIS_URL}, a unique key prefix deleted afterwards")
     args = p.parse_args()
     tmp = T.workdir()
-    app, rt = build_app(tmp)
+    prefix = f"orca-inproc-{os.getpid()}"
+    try:
+        asyncio.run(_measure(tmp, prefix, args))  # one loop: the Redis client is bound to it
+    finally:
+        if args.store == "redis":
+            T.redis_cleanup(REDIS_URL, prefix)
+    return 0
+
+
+async def _measure(tmp: Path, prefix: str, args: argparse.Namespace) -> None:
+    app, rt = build_app(tmp, args.store, prefix)
+    try:
+        await _rounds(app, args)
+    finally:
+        await rt.aclose()
+
+
+async def _rounds(app: OrcaApp, args: argparse.Namespace) -> None:
     scenarios = (args.scenario,) if args.scenario else ("json", "stream")
     for sc in scenarios:
         raw = encode(agent_body("openai", SIZES[args.size], model="orca/coding",
                                 stream=sc == "stream"))
-        asyncio.run(drive(app, raw, 200, args.sessions))  # warm-up; pins every session
+        await drive(app, raw, 200, args.sessions)  # warm-up; pins every session
         prof = cProfile.Profile() if args.cprofile else None
         per: list[float] = []
         bad = 0
@@ -140,18 +163,17 @@ def main() -> int:
             c0 = time.process_time()
             if prof:
                 prof.enable()
-            st = asyncio.run(drive(app, raw, args.requests, args.sessions))
+            st = await drive(app, raw, args.requests, args.sessions)
             if prof:
                 prof.disable()
             per.append(1e6 * (time.process_time() - c0) / args.requests)
             bad += sum(1 for s in st if s != 200)
         per.sort()
-        print(f"{sc} {args.size}: {per[len(per) // 2]:7.1f} µs CPU/request median, "
-              f"{per[0]:7.1f} min ({args.rounds} x {args.requests} requests, {bad} not 200)"
-              f"{' under cProfile' if prof else ''}")
+        print(f"{sc} {args.size} ({args.store}): {per[len(per) // 2]:7.1f} µs CPU/request "
+              f"median, {per[0]:7.1f} min ({args.rounds} x {args.requests} requests, "
+              f"{bad} not 200){' under cProfile' if prof else ''}")
         if prof:
             pstats.Stats(prof).sort_stats("tottime").print_stats(args.cprofile)
-    return 0
 
 
 if __name__ == "__main__":
