@@ -327,7 +327,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-install", action="store_true", help="never pip-install LiteLLM")
     p.add_argument("--no-redis", action="store_true", help="skip the Redis target")
     p.add_argument("--what-if", default="", help="also measure bench/orca_what_if.py "
-                   "variants beside orca-memory, e.g. nodelay,uvloop")
+                   "variants beside orca-memory, e.g. nodelay,uvloop; at:<git-rev> runs "
+                   "that commit's orca_cli (a before/after in one run)")
     p.add_argument("--quiet-wait", type=float, default=None,
                    help="seconds to wait for other processes to go quiet before a figure "
                         "(10; quick 5)")
@@ -376,8 +377,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         targets["orca-memory"] = _orca("orca-memory", mem)
         for w in what_ifs:
             name = f"orca-memory[{w}]"
-            proc = T.start_orca(name.replace("[", "-").rstrip("]"), wd, upstream.port,
-                                proxy_cpu, what_if=w)
+            variant = f"tree={T.export_revision(w.removeprefix('at:'), wd)}" if (
+                w.startswith("at:")) else w
+            proc = T.start_orca(name.replace("[", "-").replace(":", "-").rstrip("]"), wd,
+                                upstream.port, proxy_cpu, what_if=variant)
             procs.append(proc)
             targets[name] = _orca(name, proc)
         why = "--no-redis" if args.no_redis else T.redis_available(REDIS_URL)

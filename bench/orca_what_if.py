@@ -2,6 +2,7 @@
 
     python bench/orca_what_if.py nodelay serve --config orca.toml --port 8787
     python bench/orca_what_if.py uvloop  serve --config orca.toml --port 8787
+    python bench/orca_what_if.py tree=/tmp/orca-old serve --config orca.toml --port 8787
 
 `bench_proxy.py --what-if nodelay,uvloop` measures these beside the shipped `orca serve`.
 Nothing here changes orca; each variant models a change to its serving path:
@@ -15,6 +16,10 @@ Nothing here changes orca; each variant models a change to its serving path:
 * `uvloop`: the event loop is uvloop (the loop `build_server` asks uvicorn for, which
   `asyncio.run(server.serve(...))` bypasses; `server.run(sockets=...)` would honour it).
   uvloop also sets `TCP_NODELAY` on every TCP connection, so this includes `nodelay`.
+* `tree=<dir>`: the `orca_cli` package in `<dir>` (an export of an earlier commit) runs
+  instead of the installed one. `bench_proxy.py --what-if at:<rev>` exports `<rev>` with
+  `git archive` and measures it beside the current tree in the same interleaved run: a
+  before/after comparison on the same machine at the same time.
 """
 
 from __future__ import annotations
@@ -49,8 +54,10 @@ def main() -> None:
         import uvloop
 
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    elif variant.startswith("tree="):
+        sys.path.insert(0, variant.removeprefix("tree="))
     else:
-        sys.exit(f"usage: orca_what_if.py nodelay|uvloop serve ...; got {variant!r}")
+        sys.exit(f"usage: orca_what_if.py nodelay|uvloop|tree=<dir> serve ...; got {variant!r}")
     from orca_cli.cli import main as orca_main
 
     sys.argv[0] = "orca"

@@ -262,6 +262,17 @@ def start_orca(name: str, workdir: Path, upstream_port: int, cpu: int | None, *,
     return proc
 
 
+def export_revision(rev: str, workdir: Path) -> Path:
+    """The `orca_cli` package of git revision `rev`, exported under `workdir` (for the
+    `at:<rev>` what-if: an earlier commit measured beside the current tree)."""
+    out = workdir / f"at-{rev}"
+    out.mkdir(parents=True, exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "orca_cli"],
+                             check=True, capture_output=True, timeout=120).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True, timeout=120)
+    return out
+
+
 def redis_available(url: str) -> str | None:
     """None when `url` answers PING, else why not."""
     try:

@@ -57,40 +57,54 @@ __all__ = ["MemoryStore"]
 
 
 class _ZSet:
-    """A sorted set ordered like Redis's: by score, then member."""
+    """A sorted set ordered like Redis's: by score, then member.
 
-    __slots__ = ("items", "scores")
+    Popping the lowest members (the trace index and audit streams trim their oldest on
+    every write once full) advances a head offset instead of shifting the list; the dead
+    prefix is dropped once it is the larger half, so a trim costs O(1) amortised."""
+
+    __slots__ = ("_items", "_head", "scores")
 
     def __init__(self) -> None:
-        self.items: list[tuple[float, str]] = []
+        self._items: list[tuple[float, str]] = []
+        self._head = 0
         self.scores: dict[str, float] = {}
 
     def __len__(self) -> int:
-        return len(self.items)
+        return len(self._items) - self._head
+
+    @property
+    def items(self) -> list[tuple[float, str]]:
+        return self._items[self._head :]
 
     def add(self, member: str, score: float) -> None:
         old = self.scores.get(member)
         if old is not None:
             if old == score:
                 return
-            del self.items[bisect.bisect_left(self.items, (old, member))]
+            del self._items[bisect.bisect_left(self._items, (old, member), self._head)]
         self.scores[member] = score
-        bisect.insort(self.items, (score, member))
+        bisect.insort(self._items, (score, member), self._head)
 
     def pop_lowest(self, n: int) -> list[str]:
         if n <= 0:
             return []
-        gone = [m for _, m in self.items[:n]]
-        del self.items[:n]
+        end = min(self._head + n, len(self._items))
+        gone = [m for _, m in self._items[self._head : end]]
+        self._head = end
         for m in gone:
             del self.scores[m]
+        if self._head * 2 > len(self._items):
+            del self._items[: self._head]
+            self._head = 0
         return gone
 
     def remove_below(self, score: float) -> list[str]:
-        return self.pop_lowest(bisect.bisect_left(self.items, (score, "")))
+        below = bisect.bisect_left(self._items, (score, ""), self._head)
+        return self.pop_lowest(below - self._head)
 
     def range_from(self, score: float) -> list[tuple[float, str]]:
-        return self.items[bisect.bisect_left(self.items, (score, "")) :]
+        return self._items[bisect.bisect_left(self._items, (score, ""), self._head) :]
 
 
 _Value: TypeAlias = str | float | dict[str, float] | list[str] | _ZSet

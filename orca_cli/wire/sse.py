@@ -49,6 +49,12 @@ class SSEDecoder:
 
     def feed_pairs(self, chunk: bytes) -> list[Pair]:
         """Like `feed`, as plain `(event, data)` tuples (cheaper: the response taps use it)."""
+        if not self._buf and not self._skip_lf and chunk[-2:] == b"\n\n":
+            # The common chunk: exactly one whole event (an upstream writes one per event).
+            end = chunk.find(b"\n\n")
+            if end == len(chunk) - 2 and _CR not in chunk:
+                ev = self._parse(chunk[:end]) if end > 0 else None
+                return [ev] if ev is not None else []
         if self._skip_lf:
             self._skip_lf = False
             if chunk[:1] == b"\n":

@@ -45,17 +45,27 @@ def _int(obj: Any, key: str) -> int:
     return value if isinstance(value, int) else 0
 
 
-def _may_hold_value(text: str, key: str) -> bool:
-    """Whether `"<key>"` in JSON `text` may be followed by a string (not null).
+def _value_needles(key: str) -> tuple[str, str, str, str, str]:
+    return (f'{key}":"', f'{key}": "', f'"{key}":null', f'"{key}": null', f'"{key}"')
+
+
+_FINISH = _value_needles("finish_reason")
+_REFUSAL = _value_needles("refusal")
+
+
+def _may_hold_value(text: str, needles: tuple[str, str, str, str, str]) -> bool:
+    """Whether the key of `needles` (`_value_needles`) in JSON `text` may be followed by a
+    string (not null).
 
     Compact (`"k":"v"`) and Python-style (`"k": "v"`) spacing are recognised by two scans; any
     other spacing falls back to "present, so parse" — a false hit costs a parse, never a miss.
     """
-    if f'{key}":"' in text or f'{key}": "' in text:
+    compact, spaced, null, spaced_null, bare = needles
+    if compact in text or spaced in text:
         return True
-    if f'"{key}":null' in text or f'"{key}": null' in text:
+    if null in text or spaced_null in text:
         return False
-    return f'"{key}"' in text
+    return bare in text
 
 
 class ResponseTap:
@@ -142,8 +152,8 @@ class ResponseTap:
             or 'tokens"' in d
             or '"error"' in d
             or (not self.has_text and '"content"' in d)
-            or _may_hold_value(d, "finish_reason")
-            or ('"refusal"' in d and _may_hold_value(d, "refusal"))
+            or _may_hold_value(d, _FINISH)
+            or ('"refusal"' in d and _may_hold_value(d, _REFUSAL))
         ):
             return
         obj = self._load(d)
