@@ -64,10 +64,10 @@ class Scenario:
     paced: bool = False
     concurrency: int = 1
     share: float = 1.0  # of --requests
-    targets: tuple[str, ...] = ("direct", "orca-memory", "orca-redis", "litellm")
+    targets: tuple[str, ...] = ("direct", "floor", "orca-memory", "orca-redis", "litellm")
 
 
-_CORE = ("direct", "orca-memory", "orca-redis")
+_CORE = ("direct", "floor", "orca-memory", "orca-redis")
 SCENARIOS = (
     Scenario("json_c1"),
     Scenario("stream_c1", stream=True),
@@ -325,6 +325,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-seconds", type=float, default=60.0, help="time cap per figure")
     p.add_argument("--no-litellm", action="store_true", help="skip the LiteLLM target")
     p.add_argument("--no-install", action="store_true", help="never pip-install LiteLLM")
+    p.add_argument("--no-floor", action="store_true",
+                   help="skip the floor target (bench/floor_proxy.py: the serving stack alone)")
     p.add_argument("--no-redis", action="store_true", help="skip the Redis target")
     p.add_argument("--what-if", default="", help="also measure bench/orca_what_if.py "
                    "variants beside orca-memory, e.g. nodelay,uvloop; at:<git-rev> runs "
@@ -372,6 +374,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         upstream = T.start_fake_upstream(wd, load_cpu)
         procs.append(upstream)
         targets = {"direct": _direct(upstream)}
+        if not args.no_floor:
+            floor = T.start_floor(wd, upstream.port, proxy_cpu)
+            procs.append(floor)
+            targets["floor"] = _orca("floor", floor)  # it maps the same model names
+        else:
+            skipped["floor"] = "--no-floor"
         mem = T.start_orca("orca-memory", wd, upstream.port, proxy_cpu)
         procs.append(mem)
         targets["orca-memory"] = _orca("orca-memory", mem)

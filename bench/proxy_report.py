@@ -104,7 +104,8 @@ def render(doc: dict[str, Any]) -> None:
     st = doc["settings"]
     verdicts = {(c["target"], c["scenario"], c["field"]): c for c in doc["spec"]}
     what_ifs = sorted(t for t in s if t.startswith("orca-memory["))
-    present = [t for t in ("direct", "orca-memory", *what_ifs, "orca-redis", "litellm") if t in s]
+    present = [t for t in ("direct", "floor", "orca-memory", *what_ifs, "orca-redis", "litellm")
+               if t in s]
     table = Table(title=f"Proxy overhead, 10 KB agent body (medians of {st['rounds']} "
                         f"round(s), {st['requests']} requests a figure)")
     table.add_column("figure")
@@ -112,6 +113,8 @@ def render(doc: dict[str, Any]) -> None:
         table.add_column(escape(t), justify="right")
     table.add_column("LiteLLM ÷ orca", justify="right")
     table.add_column("orca ÷ direct", justify="right")
+    if "floor" in present:
+        table.add_column("orca − floor", justify="right")
     table.add_column("SPEC §12", justify="left")
     for label, scenario, field, higher in FIGURES:
         vals = {t: _get(s, t, scenario, field) for t in present}
@@ -132,7 +135,13 @@ def render(doc: dict[str, Any]) -> None:
             if c is not None and c["met"] is not None:
                 mark = "[green]met[/]" if c["met"] else "[red]missed[/]"
                 spec += f"{mark} {c['op']} {c['limit']:g}" + (" (redis)" if tgt == "orca-redis" else "") + " "
-        table.add_row(label, *cells, vs_lit, vs_direct, spec.strip())
+        extra = []
+        if "floor" in present:
+            floor = vals.get("floor")
+            own = (orca - floor if orca is not None and floor is not None and not higher
+                   and field.startswith(("cpu", "added")) else None)
+            extra.append(_fmt(own, field) if own is not None else "—")
+        table.add_row(label, *cells, vs_lit, vs_direct, *extra, spec.strip())
     console.print(table)
 
     g = Table(title="The same latest turn behind a longer transcript (orca, memory store, c1)")

@@ -36,6 +36,7 @@ __all__ = [
     "redis_available",
     "redis_cleanup",
     "start_fake_upstream",
+    "start_floor",
     "start_litellm",
     "start_orca",
     "stop",
@@ -166,6 +167,16 @@ def start_fake_upstream(workdir: Path, cpu: int | None) -> Proc:
     argv = [sys.executable, str(ROOT / "bench" / "fake_upstream.py"), "--port", str(port)]
     proc = _spawn("fake-upstream", argv, env=_clean_env(), cpu=cpu, workdir=workdir, port=port)
     _wait_listening(proc, 30.0)
+    return proc
+
+
+def start_floor(workdir: Path, upstream_port: int, cpu: int | None) -> Proc:
+    """`bench/floor_proxy.py`: uvicorn + raw ASGI + aiohttp and nothing else (the floor)."""
+    port = free_port()
+    argv = [sys.executable, str(ROOT / "bench" / "floor_proxy.py"), "--upstream-port",
+            str(upstream_port), "--port", str(port)]
+    proc = _spawn("floor", argv, env=_clean_env(), cpu=cpu, workdir=workdir, port=port)
+    _wait_listening(proc, 60.0)
     return proc
 
 
