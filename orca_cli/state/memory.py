@@ -118,8 +118,8 @@ _UNDECODED: Any = object()
 class _Entry:
     value: _Value
     expires_at: float | None
-    # The JSON document a text value decodes to, decoded at most once per write. Readers
-    # share it and treat it as read-only (a write replaces the whole entry).
+    # The JSON document a text value decodes to, kept from a read until the key is written
+    # again (a write replaces the whole entry). Readers share it and treat it as read-only.
     doc: Any = _UNDECODED
 
 
@@ -380,7 +380,9 @@ class MemoryStore:
             if op.key.startswith("share:"):
                 self._share_written(tag, op, now)
         self._put(marker, "1", MARKER_TTL_S, now)
-        return SlotResult(w.slot, "applied", self._doc(tkey, now) if session else None)
+        # Decoded for the result only, not kept on the entry: a resident decoded copy of every
+        # session's document would cost kilobytes a session (a read caches it for its commit).
+        return SlotResult(w.slot, "applied", decode_doc(doc_text) if session else None)
 
     def _check_types(self, tkey: str | None, keys: list[str], ops: tuple[Op, ...],
                      now: float) -> None:
