@@ -325,6 +325,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-seconds", type=float, default=60.0, help="time cap per figure")
     p.add_argument("--no-litellm", action="store_true", help="skip the LiteLLM target")
     p.add_argument("--no-install", action="store_true", help="never pip-install LiteLLM")
+    p.add_argument("--no-save", action="store_true",
+                   help="do not keep a full run's JSON in bench/results/proxy-<date>.json "
+                   "(the figures a later run without LiteLLM quotes)")
     p.add_argument("--no-floor", action="store_true",
                    help="skip the floor target (bench/floor_proxy.py: the serving stack alone)")
     p.add_argument("--no-redis", action="store_true", help="skip the Redis target")
@@ -446,6 +449,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bench.proxy_report import checks, render
 
     doc["spec"] = checks(doc["summary"])
+    if not quick and not args.no_save:
+        from bench.proxy_report import RESULTS
+
+        RESULTS.mkdir(exist_ok=True)
+        saved = RESULTS / f"proxy-{time.strftime('%Y-%m-%d')}.json"
+        saved.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        log(f"saved {saved.relative_to(ROOT)}")
     if args.json:
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
