@@ -76,6 +76,7 @@ class OrcaApp:
             msg = await receive()
             if msg["type"] == "lifespan.startup":
                 await self.rt.gate.check()
+                self.rt.start()
                 await send({"type": "lifespan.startup.complete"})
             elif msg["type"] == "lifespan.shutdown":
                 await self.rt.aclose()

@@ -43,6 +43,7 @@ __all__ = ["DegradedPins", "FollowUp", "Runtime", "StoreGate", "new_request_id"]
 log = logging.getLogger("orca")
 
 PROBE_INTERVAL_S = 1.0
+HOUSEKEEPING_INTERVAL_S = 15.0  # how often an idle sidecar asks its store to sweep
 DEGRADED_PINS_MAX = 10_000
 PENDING_COMMITS_MAX = 1000
 
@@ -241,6 +242,7 @@ class Runtime:
     rng: random.Random = field(default_factory=random.Random)
     admin_token: str = ""
     started_at: float = field(default_factory=time.time)
+    _housekeeping: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.scorer = Scorer(self.cfg.difficulty)
@@ -261,7 +263,27 @@ class Runtime:
         return cls(cfg=cfg, gate=StoreGate(store, clock), transports=transports, clock=clock,
                    admin_token=admin_token)
 
+    def start(self) -> None:
+        """Background housekeeping, on the running loop (the app's lifespan calls it): a store
+        that sweeps expired keys only inside commits (memory) is swept while idle too."""
+        if self._housekeeping is None and hasattr(self.gate.store, "sweep_if_due"):
+            self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
+
+    async def _housekeep(self) -> None:
+        sweep = getattr(self.gate.store, "sweep_if_due")
+        while True:
+            await asyncio.sleep(HOUSEKEEPING_INTERVAL_S)
+            try:
+                sweep()
+            except Exception:  # noqa: BLE001 - housekeeping never takes the sidecar down
+                log.warning("the state store's idle sweep failed; retried later", exc_info=True)
+
     async def aclose(self) -> None:
+        if self._housekeeping is not None:
+            self._housekeeping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._housekeeping
+            self._housekeeping = None
         closed: set[int] = set()
         for t in self.transports.values():
             if id(t) not in closed:

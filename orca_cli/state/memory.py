@@ -4,7 +4,8 @@ Same key names, same encodings and the same semantics as the Redis backend (one 
 runs on both). Atomicity comes from the event loop: `commit` applies everything with no `await`
 inside, so no other task can interleave. Memory stays bounded: an expired key is dropped when
 touched, and a sweep drops every expired key every `sweep_every` commits or `sweep_interval_s`
-seconds, so 10,000 idle sessions do not stay resident (SPEC §12).
+seconds, so 10,000 idle sessions do not stay resident (SPEC §12). With no commits at all, the
+sidecar's housekeeping calls `sweep_if_due` (`Runtime.start`), so an idle store empties too.
 """
 
 from __future__ import annotations
@@ -224,6 +225,12 @@ class MemoryStore:
         self._since_sweep = 0
         self._last_sweep = now
         return len(dead)
+
+    def sweep_if_due(self) -> int:
+        """Sweep when `sweep_interval_s` passed since the last sweep; returns keys dropped."""
+        if self._clock.now() - self._last_sweep < self._sweep_interval_s:
+            return 0
+        return self.sweep()
 
     def _maybe_sweep(self, now: float) -> None:
         self._since_sweep += 1

@@ -39,3 +39,21 @@ async def test_an_untouched_expired_key_is_dropped_by_the_periodic_sweep() -> No
     for i in range(9):
         await store.commit(CommitBatch(f"r{i + 1}", ()))
     assert len(store) == 0
+
+
+async def test_an_idle_store_is_swept_when_a_sweep_is_due() -> None:
+    """No commit arrives: the sidecar's housekeeping (`sweep_if_due`) still drops what
+    expired, once `sweep_interval_s` passed since the last sweep."""
+    clock = FakeClock()
+    store = MemoryStore(clock=clock, sweep_every=10**9, sweep_interval_s=60)
+    await store.commit(
+        CommitBatch(
+            "r0", (SlotWrite(SlotRef.of_session("coding", "a"), (SetOp("pin:base", "m", 5),)),)
+        )
+    )
+    assert len(store) == 2  # the pin and the commit marker
+    clock.advance(30)
+    assert store.sweep_if_due() == 0 and len(store) == 2  # not due yet
+    clock.advance(MARKER_WINDOW_S)
+    assert store.sweep_if_due() == 2 and len(store) == 0
+    assert store.sweep_if_due() == 0  # just swept
