@@ -394,14 +394,18 @@ class MemoryStore:
     def _check_types(self, tkey: str | None, keys: list[str], ops: tuple[Op, ...],
                      now: float) -> None:
         """WRONGTYPE before anything is written, as the Redis script checks first."""
-        wanted = [(tkey, "string")] if tkey else []
         kinds = _KIND_OF_OP
+        wanted = [(tkey, "string")] if tkey else []
         wanted += [(key, kinds[type(op)]) for key, op in zip(keys, ops) if type(op) in kinds]
+        data = self._data
         for key, kind in wanted:
-            v = self._value(key, now)
-            if v is not None and _kind(v) != kind:
+            e = data.get(key)
+            if e is None or (e.expires_at is not None and e.expires_at <= now):
+                continue  # absent or expired: any type may be written
+            got = _kind(e.value)
+            if got != kind:
                 raise StoreUnavailable(
-                    f"store key {key} is a {_kind(v)}, not a {kind}; nothing applied"
+                    f"store key {key} is a {got}, not a {kind}; nothing applied"
                 )
 
     def _apply_op(self, key: str, op: Op, now: float) -> None:
