@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from orca_cli.config.schema import Config
 from orca_cli.routing.caps import window_hours
+from orca_cli.state import keys as K
 from orca_cli.state.base import Store
 
 __all__ = ["stats"]
@@ -31,11 +32,12 @@ async def _share(store: Store, slot: Literal["router", "workspace"], router: str
                  hours: set[int]) -> tuple[float, float]:
     strong = total = 0.0
     for e in await store.scan(slot, router=router, key_prefix="share:"):
-        if _hour(e.key) not in hours or not isinstance(e.value, (int, float)):
+        bucket = K.parse_share_key(e.key)
+        if bucket is None or bucket[0] not in hours or not isinstance(e.value, (int, float)):
             continue
-        if e.key.endswith(":s"):
+        if bucket[1] == "s":
             strong += float(e.value)
-        elif e.key.endswith(":t"):
+        else:
             total += float(e.value)
     return strong, total
 

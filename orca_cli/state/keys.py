@@ -44,6 +44,7 @@ __all__ = [
     "linucb_key",
     "marker_key",
     "parse_key",
+    "parse_share_key",
     "pin_key",
     "safe_component",
     "scan_pattern",
@@ -212,6 +213,17 @@ def share_key(hour: int, kind: str) -> str:
     if kind not in ("s", "t"):
         raise ValueError(f"share bucket kind must be 's' or 't', got {kind!r}")
     return f"share:{int(hour)}:{kind}"
+
+
+def parse_share_key(suffix: str) -> tuple[int, str] | None:
+    """`(hour, kind)` of a `share_key` suffix, or None for any other suffix."""
+    parts = suffix.split(":")
+    if len(parts) != 3 or parts[0] != "share" or parts[2] not in ("s", "t"):
+        return None
+    try:
+        return int(parts[1]), parts[2]
+    except ValueError:
+        return None
 
 
 def stats_key(hour: int) -> str:

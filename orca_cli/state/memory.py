@@ -332,15 +332,14 @@ class MemoryStore:
         sums = self._share_sums.get(tag)
         if not sums:
             return
-        parts = op.key.split(":")
-        if (not isinstance(op, IncrOp) or len(parts) != 3 or parts[2] not in ("s", "t")
-                or not parts[1].lstrip("-").isdigit()):
+        bucket = K.parse_share_key(op.key)
+        if bucket is None or not isinstance(op, IncrOp):
             sums.clear()
             return
-        hour = int(parts[1])
+        hour, kind = bucket
         for hours, (counts, until) in list(sums.items()):
             if hours and hours[0] <= hour <= hours[-1]:
-                counts = (ShareCounts(counts.strong + op.amount, counts.total) if parts[2] == "s"
+                counts = (ShareCounts(counts.strong + op.amount, counts.total) if kind == "s"
                           else ShareCounts(counts.strong, counts.total + op.amount))
                 sums[hours] = (counts, min(until, now + op.ttl_s))
 

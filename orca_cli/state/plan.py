@@ -28,6 +28,7 @@ from orca_cli.config.schema import EscalationConfig
 from orca_cli.routing.escalation import TierDecision
 from orca_cli.routing.intents import Escalate, Intent, OnceBoost, RecordTurn, Reset, Deescalate
 from orca_cli.routing.tiers import TierState
+from orca_cli.state import keys as K
 from orca_cli.state.apply import apply_intents
 from orca_cli.state.base import (
     CommitBatch,
@@ -144,10 +145,10 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
             audit.extend(_transition_audit(ctx, decision.intents, not settle_transitions))
 
     if ctx.router is not None:
-        ops: list[Op] = [IncrOp(f"share:{hour}:t", 1, share_ttl)]
+        ops: list[Op] = [IncrOp(K.share_key(hour, "t"), 1, share_ttl)]
         if served_strong:
-            ops.append(IncrOp(f"share:{hour}:s", 1, share_ttl))
-        stats = f"stats:{hour}"
+            ops.append(IncrOp(K.share_key(hour, "s"), 1, share_ttl))
+        stats = K.stats_key(hour)
         ops += [HIncrOp(stats, "requests", 1, STATS_TTL_S),
                 HIncrOp(stats, "prompt_tokens", outcome.prompt_tokens, STATS_TTL_S),
                 HIncrOp(stats, "cached_tokens", outcome.cached_tokens, STATS_TTL_S),
@@ -176,9 +177,9 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
             ops.append(SetOp(f"aff:{key}", orjson.dumps(dict(pin)).decode(), ttl))
         writes.append(SlotWrite(SlotRef.of_router(ctx.router), tuple(ops)))
 
-    ws: list[Op] = [IncrOp(f"share:{hour}:t", 1, share_ttl)]
+    ws: list[Op] = [IncrOp(K.share_key(hour, "t"), 1, share_ttl)]
     if served_strong or ctx.counts_strong_in_workspace:
-        ws.append(IncrOp(f"share:{hour}:s", 1, share_ttl))
+        ws.append(IncrOp(K.share_key(hour, "s"), 1, share_ttl))
     writes.append(SlotWrite(SlotRef("workspace"), tuple(ws)))
     return CommitBatch(ctx.request_id, tuple(writes), tuple(audit), trace)
 
@@ -262,7 +263,7 @@ def settle_batch(ctx: PlanContext, batch: CommitBatch,
         actor = next((i.actor for i in intents if isinstance(i, Escalate) and i.scope == "main"),
                      "engine")
         audit = audit_event(ctx, "escalated", trigger=trigger, reason=trigger, actor=actor)
-        ops: tuple[Op, ...] = (HIncrOp(f"stats:{int(ctx.now // 3600)}",
+        ops: tuple[Op, ...] = (HIncrOp(K.stats_key(int(ctx.now // 3600)),
                                        f"escalations:{trigger}", 1, STATS_TTL_S),)
     else:
         audit = audit_event(ctx, "deescalated", reason="deescalated", actor="engine")

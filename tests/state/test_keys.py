@@ -71,3 +71,10 @@ def test_share_bucket_names_are_per_hour_and_kind() -> None:
     assert K.share_key(493000, "s") == "share:493000:s"
     with pytest.raises(ValueError):
         K.share_key(1, "x")
+
+
+def test_a_share_bucket_name_parses_back_to_its_hour_and_kind() -> None:
+    assert K.parse_share_key(K.share_key(493000, "s")) == (493000, "s")
+    assert K.parse_share_key(K.share_key(-3, "t")) == (-3, "t")
+    for other in ("stats:493000", "share:x:s", "share:1:q", "share:1", "share:1:s:x", "pin:base"):
+        assert K.parse_share_key(other) is None
