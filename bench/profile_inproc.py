@@ -61,12 +61,10 @@ class CannedTransport:
     """Answers every request at once with the fake upstream's own bytes."""
 
     def __init__(self) -> None:
-        self.calls = 0
         self._canned = {(True, True): F.anthropic_events(), (True, False): F.openai_events(),
                         (False, True): [F.anthropic_json()], (False, False): [F.openai_json()]}
 
     async def send(self, req: UpstreamRequest, timeouts: Timeouts) -> _Canned:
-        self.calls += 1
         parts = self._canned[(req.stream, req.url.endswith("/messages"))]
         kind = "text/event-stream" if req.stream else "application/json"
         return _Canned(200, (("content-type", kind),), parts)
