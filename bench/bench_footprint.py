@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
 import re
 import shutil
 import signal
@@ -70,13 +69,6 @@ _STATUS_FIELDS = ("VmRSS", "VmHWM", "RssAnon", "RssFile", "Threads")
 
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
-
-
-def _machine() -> dict[str, Any]:
-    return {"nproc": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform(), "machine": platform.machine(),
-            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
 
 
 def _source() -> dict[str, Any]:
@@ -131,21 +123,6 @@ def footprint_config(upstream_port: int, ttl_s: int) -> str:
         if n != count:
             raise RuntimeError(f"bench config changed shape: {pattern!r} matched {n}, not {count}")
     return text
-
-
-def start_orca(workdir: Path, upstream_port: int, cpu: int | None, ttl_s: int) -> T.Proc:
-    """`orca serve` as `proxy_targets.start_orca` starts it, with `footprint_config`."""
-    name = "orca-memory"
-    cfg = workdir / f"{name}.toml"
-    cfg.write_text(footprint_config(upstream_port, ttl_s))
-    port = T.free_port()
-    env = T._clean_env()
-    env["XDG_STATE_HOME"] = str(workdir / f"{name}-state")  # its admin token stays here
-    argv = [sys.executable, "-m", "orca_cli", "serve", "--config", str(cfg), "--port", str(port)]
-    proc = T._spawn(name, argv, env=env, cpu=cpu, workdir=workdir, port=port)
-    T._wait_listening(proc, 60.0)
-    proc.notes["token_path"] = str(workdir / f"{name}-state" / "orca" / "admin.token")
-    return proc
 
 
 def _admin(proc: T.Proc, path: str) -> Any:
@@ -203,7 +180,8 @@ def measure_memory(args: argparse.Namespace, wd: Path, procs: list[T.Proc],
     proxy_cpu, load_cpu = cpus
     upstream = T.start_fake_upstream(wd, load_cpu)
     procs.append(upstream)
-    orca = start_orca(wd, upstream.port, proxy_cpu, args.ttl_s)
+    orca = T.start_orca("orca-memory", wd, upstream.port, proxy_cpu,
+                        config=footprint_config(upstream.port, args.ttl_s))
     procs.append(orca)
     if load_cpu is not None:
         os.sched_setaffinity(0, {load_cpu})
@@ -416,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit("--sessions must be 1..1,000,000 and --concurrency 1..256")
     if args.ttl_s > 0:
         args.max_seconds = min(args.max_seconds, max(1.0, args.ttl_s - 10.0))
-    machine = _machine()
+    machine = T.machine_facts()
     pinned = (os.cpu_count() or 1) >= 2
     cpus = (PROXY_CPU, LOAD_CPU) if pinned else (None, None)
     wd = T.workdir()

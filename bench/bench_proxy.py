@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import gc
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -119,14 +118,6 @@ def _runs(name: str, sc: Scenario) -> bool:
 
 def _path(sc: Scenario) -> str:
     return "/v1/messages" if sc.api == "anthropic" else "/v1/chat/completions"
-
-
-def _machine() -> dict[str, Any]:
-    load = os.getloadavg()
-    return {"nproc": os.cpu_count(), "python": platform.python_version(),
-            "platform": platform.platform(), "machine": platform.machine(),
-            "loadavg_at_start": [round(x, 2) for x in load],
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
 
 
 def _cpu_stat() -> list[int]:
@@ -362,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    machine = _machine()
+    machine = T.machine_facts()
     pinned = (os.cpu_count() or 1) >= 2
     proxy_cpu, load_cpu = (PROXY_CPU, LOAD_CPU) if pinned else (None, None)
     wd = T.workdir()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import platform
 import secrets
 import socket
 import subprocess
@@ -26,6 +27,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "LITELLM_VERSION",
@@ -33,6 +35,7 @@ __all__ = [
     "Proc",
     "cpu_sample",
     "ensure_litellm",
+    "machine_facts",
     "redis_available",
     "redis_cleanup",
     "start_fake_upstream",
@@ -255,12 +258,14 @@ mode = "off"
 
 def start_orca(name: str, workdir: Path, upstream_port: int, cpu: int | None, *,
                backend: str = "memory", redis_url: str = "", key_prefix: str = "orca",
-               python_args: tuple[str, ...] = (), what_if: str | None = None) -> Proc:
+               python_args: tuple[str, ...] = (), what_if: str | None = None,
+               config: str | None = None) -> Proc:
     """`orca serve` in its own process; `python_args` may put a profiler in front, and
-    `what_if` names a `bench/orca_what_if.py` variant to run instead of the shipped CLI."""
+    `what_if` names a `bench/orca_what_if.py` variant to run instead of the shipped CLI.
+    `config` replaces the `orca_config` text; `notes["token_path"]` is its admin token."""
     cfg = workdir / f"{name}.toml"
-    cfg.write_text(orca_config(upstream_port, backend=backend, redis_url=redis_url,
-                               key_prefix=key_prefix))
+    cfg.write_text(config if config is not None else orca_config(
+        upstream_port, backend=backend, redis_url=redis_url, key_prefix=key_prefix))
     port = free_port()
     env = _clean_env()
     env["XDG_STATE_HOME"] = str(workdir / f"{name}-state")  # its admin token stays here
@@ -270,7 +275,16 @@ def start_orca(name: str, workdir: Path, upstream_port: int, cpu: int | None, *,
             "--port", str(port)]
     proc = _spawn(name, argv, env=env, cpu=cpu, workdir=workdir, port=port)
     _wait_listening(proc, 60.0)
+    proc.notes["token_path"] = str(workdir / f"{name}-state" / "orca" / "admin.token")
     return proc
+
+
+def machine_facts() -> dict[str, Any]:
+    """The machine a figure belongs to: cores, Python, platform, load and date at the start."""
+    return {"nproc": os.cpu_count(), "python": platform.python_version(),
+            "platform": platform.platform(), "machine": platform.machine(),
+            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()],
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
 
 
 def export_revision(rev: str, workdir: Path) -> Path:
