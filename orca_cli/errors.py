@@ -16,9 +16,11 @@ Every message is one sentence: what failed, the bad value, and the valid set or 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 __all__ = [
     "OrcaError",
+    "Refusal",
     "ConfigError",
     "StoreUnavailable",
     "StoreStateLost",
@@ -92,3 +94,14 @@ class AdminError(OrcaError):
     def __init__(self, message: str, *, status: int = 400) -> None:
         self.status = status
         super().__init__(message)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a request is refused before routing: `kind` is the inbound API's error type,
+    `code` the OpenAI-style code; `message` is fixed text (never a header value)."""
+
+    status: int
+    message: str
+    kind: str | None = None
+    code: str | None = None

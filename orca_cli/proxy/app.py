@@ -1,6 +1,7 @@
 """The sidecar as a raw ASGI application (SPEC §1.2; raw ASGI measured cheapest, SPEC §12).
 
-Paths: `POST /v1/chat/completions`, `POST /v1/messages` (routed, `proxy.handler`),
+Paths: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/responses` (routed,
+`proxy.handler`), `GET /` and `HEAD /` (agents probe the base URL),
 `POST /v1/messages/count_tokens`, `GET /v1/models`, `GET /healthz`, `GET /metrics`, and the
 admin API under `/orca/v1/` when one is mounted. Every request passes the guard first
 (Host, Origin, content type, tokens, body limit; SPEC §11). Nothing here answers 500: an
@@ -17,42 +18,34 @@ from typing import Any
 import orjson
 
 from orca_cli import __version__
-from orca_cli.proxy.guard import (
-    BodyTimeout,
-    BodyTooLarge,
-    ClientGone,
-    GuardPolicy,
-    api_for_scope,
-    check,
-    read_body,
-    send_error,
-)
+from orca_cli.proxy.guard import ClientGone, GuardPolicy, send_error
 from orca_cli.proxy.handler import handle_generate
+from orca_cli.proxy.intake import GENERATE_PATHS, IntakeError, read_json, scan_head
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.routing.features import estimate_tokens
 from orca_cli.routing.target import ROUTER_PREFIX, resolve_target
 from orca_cli.errors import UnknownModel
+from orca_cli.turn.model import RequestHead
+from orca_cli.types import Receive, Scope, Send
 from orca_cli.wire.transcript import transcript
 
 __all__ = ["OrcaApp", "AdminHandler"]
 
 log = logging.getLogger("orca")
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 AdminHandler = Callable[[Runtime, Scope, Receive, Send], Awaitable[None]]
 _JSON = b"application/json"
-_GENERATE = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}
 
 
 async def send_json(send: Send, status: int, doc: Any,
-                    headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+                    headers: tuple[tuple[bytes, bytes], ...] = (), *,
+                    head_only: bool = False) -> None:
     body = orjson.dumps(doc)
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", _JSON), (b"content-length", b"%d" % len(body)),
                             *headers]})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+    await send({"type": "http.response.body", "body": b"" if head_only else body,
+                "more_body": False})
 
 
 class OrcaApp:
@@ -84,38 +77,38 @@ class OrcaApp:
                 return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        refusal = check(self.policy, scope)
-        api = api_for_scope(scope)
-        if refusal is not None:
-            await send_error(send, api, refusal, close=True)
+        head = scan_head(self.policy, scope)
+        if head.refusal is not None:
+            await send_error(send, head.api, head.refusal, close=True)
             return
-        path: str = scope["path"]
-        method: str = scope["method"]
+        path, method = head.path, head.method
         try:
-            generate = _GENERATE.get(path)
-            if generate is not None and method == "POST":
-                await handle_generate(self.rt, scope, receive, send, generate,  # type: ignore[arg-type]
-                                      path, self.policy.max_body_bytes,
-                                      self.policy.body_deadline_s)
+            if head.path in GENERATE_PATHS and method == "POST":
+                await handle_generate(self.rt, self.policy, head, receive, send)
             elif path == "/v1/messages/count_tokens" and method == "POST":
-                await self._count_tokens(scope, receive, send)
+                await self._count_tokens(head, receive, send)
             elif path == "/v1/models" and method == "GET":
-                await self._models(scope, send)
+                await self._models(head, send)
             elif path == "/healthz" and method == "GET":
                 await self._healthz(send)
             elif path == "/metrics" and method == "GET":
                 await self._metrics(send)
+            elif path == "/" and method in ("GET", "HEAD"):
+                # Agents probe the base URL before their first request (Claude Code: HEAD /).
+                await send_json(send, 200, {"name": "orca", "version": __version__,
+                                            "status": "ok"}, head_only=method == "HEAD")
             elif path.startswith("/orca/v1/") and self.admin is not None:
                 await self.admin(self.rt, scope, receive, send)
             else:
-                await send_error(send, api, 404, f"no endpoint {method} {path}; the sidecar "
-                                 "serves /v1/chat/completions, /v1/messages, "
-                                 "/v1/messages/count_tokens, /v1/models, /healthz, /metrics")
+                await send_error(send, head.api, 404, f"no endpoint {method} {path}; the "
+                                 "sidecar serves /v1/chat/completions, /v1/messages, "
+                                 "/v1/responses, /v1/messages/count_tokens, /v1/models, "
+                                 "/healthz, /metrics", code="unknown_endpoint")
         except Exception:  # noqa: BLE001 - never a 500 with a stack trace to the client
             log.exception("internal fault while serving %s %s", method, path)
             try:
-                await send_error(send, api, 502, "orca hit an internal fault serving this "
-                                 "request; it was logged", kind="api_error")
+                await send_error(send, head.api, 502, "orca hit an internal fault serving "
+                                 "this request; it was logged", kind="api_error")
             except Exception:  # noqa: BLE001 - the response had already started
                 pass
 
@@ -135,15 +128,14 @@ class OrcaApp:
             (b"content-length", b"%d" % len(body))]})
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
-    async def _models(self, scope: Scope, send: Send) -> None:
+    async def _models(self, head: RequestHead, send: Send) -> None:
         cfg = self.rt.cfg
         names = [ROUTER_PREFIX + r for r in cfg.routers]
         names += [a for a in cfg.aliases if not any(ch in a for ch in "*?[")]
         names += list(cfg.model_ids())
         ids = list(dict.fromkeys(names))
-        hdrs = {k.lower() for k, _ in scope["headers"]}
         created = int(self.rt.started_at)
-        if b"anthropic-version" in hdrs or b"x-api-key" in hdrs:
+        if head.api == "anthropic":
             data = [{"type": "model", "id": i, "display_name": i,
                      "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))}
                     for i in ids]
@@ -155,36 +147,43 @@ class OrcaApp:
                                                "owned_by": "orca"} for i in ids]}
         await send_json(send, 200, doc)
 
-    async def _count_tokens(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _count_tokens(self, head: RequestHead, receive: Receive, send: Send) -> None:
         """Estimated locally (chars / 4 over what the full scorer reads); the answer says so
         in `x-orca-estimated: true`. Forwarding upstream would spend a request of the
         provider's rate limit on every count an agent asks for."""
         try:
-            raw = await read_body(receive, limit=self.policy.max_body_bytes,
-                                  deadline_s=self.policy.body_deadline_s)
-        except BodyTooLarge as exc:
-            await send_error(send, "anthropic", 413, str(exc), close=True)
-            return
-        except BodyTimeout as exc:
-            await send_error(send, "anthropic", 408, str(exc), close=True)
+            _, body = await read_json(receive, self.policy)
+        except IntakeError as exc:
+            await send_error(send, "anthropic", exc.status, str(exc), close=exc.close)
             return
         except ClientGone:
             return
+        problem = count_tokens_problem(body)
+        if problem is not None:
+            await send_error(send, "anthropic", 400, problem)
+            return
         try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            await send_error(send, "anthropic", 400, f"the request body is not valid JSON: {exc}")
+            resolve_target(body["model"], self.rt.cfg)
+        except UnknownModel as exc:
+            await send_error(send, "anthropic", 404, str(exc), code="model_not_found")
             return
-        if not isinstance(body, dict):
-            await send_error(send, "anthropic", 400, "the request body must be a JSON object")
-            return
-        model = body.get("model")
-        if isinstance(model, str):
-            try:
-                resolve_target(model, self.rt.cfg)
-            except UnknownModel as exc:
-                await send_error(send, "anthropic", 404, str(exc))
-                return
         t = transcript(body, "anthropic")
         await send_json(send, 200, {"input_tokens": estimate_tokens(t.chars)},
                         ((b"x-orca-estimated", b"true"),))
+
+
+def count_tokens_problem(body: dict[str, Any]) -> str | None:
+    """The type checks Anthropic's count_tokens applies: a model name and a message list."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        return "`model` must be a non-empty string"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        return "`messages` must be a list of message objects"
+    system = body.get("system")
+    if system is not None and not isinstance(system, (str, list)):
+        return "`system` must be a string or a list of content blocks"
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        return "`tools` must be a list"
+    return None

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -38,46 +38,16 @@ from orca_cli.proxy.transport import (
     upstream_url,
 )
 from orca_cli.routing.route import Attempt
+from orca_cli.turn.model import AttemptRecord, Outcome, Turn
+from orca_cli.types import Api, Receive, Send
 from orca_cli.wire.errors import error_body, stream_error_event
 from orca_cli.wire.usage import ResponseTap
 
-__all__ = ["AttemptRecord", "ForwardResult", "forward"]
+__all__ = ["AttemptRecord", "ForwardResult", "Inbound", "forward"]
 
-Api = Literal["openai", "anthropic"]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
+ForwardResult = Outcome  # the name this module's callers knew
 _FORWARDED_CLIENT_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta", "accept")
 _PASS_THROUGH_AUTH = ("authorization", "x-api-key")
-
-
-@dataclass
-class AttemptRecord:
-    model: str
-    channel: str
-    key_index: int
-    status: int | None = None
-    latency_ms: float = 0.0
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"model": self.model, "channel": self.channel, "key_index": self.key_index,
-                "status": self.status, "latency_ms": round(self.latency_ms, 3),
-                "error": self.error}
-
-
-@dataclass
-class ForwardResult:
-    attempts: list[AttemptRecord] = field(default_factory=list)
-    served: Attempt | None = None  # the attempt whose answer reached the client
-    tap: ResponseTap | None = None
-    status: int = 0  # what the client got
-    cancelled: bool = False
-    failed: set[tuple[str, int]] = field(default_factory=set)  # (channel, key) that failed
-    own_error: str | None = None  # orca answered itself (nothing attempted)
-
-    @property
-    def billed_success(self) -> bool:
-        return (self.served is not None and not self.cancelled and self.tap is not None
-                and 200 <= self.status < 300 and self.tap.billed_success)
 
 
 @dataclass
@@ -95,6 +65,24 @@ class Inbound:
     healthy: Callable[[str, int], bool]  # the request's stable health view (one probe per key)
     raw: bytes = b""  # the client's body bytes
     model_value: str | None = None  # the client's `model` value as sent
+
+    @classmethod
+    def of(cls, turn: Turn, orca_headers: Callable[[Attempt | None], list[tuple[bytes, bytes]]],
+           healthy: Callable[[str, int], bool]) -> Inbound:
+        body, api = turn.body, turn.api
+        stream = turn.stream
+        opts = body.get("stream_options")
+        add_usage = (api == "openai" and stream and not (
+            isinstance(opts, dict) and opts.get("include_usage") is True))
+        if api == "responses":
+            max_tokens = body.get("max_output_tokens")
+        else:
+            max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
+        return cls(api=api, path=turn.path, body=body, headers=turn.headers, stream=stream,
+                   add_include_usage=add_usage,
+                   max_tokens=max_tokens if isinstance(max_tokens, int) else None,
+                   orca_headers=orca_headers, healthy=healthy, raw=turn.raw,
+                   model_value=turn.target.requested)
 
 
 def _upstream_body(inb: Inbound, model: str) -> bytes:
@@ -137,7 +125,7 @@ def _upstream_headers(rt: Runtime, inb: Inbound, att: Attempt) -> Headers:
     return tuple(out)
 
 
-async def _watch_disconnect(receive: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+async def _watch_disconnect(receive: Receive) -> None:
     while True:
         msg = await receive()
         if msg.get("type") == "http.disconnect":
@@ -145,14 +133,12 @@ async def _watch_disconnect(receive: Callable[[], Awaitable[dict[str, Any]]]) ->
 
 
 async def forward(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Send,
-                  receive: Callable[[], Awaitable[dict[str, Any]]],
-                  start_monotonic: float) -> ForwardResult:
-    """Try `attempts` in order; relay the first usable answer to the client.
+                  receive: Receive, res: Outcome, start_monotonic: float) -> Outcome:
+    """Try `attempts` in order; relay the first usable answer to the client; fill `res`.
 
     The attempts run in the request's own task; a watcher task waits for the client's
     disconnect and cancels it (the upstream call with it). One extra task a request, not
     two and an `asyncio.wait`."""
-    res = ForwardResult()
     me = asyncio.current_task()
     assert me is not None
     gone = finished = False

@@ -25,31 +25,30 @@ import asyncio
 import hashlib
 import hmac
 import ipaddress
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 from orca_cli.config.load import is_loopback_host
 from orca_cli.config.schema import ServerConfig
-from orca_cli.errors import BadRequest, OrcaError
+from orca_cli.errors import BadRequest, OrcaError, Refusal
+from orca_cli.types import Api, Receive, Scope, Send
 from orca_cli.wire.errors import error_body, error_type
 
 __all__ = [
     "BodyTimeout",
     "BodyTooLarge",
     "ClientGone",
+    "GuardFacts",
     "GuardPolicy",
     "Refusal",
     "api_for_scope",
     "check",
     "read_body",
     "send_error",
+    "verdict",
 ]
 
-Api = Literal["openai", "anthropic"]
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 _LOOPBACK_NAMES = (b"127.0.0.1", b"localhost", b"[::1]", b"::1")
 _PUBLIC_PATHS = frozenset({"/healthz", "/metrics"})
@@ -78,17 +77,6 @@ class BodyTimeout(BadRequest):
 
 class ClientGone(OrcaError):
     """The client disconnected before its body was read; there is no one to answer."""
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """Why the guard refused a request: `kind` is the inbound API's error type, `code` the
-    OpenAI-style code; `message` is fixed text that names the config key to change."""
-
-    status: int
-    message: str
-    kind: str
-    code: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,62 +135,63 @@ class GuardPolicy:
 
 
 def api_for_scope(scope: Scope) -> Api:
-    """The inbound API whose error shape a response uses: `/v1/messages*` is Anthropic, and
-    so is `/v1/models` asked by an Anthropic client (it sends `anthropic-version`)."""
-    path: str = scope.get("path", "")
-    if path.startswith("/v1/messages"):
-        return "anthropic"
-    if path.startswith("/v1/models"):
-        for name, _ in scope.get("headers", ()):
-            if name == b"anthropic-version" or name == b"x-api-key":
-                return "anthropic"
-    return "openai"
+    """The inbound API whose error shape a response uses (see `proxy.intake.scan_head`)."""
+    from orca_cli.proxy.intake import scan_head_api
+
+    return scan_head_api(scope)
+
+
+@dataclass(slots=True)
+class GuardFacts:
+    """The header facts the guard decides on, gathered by the one pass of `scan_head`."""
+
+    host: bytes | None = None
+    hosts_seen: int = 0
+    origin: bytes | None = None
+    content_type: bytes | None = None
+    content_length: bytes | None = None
+    bearer: bytes | None = None
+    tokens: list[bytes] = field(default_factory=list)
+
+    def see(self, name: bytes, value: bytes) -> None:
+        if name == b"host":
+            self.host = value
+            self.hosts_seen += 1
+        elif name == b"origin":
+            self.origin = value
+        elif name == b"content-type":
+            self.content_type = value
+        elif name == b"content-length":
+            self.content_length = value
+        elif name == b"authorization":
+            scheme, _, cred = value.partition(b" ")
+            if scheme.lower() == b"bearer":
+                self.bearer = cred.strip()
+                self.tokens.append(self.bearer)
+        elif name == b"x-api-key" or name == b"x-orca-token":
+            self.tokens.append(value.strip())
 
 
 def check(policy: GuardPolicy, scope: Scope) -> Refusal | None:
     """Refuse an http request that fails §11, or None; reads headers only, never the body."""
-    host: bytes | None = None
-    hosts_seen = 0
-    origin: bytes | None = None
-    content_type: bytes | None = None
-    content_length: bytes | None = None
-    tokens: list[bytes] = []
-    bearer: bytes | None = None
-    anthropic_hint = False
-    for name, value in scope["headers"]:
-        if name == b"host":
-            host = value
-            hosts_seen += 1
-        elif name == b"origin":
-            origin = value
-        elif name == b"content-type":
-            content_type = value
-        elif name == b"content-length":
-            content_length = value
-        elif name == b"authorization":
-            scheme, _, cred = value.partition(b" ")
-            if scheme.lower() == b"bearer":
-                bearer = cred.strip()
-                tokens.append(bearer)
-        elif name == b"x-api-key":
-            tokens.append(value.strip())
-            anthropic_hint = True
-        elif name == b"x-orca-token":
-            tokens.append(value.strip())
-        elif name == b"anthropic-version":
-            anthropic_hint = True
+    from orca_cli.proxy.intake import scan_head
 
+    return scan_head(policy, scope).refusal
+
+
+def verdict(policy: GuardPolicy, scope: Scope, facts: GuardFacts, api: Api) -> Refusal | None:
+    """The guard's decision over the facts `scan_head` gathered (SPEC §11, in order)."""
     path: str = scope.get("path", "")
-    api: Api = "anthropic" if path.startswith("/v1/messages") or (
-        anthropic_hint and path.startswith("/v1/models")) else "openai"
-
-    if hosts_seen != 1 or host is None or not _host_allowed(policy, host.lower(), scope):
+    host = facts.host
+    if facts.hosts_seen != 1 or host is None or not _host_allowed(policy, host.lower(), scope):
         return _refuse(api, 403, "host_not_allowed", _host_message(policy))
+    origin = facts.origin
     if origin is not None and origin.rstrip(b"/").lower() not in policy.origins:
         return _refuse(api, 403, "origin_not_allowed",
                        "requests carrying a browser Origin are refused unless that origin is "
                        "listed in server.allowed_origins (a web page must not drive this "
                        "sidecar)")
+    bearer = facts.bearer
     if path.startswith(_ADMIN_PREFIX) or path == _ADMIN_PREFIX[:-1]:
         if policy.admin_digest is None or bearer is None or not _matches(policy.admin_digest, bearer):
             return _refuse(api, 401, "invalid_admin_token",
@@ -210,19 +199,21 @@ def check(policy: GuardPolicy, scope: Scope) -> Refusal | None:
                            "Bearer <token> with the token `orca serve` wrote to "
                            "$XDG_STATE_HOME/orca/admin.token")
     elif policy.inbound_digest is not None and path not in _PUBLIC_PATHS:
-        if not any(_matches(policy.inbound_digest, t) for t in tokens):
+        digest = policy.inbound_digest
+        if not any(_matches(digest, t) for t in facts.tokens):
             return _refuse(api, 401, "invalid_api_key",
                            "missing or wrong inbound token: send server.inbound_token as "
                            "Authorization: Bearer <token>, x-api-key: <token> or "
                            "X-Orca-Token: <token>")
+    content_type = facts.content_type
     if scope.get("method") == "POST" and (
         content_type is None or content_type.partition(b";")[0].strip().lower() != _JSON
     ):
         return _refuse(api, 415, "unsupported_media_type",
                        "POST bodies must be sent with Content-Type: application/json")
-    if content_length is not None:
+    if facts.content_length is not None:
         try:
-            length = int(content_length)
+            length = int(facts.content_length)
         except ValueError:
             length = -1
         if length < 0:

@@ -242,6 +242,9 @@ class Runtime:
     rng: random.Random = field(default_factory=random.Random)
     admin_token: str = ""
     started_at: float = field(default_factory=time.time)
+    # Who sees each finished request's trace besides the store (the request log, telemetry);
+    # called after the response was sent. A sink's fault is logged, never the request's.
+    trace_sinks: list[Callable[[Mapping[str, Any]], None]] = field(default_factory=list)
     _housekeeping: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -262,6 +265,15 @@ class Runtime:
                           for c in cfg.channels}
         return cls(cfg=cfg, gate=StoreGate(store, clock), transports=transports, clock=clock,
                    admin_token=admin_token)
+
+    def emit_trace(self, trace: Mapping[str, Any] | None) -> None:
+        if trace is None:
+            return
+        for sink in self.trace_sinks:
+            try:
+                sink(trace)
+            except Exception:  # noqa: BLE001 - seeing a request never fails it
+                log.warning("a trace sink failed; the request was served", exc_info=True)
 
     def start(self) -> None:
         """Background housekeeping, on the running loop (the app's lifespan calls it): a store

@@ -1,0 +1,111 @@
+"""Intake: the request head scanned once, the body read and parsed once (SPEC §1.2, §11).
+
+`scan_head` walks the ASGI header list a single time and returns a `RequestHead`: the path,
+the inbound API (whose error shape every refusal uses), the guard's verdict (Host, Origin,
+tokens, content type and length — `proxy.guard`), the client's request id, the explicit tier
+ask and the headers as `str` pairs for the session chain and the forwarder. `read_json` reads
+the body under the policy's limit and deadline and parses it once. Generation,
+`count_tokens` and the admin API all start here, and every failure is an `IntakeError` that
+the caller answers in the inbound shape with `send_error`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from orca_cli.errors import BadRequest
+from orca_cli.proxy.guard import (
+    BodyTimeout,
+    BodyTooLarge,
+    ClientGone,
+    GuardFacts,
+    GuardPolicy,
+    verdict,
+)
+from orca_cli.turn.model import RequestHead
+from orca_cli.types import Api, Headers, Receive, Scope
+
+__all__ = ["GENERATE_PATHS", "IntakeError", "RequestHead", "read_json", "scan_head",
+           "scan_head_api"]
+
+# The routed endpoints and the wire format each speaks (SPEC §1.2, §13.1).
+GENERATE_PATHS: dict[str, Api] = {
+    "/v1/chat/completions": "openai",
+    "/v1/messages": "anthropic",
+    "/v1/responses": "responses",
+}
+
+
+class IntakeError(BadRequest):
+    """A request refused while reading or parsing its body; `close` when bytes were left
+    unread (the connection must not parse them as a next request)."""
+
+    def __init__(self, message: str, *, status: int = 400, close: bool = False) -> None:
+        super().__init__(message, status=status)
+        self.close = close
+
+
+def _api_of(path: str, anthropic_hint: bool) -> Api:
+    generate = GENERATE_PATHS.get(path)
+    if generate is not None:
+        return generate
+    if path.startswith("/v1/messages") or (anthropic_hint and path.startswith("/v1/models")):
+        return "anthropic"
+    if path.startswith("/v1/responses"):
+        return "responses"
+    return "openai"
+
+
+def scan_head(policy: GuardPolicy, scope: Scope) -> RequestHead:
+    """One pass over the headers: the guard's facts and the request's own."""
+    path: str = scope.get("path", "")
+    headers: Headers = []
+    facts = GuardFacts()
+    client_rid: str | None = None
+    ask: str | None = None
+    anthropic_hint = False
+    for raw_name, raw_value in scope["headers"]:
+        facts.see(raw_name, raw_value)
+        name = raw_name.decode("latin-1").lower()
+        value = raw_value.decode("latin-1")
+        headers.append((name, value))
+        if name == "x-request-id":
+            client_rid = value
+        elif name == "x-orcarouter-tier":
+            ask = value
+        elif name == "anthropic-version" or name == "x-api-key":
+            anthropic_hint = True
+    api = _api_of(path, anthropic_hint)
+    return RequestHead(method=scope.get("method", ""), path=path, api=api, headers=headers,
+                       refusal=verdict(policy, scope, facts, api),
+                       client_request_id=client_rid, tier_ask=ask)
+
+
+def scan_head_api(scope: Scope) -> Api:
+    """The inbound API of a request, from its path (and an Anthropic client's headers)."""
+    hint = any(n in (b"anthropic-version", b"x-api-key") for n, _ in scope.get("headers", ()))
+    return _api_of(scope.get("path", ""), hint)
+
+
+async def read_json(receive: Receive, policy: GuardPolicy) -> tuple[bytes, dict[str, Any]]:
+    """The body's bytes and its parsed JSON object, or `IntakeError` / `ClientGone`."""
+    from orca_cli.proxy.guard import read_body
+
+    try:
+        raw = await read_body(receive, limit=policy.max_body_bytes,
+                              deadline_s=policy.body_deadline_s)
+    except BodyTooLarge as exc:
+        raise IntakeError(str(exc), status=413, close=True) from None
+    except BodyTimeout as exc:
+        raise IntakeError(str(exc), status=408, close=True) from None
+    except ClientGone:
+        raise
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise IntakeError(f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise IntakeError("the request body must be a JSON object")
+    return raw, body

@@ -1,0 +1,128 @@
+"""The Turn: everything one request carries from intake to commit (SPEC §3).
+
+`prepare` fills the request's facts (target, session, scores, what to read), `decide` adds
+the store snapshot and the routing plan, forwarding fills the `Outcome`, and `settle` turns
+the whole into a commit batch and a trace. Plain data: the pure steps read and return it, the
+HTTP handler and the replay walk the same steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from orca_cli.config.schema import RouterConfig
+from orca_cli.errors import Refusal
+from orca_cli.routing.features import Delta
+from orca_cli.routing.route import Attempt, RoutePlan
+from orca_cli.routing.target import Target
+from orca_cli.routing.tiers import Ask
+from orca_cli.state.base import ReadRequest, Snapshot
+from orca_cli.types import Api, Headers
+from orca_cli.wire.session_id import SessionId
+from orca_cli.wire.usage import ResponseTap
+
+__all__ = ["AttemptRecord", "Outcome", "RequestHead", "Turn"]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHead:
+    """What one pass over the request line and headers found."""
+
+    method: str
+    path: str
+    api: Api  # the inbound format: the error shape of every answer to this request
+    headers: Headers  # lower-case names, latin-1 values, in order
+    refusal: Refusal | None  # the guard's verdict (SPEC §11); None: admitted
+    client_request_id: str | None = None
+    tier_ask: str | None = None  # X-OrcaRouter-Tier as sent
+
+    def header(self, name: str) -> str | None:
+        for k, v in self.headers:
+            if k == name:
+                return v
+        return None
+
+    def header_map(self) -> dict[str, str]:
+        return dict(self.headers)
+
+
+@dataclass
+class AttemptRecord:
+    """One upstream try as the trace shows it."""
+
+    model: str
+    channel: str
+    key_index: int
+    status: int | None = None
+    latency_ms: float = 0.0
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"model": self.model, "channel": self.channel, "key_index": self.key_index,
+                "status": self.status, "latency_ms": round(self.latency_ms, 3),
+                "error": self.error}
+
+
+@dataclass
+class Outcome:
+    """What forwarding did: the attempts, the one whose answer reached the client, its tap."""
+
+    attempts: list[AttemptRecord] = field(default_factory=list)
+    served: Attempt | None = None  # the attempt whose answer reached the client
+    tap: ResponseTap | None = None
+    status: int = 0  # what the client got
+    cancelled: bool = False
+    failed: set[tuple[str, int]] = field(default_factory=set)  # (channel, key) that failed
+    own_error: str | None = None  # orca answered itself (nothing attempted)
+    own_kind: str | None = None  # the error type orca's own answer carried
+
+    @property
+    def billed_success(self) -> bool:
+        return (self.served is not None and not self.cancelled and self.tap is not None
+                and 200 <= self.status < 300 and self.tap.billed_success)
+
+
+@dataclass(slots=True)
+class Turn:
+    """One request. Built by `prepare`, completed by `decide`, closed by `settle`."""
+
+    request_id: str
+    api: Api
+    path: str
+    raw: bytes
+    body: dict[str, Any]
+    headers: Headers
+    target: Target
+    now: float  # wall clock at intake
+    started: float  # monotonic clock at intake
+    client_request_id: str | None = None
+    ask: Ask | None = None
+    router: RouterConfig | None = None
+    sid: SessionId | None = None
+    delta: Delta | None = None
+    dedupe_key: str = ""
+    affinity_key: str | None = None
+    side: str | None = None  # the `[[housekeeping]]` rule that made this a side request
+    side_session: str | None = None  # a side request's session, for the trace only
+    read: ReadRequest | None = None  # what to read from the store; None: nothing
+    snapshot: Snapshot = field(default_factory=Snapshot)
+    degraded: bool = False
+    plan: RoutePlan | None = None
+    outcome: Outcome = field(default_factory=Outcome)
+
+    @property
+    def session(self) -> str | None:
+        return self.sid.id if self.sid is not None else None
+
+    @property
+    def router_name(self) -> str | None:
+        return self.router.name if self.router is not None else None
+
+    @property
+    def stream(self) -> bool:
+        return self.body.get("stream") is True
+
+    @property
+    def est_tokens(self) -> int:
+        return len(self.raw) // 4

@@ -1,0 +1,126 @@
+"""The pure steps before and at the decision: `prepare` (the request's facts) and `decide`
+(the routing plan over the store snapshot). No I/O: the handler reads the store between them.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any, cast
+
+import orjson
+
+from orca_cli.config.schema import Config
+from orca_cli.errors import Refusal, UnknownModel
+from orca_cli.routing.candidates import Healthy
+from orca_cli.routing.caps import window_hours
+from orca_cli.routing.features import Scorer
+from orca_cli.routing.route import RouteInput, RoutePlan, plan_route
+from orca_cli.routing.target import resolve_target
+from orca_cli.routing.tiers import Ask
+from orca_cli.state.base import ReadRequest
+from orca_cli.turn.model import RequestHead, Turn
+from orca_cli.wire.session_id import derive_session_id, resolve_session_id
+
+__all__ = ["ASKS", "MAX_JSON_DEPTH", "decide", "prepare"]
+
+ASKS: tuple[Ask, ...] = ("strong", "once", "base")
+PERCENTILE_SAMPLES = 1000
+MAX_JSON_DEPTH = 254  # what orjson writes back (it reads 1024 levels)
+
+
+def _too_deep(raw: bytes, body: dict[str, Any]) -> bool:
+    """Nested deeper than orjson can write back: such a body parses, then breaks whatever
+    re-encodes it. A body with fewer brackets cannot nest that deep and skips the check."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
+        return False
+    try:
+        orjson.dumps(body)
+    except TypeError:
+        return True
+    return False
+
+
+def _sessionless(body: Mapping[str, Any]) -> bool:
+    routing = body.get("routing")
+    return isinstance(routing, Mapping) and routing.get("session_affinity") is False
+
+
+def cache_aware_off(body: Mapping[str, Any]) -> bool:
+    provider = body.get("provider")
+    return isinstance(provider, Mapping) and provider.get("cache_aware_routing") is False
+
+
+def _ask(head: RequestHead) -> Ask | None | Refusal:
+    if head.tier_ask is None:
+        return None
+    ask = head.tier_ask.strip().lower()
+    if ask not in ASKS:
+        return Refusal(400, "X-OrcaRouter-Tier must be one of strong, once, base")
+    return cast(Ask, ask)
+
+
+def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: dict[str, Any],
+            *, request_id: str, now: float, started: float) -> Turn | Refusal:
+    """The request's facts: what it names, its session, its latest turn's score, and what the
+    decision needs read from the store. A `Refusal` for input orca cannot serve."""
+    if _too_deep(raw, body):
+        return Refusal(400, f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
+    model_field = body.get("model")
+    if not isinstance(model_field, str) or not model_field.strip():
+        return Refusal(400, "the `model` field is required: a router (orca/<name>), an alias "
+                            "or a configured model")
+    try:
+        target = resolve_target(model_field, cfg)
+    except UnknownModel as exc:
+        return Refusal(404, str(exc), code="model_not_found")
+    ask = _ask(head)
+    if isinstance(ask, Refusal):
+        return ask
+    turn = Turn(request_id=request_id, api=head.api, path=head.path, raw=raw, body=body,
+                headers=head.headers, target=target, now=now, started=started,
+                client_request_id=head.client_request_id, ask=ask)
+    router = cfg.routers.get(target.router) if target.router else None
+    turn.router = router
+    hmap = head.header_map()
+    if router is not None and router.session_aware and not _sessionless(body):
+        turn.sid = resolve_session_id(hmap, body, router=router.name, api=turn.api)
+    turn.delta = scorer.delta(body, turn.api)
+    session = turn.session
+    if router is not None and session is not None:
+        rid = turn.client_request_id
+        turn.dedupe_key = ("c:" + rid[:128]) if rid else turn.delta.dedupe_key(router.name,
+                                                                                session)
+    if router is not None and session is None and not cache_aware_off(body):
+        turn.affinity_key = derive_session_id(body, router=router.name, api=turn.api)
+    turn.read = _read_request(turn)
+    return turn
+
+
+def _read_request(turn: Turn) -> ReadRequest | None:
+    router = turn.router
+    if router is None and turn.target.kind != "model":
+        return None
+    esc = router.escalation if router is not None else None
+    return ReadRequest(
+        router=router.name if router is not None else "_direct",
+        session=turn.session,
+        share_hours=window_hours(turn.now, esc.share_window_h if esc else 24),
+        affinity_key=turn.affinity_key,
+        linucb_arms=router.allowed_models if router and router.strategy == "linucb" else (),
+        percentile_samples=(PERCENTILE_SAMPLES if esc and esc.threshold == "percentile"
+                            else 0),
+    )
+
+
+def decide(cfg: Config, turn: Turn, *, scorer: Scorer, healthy: Healthy,
+           rng: random.Random) -> RoutePlan:
+    """The routing plan over the snapshot the handler read into the turn (SPEC §3 3-6)."""
+    assert turn.delta is not None
+    inp = RouteInput(target=turn.target, api=turn.api, body=turn.body, delta=turn.delta,
+                     est_tokens=turn.est_tokens, session=turn.session, ask=turn.ask,
+                     dedupe_key=turn.dedupe_key, degraded=turn.degraded)
+    plan = plan_route(cfg, inp, turn.snapshot, now=turn.now, scorer=scorer, healthy=healthy,
+                      rng=rng)
+    turn.plan = plan
+    return plan

@@ -1,0 +1,217 @@
+"""`settle`: a finished turn becomes its commit batch and its trace (SPEC §3 steps 9-10, §8).
+
+Pure: the handler (and the replay) await the commit it returns. A billed success commits the
+decision's intents, the pins and counters; a refusal or an upstream failure commits only the
+trace; a degraded store gets the trace alone, held until the store answers again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+from orca_cli.config.schema import Config, EscalationConfig, RouterConfig
+from orca_cli.errors import Refusal
+from orca_cli.routing.candidates import key_fp as fingerprint
+from orca_cli.routing.candidates import model_config
+from orca_cli.routing.cost import request_cost
+from orca_cli.routing.linucb import context_vector, linucb_increments, linucb_reward
+from orca_cli.routing.route import Attempt, RoutePlan
+from orca_cli.state.base import CommitBatch, CommitResult, DelOp, SetOp
+from orca_cli.state.plan import PlanContext, TurnOutcome, build_commit, settle_batch
+from orca_cli.trace.build import build_trace, refusal_trace
+from orca_cli.turn.model import Outcome, RequestHead, Turn
+from orca_cli.turn.prepare import cache_aware_off
+from orca_cli.wire.session_id import derive_session_id
+from orca_cli.wire.usage import Usage
+
+__all__ = ["FollowUp", "Served", "Settled", "refused", "settle"]
+
+FollowUp = Callable[[CommitResult], "CommitBatch | None"]
+
+AFFINITY_TTL_S = 900.0
+AFFINITY_MAX_AGE_S = 86400.0
+ONE_HOUR_MARKERS = (b'"ttl":"1h"', b'"ttl": "1h"')
+DEFAULT_WINDOW_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """The facts of the attempt that served, for the commit and the trace."""
+
+    usage: Usage | None = None
+    cost: float = 0.0
+    window_s: float = DEFAULT_WINDOW_S
+    key_fp: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    batch: CommitBatch  # the trace rides on it
+    follow_up: FollowUp | None = None  # what depends on the commit's result
+    # Degraded store, billed success: the pin to remember in process (model, channel pin).
+    degraded_pin: tuple[str, dict[str, Any], float] | None = None
+    usage: Usage | None = None
+
+
+def _served(cfg: Config, turn: Turn) -> Served:
+    att, tap = turn.outcome.served, turn.outcome.tap
+    if att is None:
+        return Served()
+    ch = cfg.channel(att.channel)
+    window = float(ch.cache_ttl_s) if ch is not None else DEFAULT_WINDOW_S
+    raw = turn.raw
+    # Anthropic's cache_control `ttl: "1h"` (the OpenAI formats have no such field)
+    if turn.api == "anthropic" and b'"1h"' in raw and any(m in raw for m in ONE_HOUR_MARKERS):
+        window = max(window, 3600.0)
+    usage = tap.usage if tap is not None else None
+    cost = request_cost(usage, turn.api, model_config(att.model, cfg)) if usage else 0.0
+    return Served(usage=usage, cost=cost, window_s=window, key_fp=fingerprint(ch, att.key_index))
+
+
+def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Settled:
+    """The commit and trace of a turn whose plan was made and whose forwarding finished."""
+    plan = turn.plan
+    assert plan is not None
+    out = turn.outcome
+    sv = _served(cfg, turn)
+    router = turn.router
+    esc = router.escalation if router is not None else EscalationConfig()
+    billed = out.billed_success
+    if turn.degraded or turn.side is not None:
+        trace = _trace(turn, sv, committed=False, latency_ms=latency_ms)
+        pin = None
+        if turn.degraded and billed and out.served is not None and turn.session:
+            att = out.served
+            pin = (att.model, {"channel": att.channel, "key_index": att.key_index,
+                               "key_fp": sv.key_fp}, sv.window_s)
+        return Settled(CommitBatch(turn.request_id, trace=trace), degraded_pin=pin,
+                       usage=sv.usage)
+    strikes = out.tap.signals() if (billed and out.tap is not None) else ()
+    ctx = _context(cfg, turn, esc, sv, billed=billed, strike=bool(strikes), durable=durable)
+    usage = sv.usage
+    att = out.served
+    outcome = TurnOutcome(
+        billed_success=billed, model=att.model if att else None,
+        channel=att.channel if att else None, key_index=att.key_index if att else None,
+        key_fp=sv.key_fp, window_s=sv.window_s, response_strikes=tuple(strikes),
+        prompt_tokens=usage.prompt_tokens if usage else 0,
+        cached_tokens=usage.cached_tokens if usage else 0,
+        cache_write_tokens=usage.cache_write_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0, cost_usd=sv.cost)
+    batch = build_commit(ctx, plan.decision, turn.snapshot, outcome, settle_transitions=True)
+    batch = _with_dropped_pins(batch, plan, out, turn.router_name, turn.session)
+    trace = _trace(turn, sv, committed=billed and bool(batch.writes), latency_ms=latency_ms)
+    # Racing identical escalations merge: only the commit that changed the tier audits it.
+    # The settle runs once the result is known, after a re-send too if the commit is held.
+    return Settled(replace(batch, trace=trace), follow_up=partial(settle_batch, ctx, batch),
+                   usage=usage)
+
+
+def _context(cfg: Config, turn: Turn, esc: EscalationConfig, sv: Served, *, billed: bool,
+             strike: bool, durable: bool) -> PlanContext:
+    plan = turn.plan
+    assert plan is not None and turn.delta is not None
+    delta = turn.delta
+    return PlanContext(
+        request_id=turn.request_id, router=turn.router_name, session=turn.session,
+        explicit_session=bool(turn.sid and turn.sid.explicit), durable_store=durable, esc=esc,
+        now=turn.now, base_state=plan.tier_state,
+        counts_strong_in_workspace=plan.counts_strong_in_workspace,
+        percentile_sample=(delta.score if esc.threshold == "percentile"
+                           and delta.is_user_turn else None),
+        linucb=_linucb(cfg, turn.router, plan, turn.outcome.served, billed, strike, turn),
+        affinity=_affinity(turn, sv),
+    )
+
+
+def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dict[str, Any]:
+    out, usage = turn.outcome, sv.usage
+    att = out.served
+    sid = turn.sid
+    trace = build_trace(
+        request_id=turn.request_id, client_request_id=turn.client_request_id, ts=turn.now,
+        session_id=sid.id if sid else turn.side_session,
+        session_source=sid.source if sid else None,
+        router=turn.router_name, inbound_api=turn.api, requested_model=turn.target.requested,
+        stream=turn.stream, delta=turn.delta, plan=turn.plan,
+        selected=({"model": att.model, "channel": att.channel, "key_index": att.key_index,
+                   "key_fp": sv.key_fp} if att else None),
+        attempts=[a.to_json() for a in out.attempts],
+        usage=({"prompt_tokens": usage.prompt_tokens, "cached_tokens": usage.cached_tokens,
+                "cache_write_tokens": usage.cache_write_tokens,
+                "output_tokens": usage.output_tokens} if usage else None),
+        cost_usd=sv.cost, status=out.status, committed=committed, degraded=turn.degraded,
+        error=out.own_error,
+        cache=("warm" if usage.cached_tokens > 0 else "cold") if usage else None,
+        latency_ms=latency_ms)
+    if turn.side is not None:
+        trace["side"] = {"rule": turn.side}
+    if out.own_kind is not None:
+        trace["error_kind"] = out.own_kind
+    return trace
+
+
+def refused(head: RequestHead, refusal: Refusal, *, request_id: str, now: float,
+            requested_model: str | None = None) -> CommitBatch:
+    """The trace-only commit of a request refused before routing."""
+    trace = refusal_trace(request_id=request_id, client_request_id=head.client_request_id,
+                          ts=now, inbound_api=head.api, status=refusal.status,
+                          error=refusal.message, requested_model=requested_model)
+    return CommitBatch(request_id, trace=trace)
+
+
+def _linucb(cfg: Config, router: RouterConfig | None, plan: RoutePlan, att: Attempt | None,
+            billed: bool, strike: bool, turn: Turn) -> dict[str, list[float]]:
+    """The bandit's update for the arm that served, applied only at commit (SPEC §6.6)."""
+    if router is None or router.strategy != "linucb" or att is None or plan.ranking is None:
+        return {}
+    assert turn.delta is not None
+    prices = [model_config(m, cfg) for m in plan.ranking.ordered]
+    dearest = max((p.input + p.output for p in prices), default=0.0)
+    mine = model_config(att.model, cfg)
+    reward = linucb_reward(billed, strike, mine.input + mine.output, dearest,
+                           router.linucb_cost_weight)
+    x = context_vector(turn.delta.difficulty.values, cfg.difficulty)
+    return {att.model: linucb_increments(x, reward)}
+
+
+def _affinity(turn: Turn, sv: Served) -> tuple[str, dict[str, Any], float] | None:
+    """Sessionless cache-aware affinity: pin the prefix to the channel+key that reported a
+    real cache read, 15 min, refreshed on each further read, for at most 24 h (SPEC §5)."""
+    att, usage, router = turn.outcome.served, sv.usage, turn.router_name
+    if turn.session is not None or router is None or att is None or usage is None:
+        return None
+    if usage.cached_tokens <= 0 or cache_aware_off(turn.body):
+        return None
+    prior = turn.snapshot.affinity
+    since = turn.now
+    if prior and prior.get("channel") == att.channel and prior.get("key_index") == att.key_index:
+        since = float(prior.get("since", turn.now))
+        if turn.now - since > AFFINITY_MAX_AGE_S:
+            return None
+    key = derive_session_id(turn.body, router=router, api=turn.api)
+    return key, {"channel": att.channel, "key_index": att.key_index, "key_fp": sv.key_fp,
+                 "since": since}, AFFINITY_TTL_S
+
+
+def _with_dropped_pins(batch: CommitBatch, plan: RoutePlan, out: Outcome,
+                       router: str | None, session: str | None) -> CommitBatch:
+    """Delete the pins dropped on read (SPEC §5) that this commit does not rewrite. A followed
+    pin whose upstream failed while another served is simply replaced by the fresh pin the
+    commit sets. Only with a billed success; pins are read for the served tier only."""
+    if router is None or session is None or not out.billed_success or not batch.writes:
+        return batch
+    sets = {op.key for w in batch.writes for op in w.ops if isinstance(op, SetOp)}
+    drops = [d for d in plan.dropped_pins if d not in sets]
+    if not drops:
+        return batch
+    first, *rest = batch.writes
+    if first.slot.kind != "session":
+        return batch
+    first = replace(first, ops=first.ops + tuple(DelOp(d) for d in drops))
+    return replace(batch, writes=(first, *rest))
+
+
