@@ -23,9 +23,10 @@ from typing import Any
 
 import orjson
 
+from orca_cli.config.schema import ServerConfig
 from orca_cli.errors import UpstreamError
 from orca_cli.proxy.health import classify_status, outcome_of_error, retry_after_seconds
-from orca_cli.proxy.relay import UsageChunkFilter
+from orca_cli.proxy.relay import ModelNameRewriter, UsageChunkFilter
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.proxy.transport import (
     Headers,
@@ -65,9 +66,10 @@ class Inbound:
     healthy: Callable[[str, int], bool]  # the request's stable health view (one probe per key)
     raw: bytes = b""  # the client's body bytes
     model_value: str | None = None  # the client's `model` value as sent
+    rename: str | None = None  # the `model` name answers carry (SPEC §14.2); None: as served
 
     @classmethod
-    def of(cls, turn: Turn, orca_headers: Callable[[Attempt | None], list[tuple[bytes, bytes]]],
+    def of(cls, turn: Turn, server: ServerConfig, orca_headers: Callable[[Attempt | None], list[tuple[bytes, bytes]]],
            healthy: Callable[[str, int], bool]) -> Inbound:
         body, api = turn.body, turn.api
         stream = turn.stream
@@ -82,7 +84,17 @@ class Inbound:
                    add_include_usage=add_usage,
                    max_tokens=max_tokens if isinstance(max_tokens, int) else None,
                    orca_headers=orca_headers, healthy=healthy, raw=turn.raw,
-                   model_value=turn.target.requested)
+                   model_value=turn.target.requested, rename=_answer_name(turn, server))
+
+
+def _answer_name(turn: Turn, server: ServerConfig) -> str | None:
+    """`[server] response_model = "requested"` (the default): a router or alias target answers
+    under the name the client sent; a concrete model is always itself."""
+    if turn.target.kind == "model":
+        return None
+    if getattr(server, "response_model", "requested") != "requested":
+        return None
+    return turn.target.requested
 
 
 def _upstream_body(inb: Inbound, model: str) -> bytes:
@@ -266,6 +278,8 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: For
         else:
             body = await resp.read()
             tap.feed_body(body)
+            if inb.rename is not None:
+                body = ModelNameRewriter(inb.rename).body(body)
             res.served, res.tap, res.status = att, tap, resp.status
             await _send_whole(send, resp.status, filter_response_headers(resp.headers), body,
                               inb.orca_headers(att))
@@ -300,10 +314,13 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: For
 async def _relay(inb: Inbound, tap: ResponseTap, first: bytes, chunks: Any, send: Send,
                  rt: Runtime, att: Attempt) -> None:
     filt = UsageChunkFilter() if inb.add_include_usage else None
+    names = ModelNameRewriter(inb.rename) if inb.rename is not None else None
     chunk: bytes | None = first
     while chunk is not None:
         tap.feed(chunk)
         out = filt.feed(chunk) if filt is not None else chunk
+        if names is not None and out:
+            out = names.feed(out)
         if out:
             await send({"type": "http.response.body", "body": out, "more_body": True})
         try:
@@ -311,6 +328,8 @@ async def _relay(inb: Inbound, tap: ResponseTap, first: bytes, chunks: Any, send
         except StopAsyncIteration:
             chunk = None
     tail = filt.flush() if filt is not None else b""
+    if names is not None:
+        tail = names.feed(tail) + names.flush()
     if not tap.completed and not tap.error_finish:
         # The upstream closed without its clean end: say so in the stream's own error form.
         # One that ended with its own in-band error already said so (the caller records it

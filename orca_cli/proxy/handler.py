@@ -93,7 +93,7 @@ async def _serve(rt: Runtime, turn: Turn, receive: Receive, send: Send) -> None:
         turn.outcome.status, turn.outcome.own_error = status, message
         turn.outcome.own_kind = kind
     else:
-        inb = Inbound.of(turn, orca_headers, healthy)
+        inb = Inbound.of(turn, rt.cfg.server, orca_headers, healthy)
         await forward(rt, inb, plan.attempts, send, receive, turn.outcome, turn.started)
     await _finish(rt, turn)
 

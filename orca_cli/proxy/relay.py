@@ -1,4 +1,4 @@
-"""Hiding the usage chunk orca asked for (SPEC §1.2, issue: OpenAI `include_usage`).
+"""Rewriting relayed bytes: the usage chunk orca asked for, and the model name (SPEC §1.2, §14.2).
 
 When an OpenAI-format client streams without `stream_options.include_usage`, orca adds it
 upstream (usage feeds cost, caps and the cache-aware pins) and must not show the client the
@@ -10,9 +10,11 @@ chunk (an incomplete SSE event is of no use to a client anyway).
 
 from __future__ import annotations
 
+import re
+
 import orjson
 
-__all__ = ["UsageChunkFilter"]
+__all__ = ["ModelNameRewriter", "UsageChunkFilter"]
 
 _SEP = b"\n\n"
 
@@ -58,3 +60,42 @@ def _is_usage_only(block: bytes) -> bool:
             return (isinstance(obj, dict) and obj.get("choices") == []
                     and isinstance(obj.get("usage"), dict))
     return False
+
+
+# `"model": "<any JSON string>"` as a key of an object: inside a string value every quote is
+# escaped, so an unescaped `"model"` followed by a colon is always a real key.
+_MODEL_FIELD = re.compile(rb'"model"(\s*):(\s*)"(?:[^"\\]|\\.)*"')
+
+
+class ModelNameRewriter:
+    """The response's `model` as the client named it (SPEC §14.2, `response_model =
+    "requested"`): JSON bodies and every stream event of every format carry the name the
+    client sent, not the served one (that is in `X-Orca-Model` and the trace). Agents re-read
+    this name into their next request and their system prompt; one that changes with routing
+    makes every resumed turn a cache miss.
+
+    Streams are rewritten line by line: bytes after a chunk's last newline wait for the next
+    chunk, so a `model` field split across two chunks is still found."""
+
+    __slots__ = ("_pending", "_repl")
+
+    def __init__(self, requested: str) -> None:
+        name = orjson.dumps(requested)
+        self._repl = lambda m: b'"model"' + m.group(1) + b":" + m.group(2) + name
+        self._pending = b""
+
+    def body(self, data: bytes) -> bytes:
+        return _MODEL_FIELD.sub(self._repl, data) if b'"model"' in data else data
+
+    def feed(self, chunk: bytes) -> bytes:
+        data = self._pending + chunk if self._pending else chunk
+        end = data.rfind(b"\n")
+        if end < 0:
+            self._pending = data
+            return b""
+        head, self._pending = data[: end + 1], data[end + 1:]
+        return self.body(head)
+
+    def flush(self) -> bytes:
+        rest, self._pending = self._pending, b""
+        return self.body(rest)

@@ -205,7 +205,9 @@ async def test_openai_upstream_sees_the_channel_key_and_the_body_unchanged_but_m
                                        "authorization": f"Bearer {AGENT_SECRET}",
                                        "x-orca-session": "live-oa-1"})
     assert r.status_code == 200
-    assert r.content == answer, "a non-streaming answer is relayed byte for byte"
+    # Byte for byte but the model name, which answers as the client named it (SPEC §14.2).
+    assert r.content == answer.replace(b'"model":"gpt-x-2026-01"', b'"model":"orca/r"')
+    assert r.headers["x-orca-model"] != "orca/r"
     assert r.headers["x-request-id"] == "up-1" and "set-cookie" not in r.headers
     assert (r.headers["x-orca-model"], r.headers["x-orca-channel"]) == ("gpt-x", "oa")
     (seen,) = provider.seen
@@ -317,7 +319,10 @@ async def test_anthropic_upstream_gets_x_api_key_and_the_anthropic_headers_as_se
                 if b"text_delta" in got and not release.is_set():
                     assert not sent_last.is_set(), "the stream was buffered"
                     release.set()
-    assert got == b"".join(events), "an Anthropic stream is relayed byte for byte"
+    # Byte for byte but the model name, which answers as the client named it (SPEC §14.2).
+    want = b"".join(events).replace(b'"model":"claude-x"',
+                                    b'"model":' + orjson.dumps(ANTHROPIC_BODY["model"]))
+    assert b'"model":"claude-x"' in b"".join(events) and got == want
     (seen,) = provider.seen
     assert seen.path == "/v1/messages"
     assert seen.header("x-api-key") == "sk-ant-live-0"
@@ -411,7 +416,10 @@ async def test_an_upstream_failure_after_the_first_byte_ends_with_the_apis_error
                                   headers={"content-type": "application/json",
                                            "x-orca-session": f"live-break-{api}"})
     assert r.status_code == 200
-    assert r.content.startswith(first), "what the upstream sent first reached the client"
+    # what the upstream sent first reached the client, under the name the client sent
+    shown = first.replace(b'"model":"gpt-x"', b'"model":"orca/r"').replace(
+        b'"model":"claude-x"', b'"model":' + orjson.dumps(body["model"]))
+    assert shown != first and r.content.startswith(shown)
     events = sse_events(r.content)
     name, data = events[-1]
     if api == "anthropic":
