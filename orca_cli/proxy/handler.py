@@ -88,7 +88,9 @@ async def _serve(rt: Runtime, turn: Turn, receive: Receive, send: Send) -> None:
 
     if plan.refusal is not None:
         status, kind, message = plan.refusal
-        await send_error(send, turn.api, status, message,
+        # The refusal's kind is the OpenAI-shape `code` (`workspace_cap`, `no_candidate`,
+        # `context_length_exceeded`); Anthropic's type follows the status.
+        await send_error(send, turn.api, status, message, code=kind,
                          extra_headers=[*orca_headers(None), (b"x-should-retry", b"false")])
         turn.outcome.status, turn.outcome.own_error = status, message
         turn.outcome.own_kind = kind

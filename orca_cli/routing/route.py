@@ -32,6 +32,7 @@ from orca_cli.config.schema import Config, RouterConfig
 from orca_cli.routing.candidates import (
     Api,
     Candidate,
+    model_config,
     Healthy,
     all_healthy,
     build_candidates,
@@ -47,7 +48,8 @@ from orca_cli.routing.target import Target
 from orca_cli.routing.tiers import Ask, Tier, TierState
 from orca_cli.state.base import Snapshot
 
-__all__ = ["MAX_FALLBACK_MODELS", "Attempt", "PinRead", "RouteInput", "RoutePlan", "plan_route"]
+__all__ = ["MAX_FALLBACK_MODELS", "Attempt", "PinRead", "RouteInput", "RoutePlan",
+           "overflow_refusal", "plan_route"]
 
 MAX_FALLBACK_MODELS = 8
 MAX_ATTEMPTS = 32  # a bound on the attempt list; the deadline and retry budget bind first
@@ -227,10 +229,11 @@ def _select(cfg: Config, inp: RouteInput, router: RouterConfig, decision: TierDe
     usable = [c for c in candidates if c.excluded is None]
     if not usable:
         why = "; ".join(f"{c.model}: {c.reason}" for c in candidates) or "the pool is empty"
+        refusal = overflow_refusal(candidates, inp.est_tokens, inp.api, cfg) or (
+            503, "no_candidate", f"no model of router {router.name!r} can serve this request "
+            f"in the {tier} tier ({why})")
         return RoutePlan(router, decision, candidates, (), tuple(pins), caps=caps,
-                         refusal=(503, "no_candidate", f"no model of router {router.name!r} "
-                                  f"can serve this request in the {tier} tier ({why})"),
-                         evidence=evidence, tier_state=state)
+                         refusal=refusal, evidence=evidence, tier_state=state)
 
     model: str | None = None
     ranking: Ranking | None = None
@@ -314,6 +317,22 @@ def _attempts(cfg: Config, router: RouterConfig | None, model: str,
     return tuple(out)
 
 
+def overflow_refusal(candidates: Sequence[Candidate], est_tokens: int, api: str,
+                     cfg: Config) -> tuple[int, str, str] | None:
+    """Longer than every candidate's context window (SPEC §14.3): the inbound provider's own
+    400, so the agent runs its compaction — never a 503 that it would retry as is. The
+    estimate is the one candidates are excluded on (a token per four body bytes)."""
+    if not candidates or any(c.excluded != "context_window" for c in candidates):
+        return None
+    largest = max(model_config(c.model, cfg).context_window for c in candidates)
+    if api == "anthropic":
+        return 400, "invalid_request_error", (f"prompt is too long: {est_tokens} tokens > "
+                                              f"{largest} maximum")
+    return 400, "context_length_exceeded", (
+        f"This model's maximum context length is {largest} tokens. However, your messages "
+        f"resulted in {est_tokens} tokens. Please reduce the length of the messages.")
+
+
 def _plan_model(cfg: Config, inp: RouteInput, snapshot: Snapshot, *, healthy: Healthy,
                 rng: random.Random) -> RoutePlan:
     """A concrete model: only its own channels and keys; the workspace cap still binds."""
@@ -341,9 +360,10 @@ def _plan_model(cfg: Config, inp: RouteInput, snapshot: Snapshot, *, healthy: He
     usable = [c for c in candidates if c.excluded is None]
     if not usable:
         why = candidates[0].reason if candidates else "not configured"
-        return RoutePlan(None, decision, candidates, (), caps=caps,
-                         refusal=(503, "no_candidate", f"model {t.model!r} cannot be served: "
-                                  f"{why}"), counts_strong_in_workspace=counts_strong)
+        refusal = overflow_refusal(candidates, inp.est_tokens, inp.api, cfg) or (
+            503, "no_candidate", f"model {t.model!r} cannot be served: {why}")
+        return RoutePlan(None, decision, candidates, (), caps=caps, refusal=refusal,
+                         counts_strong_in_workspace=counts_strong)
     first = None
     pins: tuple[PinRead, ...] = ()
     if snapshot.affinity is not None:
