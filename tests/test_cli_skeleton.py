@@ -13,3 +13,10 @@ def test_every_spec_command_is_registered() -> None:
     assert result.exit_code == 0
     for name in SPEC_COMMANDS:
         assert f" {name} " in result.output, name
+
+
+def test_version_prints_the_package_version() -> None:
+    from orca_cli import __version__
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"orca {__version__}"

@@ -18,6 +18,23 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from orca_cli import __version__
+
+        typer.echo(f"orca {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print the version and exit."),
+) -> None:
+    """Session-aware LLM routing sidecar: pins each conversation to one model and key,
+    escalates to a frontier model only on corroborated evidence, inside hard caps."""
+
+
 def _register() -> None:
     from orca_cli.cli import (
         audit,
