@@ -176,7 +176,7 @@ async def forward(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: 
 
 
 async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Send,
-               res: ForwardResult, start: float) -> None:
+               res: Outcome, start: float) -> None:
     timeouts = Timeouts.for_request(rt.cfg.server, start)
     health = rt.health
     assert health is not None
@@ -215,6 +215,12 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
                     refused.add((att.channel, att.key_index))
     finally:
         rt.budget.request_finished()
+    await _answer_failure(inb, send, res, last)
+
+
+async def _answer_failure(inb: Inbound, send: Send, res: Outcome,
+                          last: tuple[int, Headers, bytes, Attempt] | None) -> None:
+    """No attempt answered the client: the last upstream error as it was, else orca's own."""
     if last is not None:
         status, headers, body, att = last
         res.status, res.served = status, None
@@ -239,7 +245,7 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
                       inb.orca_headers(None) + [(b"x-should-retry", b"false")])
 
 
-async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: ForwardResult,
+async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Outcome,
                    timeouts: Timeouts) -> bool | tuple[int, Headers, bytes, Attempt] | None:
     """True: answered the client. A tuple: a failed upstream answer to keep as `last`.
     None: a transport failure, nothing to show."""
@@ -256,17 +262,8 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: For
     try:
         resp = await rt.transports[att.channel].send(req, timeouts)
         rec.status = resp.status
-        kind = classify_status(resp.status)
-        if kind != "success":
-            body = await resp.read()
-            rec.latency_ms = (rt.clock.monotonic() - t0) * 1000
-            rec.error = f"http_{resp.status}"
-            wait = retry_after_seconds(resp.headers, rt.clock.now())
-            rt.health.record(att.channel, att.key_index, "status", status=resp.status,
-                             retry_after_s=wait)
-            rt.metrics.upstream(att.channel, resp.status)
-            res.failed.add((att.channel, att.key_index))
-            return resp.status, filter_response_headers(resp.headers), body, att
+        if classify_status(resp.status) != "success":
+            return await _failed_answer(rt, resp, att, rec, res, t0)
         tap = ResponseTap(inb.api, inb.stream, inb.max_tokens)
         if inb.stream:
             chunks = resp.chunks().__aiter__()
@@ -309,6 +306,22 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: For
         if resp is not None:
             with contextlib.suppress(Exception):
                 await resp.aclose()
+
+
+async def _failed_answer(rt: Runtime, resp: UpstreamResponse, att: Attempt,
+                         rec: AttemptRecord, res: Outcome,
+                         t0: float) -> tuple[int, Headers, bytes, Attempt]:
+    """An upstream's error answer: recorded against its key, kept as the request's `last`."""
+    assert rt.health is not None
+    body = await resp.read()
+    rec.latency_ms = (rt.clock.monotonic() - t0) * 1000
+    rec.error = f"http_{resp.status}"
+    wait = retry_after_seconds(resp.headers, rt.clock.now())
+    rt.health.record(att.channel, att.key_index, "status", status=resp.status,
+                     retry_after_s=wait)
+    rt.metrics.upstream(att.channel, resp.status)
+    res.failed.add((att.channel, att.key_index))
+    return resp.status, filter_response_headers(resp.headers), body, att
 
 
 async def _relay(inb: Inbound, tap: ResponseTap, first: bytes, chunks: Any, send: Send,

@@ -23,8 +23,6 @@ from orca_cli.state.base import CommitBatch, CommitResult, DelOp, SetOp
 from orca_cli.state.plan import PlanContext, TurnOutcome, build_commit, settle_batch
 from orca_cli.trace.build import build_trace, refusal_trace
 from orca_cli.turn.model import Outcome, RequestHead, Turn
-from orca_cli.turn.prepare import cache_aware_off
-from orca_cli.wire.session_id import derive_session_id
 from orca_cli.wire.usage import Usage
 
 __all__ = ["FollowUp", "Served", "Settled", "refused", "settle"]
@@ -182,9 +180,10 @@ def _affinity(turn: Turn, sv: Served) -> tuple[str, dict[str, Any], float] | Non
     """Sessionless cache-aware affinity: pin the prefix to the channel+key that reported a
     real cache read, 15 min, refreshed on each further read, for at most 24 h (SPEC §5)."""
     att, usage, router = turn.outcome.served, sv.usage, turn.router_name
-    if turn.session is not None or router is None or att is None or usage is None:
+    key = turn.affinity_key  # derived once, by `prepare`
+    if key is None or router is None or att is None or usage is None:
         return None
-    if usage.cached_tokens <= 0 or cache_aware_off(turn.body):
+    if usage.cached_tokens <= 0:
         return None
     prior = turn.snapshot.affinity
     since = turn.now
@@ -192,7 +191,6 @@ def _affinity(turn: Turn, sv: Served) -> tuple[str, dict[str, Any], float] | Non
         since = float(prior.get("since", turn.now))
         if turn.now - since > AFFINITY_MAX_AGE_S:
             return None
-    key = derive_session_id(turn.body, router=router, api=turn.api)
     return key, {"channel": att.channel, "key_index": att.key_index, "key_fp": sv.key_fp,
                  "since": since}, AFFINITY_TTL_S
 
