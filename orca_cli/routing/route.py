@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from orca_cli.config.schema import Config, RouterConfig
@@ -154,6 +154,18 @@ def _window(cfg: Config, candidates: Sequence[Candidate]) -> float:
     return 300.0
 
 
+@dataclass(frozen=True, slots=True)
+class _Ctx:
+    """What every step of one decision reads."""
+
+    cfg: Config
+    inp: RouteInput
+    snapshot: Snapshot
+    scorer: Scorer
+    healthy: Healthy
+    rng: random.Random
+
+
 def plan_route(
     cfg: Config,
     inp: RouteInput,
@@ -166,10 +178,10 @@ def plan_route(
     caps_enabled: bool = True,
 ) -> RoutePlan:
     """Decide tier, model, channel and key order for one request (SPEC §3 steps 3-6)."""
-    rng = rng or random.Random()
+    c = _Ctx(cfg, inp, snapshot, scorer, healthy, rng or random.Random())
     t = inp.target
     if t.kind == "model":
-        return _plan_model(cfg, inp, snapshot, healthy=healthy, rng=rng)
+        return _plan_model(c)
     assert t.router is not None
     router = cfg.routers[t.router]
     mode = t.mode_for(router.mode)
@@ -177,116 +189,131 @@ def plan_route(
 
     def pool(models: Sequence[str]) -> tuple[Candidate, ...]:
         return build_candidates(models, inp.api, inp.est_tokens, cfg, mode=mode,
-                                healthy=healthy, rng=rng, channel=t.channel)
+                                healthy=healthy, rng=c.rng, channel=t.channel)
 
     strong_pool = router.escalation_pool
     escalates = bool(strong_pool) and esc.mode != "off"
-    base_models = router.base_pool if escalates else router.allowed_models
     strong = pool(strong_pool) if escalates else ()
     caps = _caps_view(cfg, router, snapshot)
     if not caps_enabled:
-        caps = CapsView(share=caps.share, workspace_share=caps.workspace_share,
-                        share_cap=caps.share_cap, workspace_cap=caps.workspace_cap,
-                        warmup_requests=caps.warmup_requests,
-                        state_lost_at=caps.state_lost_at, enabled=False)
+        caps = replace(caps, enabled=False)
     evidence: dict[str, Any] = {}
     state: TierState | None = None
-
-    if inp.session is None:
-        decision = _plain("base", "no_session")
-    elif not escalates:
-        decision = _plain("base", "off")
-    elif inp.degraded:
-        decision = _plain("base", "degraded")
-    elif not in_canary(router.name, inp.session, esc.canary):
-        decision = _plain("base", "canary")
-    else:
-        signatures = error_signatures(inp.delta.tool_result_texts)
-        evidence["signatures"] = len(signatures)
-        sig = TurnSignals(dedupe_key=inp.dedupe_key, delta_score=inp.delta.score,
-                          user_turn=inp.delta.is_user_turn, signatures=signatures, ask=inp.ask)
-        t2 = effective_t2(threshold=esc.threshold, t2=esc.t2, t1=esc.t1,
-                          percentile=esc.percentile, samples=snapshot.percentile_samples)
+    decision = _plain_reason(c, router, escalates)
+    if decision is None:
         state = TierState.from_doc(snapshot.tier)
-        decision = resolve_tier(
-            state, sig, caps, esc, now=now, t2=t2,
-            strong_window_s=_window(cfg, strong),
-            strong_available=any(c.excluded is None for c in strong),
-        )
-
+        decision = _resolve(c, router, state, caps, strong, evidence, now)
+    base_models = router.base_pool if escalates else router.allowed_models
     candidates = strong if decision.tier == "strong" else pool(base_models)
-    return _select(cfg, inp, router, decision, candidates, snapshot, caps, evidence,
-                   scorer=scorer, healthy=healthy, rng=rng, state=state)
+    return _select(c, router, decision, candidates, caps, evidence, state)
 
 
-def _select(cfg: Config, inp: RouteInput, router: RouterConfig, decision: TierDecision,
-            candidates: tuple[Candidate, ...], snapshot: Snapshot, caps: CapsView,
-            evidence: dict[str, Any], *, scorer: Scorer, healthy: Healthy,
-            rng: random.Random, state: TierState | None = None) -> RoutePlan:
+def _plain_reason(c: _Ctx, router: RouterConfig, escalates: bool) -> TierDecision | None:
+    """Base without evaluating any trigger, or None when the triggers decide."""
+    inp = c.inp
+    if inp.session is None:
+        return _plain("base", "no_session")
+    if not escalates:
+        return _plain("base", "off")
+    if inp.degraded:
+        return _plain("base", "degraded")
+    if not in_canary(router.name, inp.session, router.escalation.canary):
+        return _plain("base", "canary")
+    return None
+
+
+def _resolve(c: _Ctx, router: RouterConfig, state: TierState, caps: CapsView,
+             strong: Sequence[Candidate], evidence: dict[str, Any], now: float) -> TierDecision:
+    """The triggers, caps and tier state of SPEC §6 over this turn's signals."""
+    inp, esc = c.inp, router.escalation
+    signatures = error_signatures(inp.delta.tool_result_texts)
+    evidence["signatures"] = len(signatures)
+    sig = TurnSignals(dedupe_key=inp.dedupe_key, delta_score=inp.delta.score,
+                      user_turn=inp.delta.is_user_turn, signatures=signatures, ask=inp.ask)
+    t2 = effective_t2(threshold=esc.threshold, t2=esc.t2, t1=esc.t1,
+                      percentile=esc.percentile, samples=c.snapshot.percentile_samples)
+    return resolve_tier(state, sig, caps, esc, now=now, t2=t2,
+                        strong_window_s=_window(c.cfg, strong),
+                        strong_available=any(x.excluded is None for x in strong))
+
+
+def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
+            candidates: tuple[Candidate, ...], caps: CapsView, evidence: dict[str, Any],
+            state: TierState | None) -> RoutePlan:
     """Step 6: the pin within the tier, else the strategy; then the attempt order."""
-    tier = decision.tier
-    pins: list[PinRead] = []
-    usable = [c for c in candidates if c.excluded is None]
+    inp, tier = c.inp, decision.tier
+    usable = [x for x in candidates if x.excluded is None]
     if not usable:
-        why = "; ".join(f"{c.model}: {c.reason}" for c in candidates) or "the pool is empty"
-        refusal = overflow_refusal(candidates, inp.est_tokens, inp.api, cfg) or (
+        why = "; ".join(f"{x.model}: {x.reason}" for x in candidates) or "the pool is empty"
+        refusal = overflow_refusal(candidates, inp.est_tokens, inp.api, c.cfg) or (
             503, "no_candidate", f"no model of router {router.name!r} can serve this request "
             f"in the {tier} tier ({why})")
-        return RoutePlan(router, decision, candidates, (), tuple(pins), caps=caps,
+        return RoutePlan(router, decision, candidates, (), caps=caps,
                          refusal=refusal, evidence=evidence, tier_state=state)
-
-    model: str | None = None
+    pins: list[PinRead] = []
+    model = _pinned_model(c, tier, candidates, pins)
     ranking: Ranking | None = None
     full: Difficulty | None = None
-    full_skipped: str | None = None
-    if inp.session is not None:
-        pinned = snapshot.pins.get(tier)
-        ok, why = check_model_pin(pinned, candidates)
-        if ok:
-            model = pinned
-            pins.append(PinRead("model", tier, pinned, "hit", "ok"))
-        else:
-            status: Literal["miss", "dropped"] = "miss" if pinned is None else "dropped"
-            pins.append(PinRead("model", tier, pinned, status, why))
+    full_skipped: str | None = "pinned"
     if model is None:
+        full_skipped = None
         if router.strategy == "gated_adaptive":
-            full = inp.full if inp.full is not None else scorer.full(inp.body, inp.api)
+            full = inp.full if inp.full is not None else c.scorer.full(inp.body, inp.api)
         else:
             full_skipped = "strategy"
         signals = StrategySignals(full.score if full else None, inp.delta.difficulty.values)
-        ranking = STRATEGIES[router.strategy](candidates, cfg, router, signals,
-                                              snapshot.linucb, rng)
+        ranking = STRATEGIES[router.strategy](candidates, c.cfg, router, signals,
+                                              c.snapshot.linucb, c.rng)
         model = ranking.ordered[0] if ranking.ordered else usable[0].model
-    else:
-        full_skipped = "pinned"
-
-    first: tuple[str, int, str] | None = None  # (channel, key_index, source)
-    if inp.session is not None:
-        raw = snapshot.channel_pins.get(tier)
-        ok, keep, why = check_channel_pin(raw, model, cfg, healthy, inp.api)
-        value = dict(raw) if raw is not None else None
-        if ok and raw is not None:
-            first = (str(raw["channel"]), int(raw["key_index"]), "pin")
-            pins.append(PinRead("channel", tier, value, "hit", "ok"))
-        else:
-            pins.append(PinRead("channel", tier, value,
-                                "miss" if raw is None or keep else "dropped", why))
-    elif snapshot.affinity is not None:
-        ok, _keep, why = check_channel_pin(snapshot.affinity, model, cfg, healthy, inp.api)
-        if ok:
-            first = (str(snapshot.affinity["channel"]), int(snapshot.affinity["key_index"]),
-                     "affinity")
-        pins.append(PinRead("affinity", tier, dict(snapshot.affinity),
-                            "hit" if ok else "skipped", why))
-
-    attempts = _attempts(cfg, router, model, candidates, first, inp, healthy, rng)
+    first = _first_channel(c, tier, model, pins)
+    attempts = _attempts(c, router, model, candidates, first)
     return RoutePlan(router, decision, candidates, attempts, tuple(pins), ranking, full,
                      full_skipped, caps, evidence=evidence, tier_state=state)
 
 
-def _attempts(cfg: Config, router: RouterConfig | None, model: str,
-              candidates: Sequence[Candidate], first: tuple[str, int, str] | None,
-              inp: RouteInput, healthy: Healthy, rng: random.Random) -> tuple[Attempt, ...]:
+def _pinned_model(c: _Ctx, tier: Tier, candidates: Sequence[Candidate],
+                  pins: list[PinRead]) -> str | None:
+    """The session's model pin of this tier, when it is still a usable candidate."""
+    if c.inp.session is None:
+        return None
+    pinned = c.snapshot.pins.get(tier)
+    ok, why = check_model_pin(pinned, candidates)
+    if ok:
+        pins.append(PinRead("model", tier, pinned, "hit", "ok"))
+        return pinned
+    status: Literal["miss", "dropped"] = "miss" if pinned is None else "dropped"
+    pins.append(PinRead("model", tier, pinned, status, why))
+    return None
+
+
+def _first_channel(c: _Ctx, tier: Tier, model: str,
+                   pins: list[PinRead]) -> tuple[str, int, str] | None:
+    """(channel, key_index, source) to try first: the session's channel pin, else the
+    sessionless prefix's affinity (SPEC §5)."""
+    snapshot, cfg = c.snapshot, c.cfg
+    if c.inp.session is not None:
+        raw = snapshot.channel_pins.get(tier)
+        ok, keep, why = check_channel_pin(raw, model, cfg, c.healthy, c.inp.api)
+        value = dict(raw) if raw is not None else None
+        if ok and raw is not None:
+            pins.append(PinRead("channel", tier, value, "hit", "ok"))
+            return str(raw["channel"]), int(raw["key_index"]), "pin"
+        pins.append(PinRead("channel", tier, value,
+                            "miss" if raw is None or keep else "dropped", why))
+        return None
+    if snapshot.affinity is None:
+        return None
+    ok, _keep, why = check_channel_pin(snapshot.affinity, model, cfg, c.healthy, c.inp.api)
+    pins.append(PinRead("affinity", tier, dict(snapshot.affinity),
+                        "hit" if ok else "skipped", why))
+    if ok:
+        return str(snapshot.affinity["channel"]), int(snapshot.affinity["key_index"]), "affinity"
+    return None
+
+
+def _attempts(c: _Ctx, router: RouterConfig | None, model: str,
+              candidates: Sequence[Candidate],
+              first: tuple[str, int, str] | None) -> tuple[Attempt, ...]:
     """Pinned (channel, key) first, then the model's channels and keys, then fallbacks."""
     out: list[Attempt] = []
     seen: set[tuple[str, str, int]] = set()
@@ -298,20 +325,20 @@ def _attempts(cfg: Config, router: RouterConfig | None, model: str,
 
     if first is not None:
         add(model, first[0], first[1], first[2])
-    by_model = {c.model: c for c in candidates if c.excluded is None}
+    by_model = {x.model: x for x in candidates if x.excluded is None}
     chosen = by_model.get(model)
     if chosen is not None:
         for ch in chosen.channels:
             for k in ch.keys:
                 add(model, ch.channel, k, "ranked")
-    if router is not None and inp.target.channel is None:
+    if router is not None and c.inp.target.channel is None:
         # Fallback models in order, each re-checked: it must be a usable candidate of this
         # tier's pool (policy, tier and caps were applied when the pool was built).
         for fb in router.fallbacks[:MAX_FALLBACK_MODELS]:
-            c = by_model.get(fb)
-            if c is None or fb == model:
+            cand = by_model.get(fb)
+            if cand is None or fb == model:
                 continue
-            for ch in c.channels:
+            for ch in cand.channels:
                 for k in ch.keys:
                     add(fb, ch.channel, k, "fallback")
     return tuple(out)
@@ -333,14 +360,14 @@ def overflow_refusal(candidates: Sequence[Candidate], est_tokens: int, api: str,
         f"resulted in {est_tokens} tokens. Please reduce the length of the messages.")
 
 
-def _plan_model(cfg: Config, inp: RouteInput, snapshot: Snapshot, *, healthy: Healthy,
-                rng: random.Random) -> RoutePlan:
+def _plan_model(c: _Ctx) -> RoutePlan:
     """A concrete model: only its own channels and keys; the workspace cap still binds."""
+    cfg, inp, snapshot, healthy = c.cfg, c.inp, c.snapshot, c.healthy
     t = inp.target
     assert t.model is not None
     counts_strong = t.model in cfg.strong_models()
     candidates = build_candidates([t.model], inp.api, inp.est_tokens, cfg,
-                                  mode=t.mode_for("balanced"), healthy=healthy, rng=rng,
+                                  mode=t.mode_for("balanced"), healthy=healthy, rng=c.rng,
                                   channel=t.channel)
     tier: Tier = "strong" if counts_strong else "base"
     caps = CapsView(share=ShareView(), workspace_share=ShareView(
@@ -373,6 +400,6 @@ def _plan_model(cfg: Config, inp: RouteInput, snapshot: Snapshot, *, healthy: He
                      "affinity")
         pins = (PinRead("affinity", tier, dict(snapshot.affinity), "hit" if ok else "skipped",
                         why),)
-    attempts = _attempts(cfg, None, t.model, candidates, first, inp, healthy, rng)
+    attempts = _attempts(c, None, t.model, candidates, first)
     return RoutePlan(None, decision, candidates, attempts, pins, caps=caps,
                      full_skipped="concrete_model", counts_strong_in_workspace=counts_strong)
