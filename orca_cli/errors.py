@@ -68,13 +68,13 @@ class UpstreamError(OrcaError):
 
 
 class UnknownModel(OrcaError):
-    def __init__(self, requested: str, available: Sequence[str]) -> None:
+    def __init__(self, requested: str, available: Sequence[str], *,
+                 hint: str | None = None) -> None:
         self.requested = requested
         self.available = list(available)
         shown = ", ".join(self.available[:50])
-        super().__init__(
-            f"unknown model or router {requested!r}; available: {shown}"
-        )
+        near = f"; {hint}" if hint else ""
+        super().__init__(f"unknown model or router {requested!r}{near}; available: {shown}")
 
 
 class NoCandidate(OrcaError):

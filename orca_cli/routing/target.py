@@ -31,6 +31,7 @@ Pure and I/O-free.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from fnmatch import fnmatchcase
 from typing import Literal
 
@@ -39,6 +40,7 @@ from orca_cli.errors import UnknownModel
 
 __all__ = [
     "ROUTER_PREFIX",
+    "nearest_name",
     "SUFFIX_MODE",
     "Mode",
     "Suffix",
@@ -96,7 +98,41 @@ def resolve_target(model_field: str, cfg: Config) -> Target:
                 found = _resolve(name, cfg, None, model_field, globs=True)
         if found is not None:
             return found
-    raise UnknownModel(model_field, available_targets(cfg))
+    raise UnknownModel(model_field, available_targets(cfg), hint=_hint(name, cfg))
+
+
+def _hint(name: str, cfg: Config) -> str | None:
+    near = nearest_name(name, cfg)
+    if near is None:
+        return None
+    target = cfg.aliases.get(near, near)
+    return (f"the nearest configured name is {near!r}; to serve this one too, add an alias "
+            f"such as \"{_pattern_of(name)}\" = \"{target}\" under [aliases]")
+
+
+def _pattern_of(name: str) -> str:
+    """`claude-3-5-haiku-20241022` -> `claude-3-5-haiku-*`: the name up to its date or tag."""
+    parts = name.split("-")
+    for i, part in enumerate(parts):
+        if i and ((part.isdigit() and len(part) >= 4) or part in ("latest", "preview")):
+            return "-".join(parts[:i]) + "-*"
+    return name + "*"
+
+
+def nearest_name(name: str, cfg: Config) -> str | None:
+    """The configured name or alias pattern closest to an unknown `name` (SPEC §14.4), so
+    the 404 says which alias to add: a pattern is compared by its literal part against as
+    much of the name."""
+    best, best_ratio = None, 0.0
+    for key in (*cfg.aliases, *(ROUTER_PREFIX + r for r in cfg.routers), *cfg.model_ids()):
+        literal = (key.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0] or key).lower()
+        low = name.lower()
+        ratio = SequenceMatcher(None, low[: len(literal)], literal).ratio()
+        if literal == key.lower():  # a plain name may also be the whole name's near twin
+            ratio = max(ratio, SequenceMatcher(None, low, literal).ratio())
+        if ratio > best_ratio:
+            best, best_ratio = key, ratio
+    return best if best_ratio >= 0.6 else None
 
 
 def available_targets(cfg: Config) -> list[str]:

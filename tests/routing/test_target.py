@@ -202,3 +202,22 @@ def test_broken_alias_is_not_silently_bypassed_for_a_same_named_model() -> None:
 def test_unknown_router_name_is_unknown() -> None:
     with pytest.raises(UnknownModel):
         resolve_target("orca/nope", _cfg())
+
+
+@pytest.mark.parametrize(("sent", "near", "pattern"), [
+    ("claude-opus-4-1-20250805", "claude-opus-4-1", '"claude-opus-4-1-*" = "claude-opus-4-1"'),
+    ("deepseek-chat-latest", "deepseek-chat", '"deepseek-chat-*" = "deepseek-chat"'),
+])
+def test_an_unknown_model_names_the_nearest_name_and_the_alias_to_add(
+        sent: str, near: str, pattern: str) -> None:
+    with pytest.raises(UnknownModel) as err:
+        resolve_target(sent, _cfg())
+    text = str(err.value)
+    assert f"nearest configured name is {near!r}" in text
+    assert pattern in text
+
+
+def test_a_name_like_nothing_lists_what_is_available_without_a_guess() -> None:
+    with pytest.raises(UnknownModel) as err:
+        resolve_target("zzzz", _cfg())
+    assert "nearest" not in str(err.value) and "available: " in str(err.value)
