@@ -19,16 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "AdminError",
+    "BadRequest",
+    "ConfigError",
+    "NoCandidate",
     "OrcaError",
     "Refusal",
-    "ConfigError",
-    "StoreUnavailable",
     "StoreStateLost",
-    "UpstreamError",
+    "StoreUnavailable",
     "UnknownModel",
-    "NoCandidate",
-    "BadRequest",
-    "AdminError",
+    "UpstreamError",
 ]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Literal
 
-__all__ = ["Api", "APIS", "Tier", "Headers", "RawHeaders", "Scope", "Message", "Receive", "Send"]
+__all__ = ["APIS", "Api", "Headers", "Message", "RawHeaders", "Receive", "Scope", "Send", "Tier"]
 
 # The three inbound/upstream wire formats: OpenAI Chat Completions, Anthropic Messages and
 # the OpenAI Responses API (SPEC §13).

@@ -10,6 +10,7 @@ unexpected fault becomes orca's own 502 in the inbound error shape, logged witho
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -18,18 +19,18 @@ from typing import Any
 import orjson
 
 from orca_cli import __version__
+from orca_cli.errors import UnknownModel
 from orca_cli.proxy.guard import ClientGone, GuardPolicy, send_error
 from orca_cli.proxy.handler import handle_generate
 from orca_cli.proxy.intake import GENERATE_PATHS, IntakeError, read_json, scan_head
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.routing.features import estimate_tokens
 from orca_cli.routing.target import ROUTER_PREFIX, resolve_target
-from orca_cli.errors import UnknownModel
 from orca_cli.turn.model import RequestHead
 from orca_cli.types import Receive, Scope, Send
 from orca_cli.wire.transcript import transcript
 
-__all__ = ["OrcaApp", "AdminHandler"]
+__all__ = ["AdminHandler", "OrcaApp"]
 
 log = logging.getLogger("orca")
 
@@ -104,13 +105,11 @@ class OrcaApp:
                                  "sidecar serves /v1/chat/completions, /v1/messages, "
                                  "/v1/responses, /v1/messages/count_tokens, /v1/models, "
                                  "/healthz, /metrics", code="unknown_endpoint")
-        except Exception:  # noqa: BLE001 - never a 500 with a stack trace to the client
+        except Exception:
             log.exception("internal fault while serving %s %s", method, path)
-            try:
+            with contextlib.suppress(Exception):  # the response may already have started
                 await send_error(send, head.api, 502, "orca hit an internal fault serving "
                                  "this request; it was logged", kind="api_error")
-            except Exception:  # noqa: BLE001 - the response had already started
-                pass
 
     async def _healthz(self, send: Send) -> None:
         gate = self.rt.gate

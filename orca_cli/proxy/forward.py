@@ -206,7 +206,7 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
                     rt.budget.retry_finished()
             if done is True:
                 return
-            if done is not None:
+            if isinstance(done, tuple):
                 last = done
                 kind = classify_status(done[0])
                 if kind == "client_error":
@@ -347,6 +347,7 @@ async def _relay(inb: Inbound, tap: ResponseTap, first: bytes, chunks: Any, send
         # The upstream closed without its clean end: say so in the stream's own error form.
         # One that ended with its own in-band error already said so (the caller records it
         # as error_finish): a second error event, and a second health count, would be wrong.
+        assert rt.health is not None
         rt.health.record(att.channel, att.key_index, "stream_error")
         tail += stream_error_event(inb.api, "upstream stream ended before its final event")
     await send({"type": "http.response.body", "body": tail, "more_body": False})

@@ -27,7 +27,6 @@ import hmac
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from orca_cli.config.load import is_loopback_host
 from orca_cli.config.schema import ServerConfig

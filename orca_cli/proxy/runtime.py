@@ -114,7 +114,7 @@ class StoreGate:
             self.state_lost_at = self._clock.now()
             log.warning("state store lost its state; share caps run inverted warm-up")
             return await self._read_again(req)
-        except (StoreUnavailable, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, StoreUnavailable, OSError) as exc:
             self._mark_down(exc)
             return None
         if snap.state_lost_at is not None and self.state_lost_at != snap.state_lost_at:
@@ -189,7 +189,8 @@ class StoreGate:
             try:
                 await self.store.ping()
                 await self._replay()
-            except Exception:  # noqa: BLE001 - still down; probe again
+            except Exception as exc:  # noqa: BLE001 - still down; probe again
+                log.debug("the state store is still down: %s", type(exc).__name__)
                 continue
             self.healthy = True  # no await since the hold emptied: nothing was left behind
             self.since = None
@@ -272,7 +273,7 @@ class Runtime:
         for sink in self.trace_sinks:
             try:
                 sink(trace)
-            except Exception:  # noqa: BLE001 - seeing a request never fails it
+            except Exception:
                 log.warning("a trace sink failed; the request was served", exc_info=True)
 
     def start(self) -> None:
@@ -282,12 +283,12 @@ class Runtime:
             self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
 
     async def _housekeep(self) -> None:
-        sweep = getattr(self.gate.store, "sweep_if_due")
+        sweep = self.gate.store.sweep_if_due
         while True:
             await asyncio.sleep(HOUSEKEEPING_INTERVAL_S)
             try:
                 sweep()
-            except Exception:  # noqa: BLE001 - housekeeping never takes the sidecar down
+            except Exception:
                 log.warning("the state store's idle sweep failed; retried later", exc_info=True)
 
     async def aclose(self) -> None:

@@ -32,12 +32,12 @@ from orca_cli.config.schema import Config, RouterConfig
 from orca_cli.routing.candidates import (
     Api,
     Candidate,
-    model_config,
     Healthy,
     all_healthy,
     build_candidates,
     check_channel_pin,
     check_model_pin,
+    model_config,
 )
 from orca_cli.routing.caps import CapsView, ShareView, effective_t2, in_canary, share_denied
 from orca_cli.routing.escalation import TierDecision, TurnSignals, resolve_tier

@@ -40,12 +40,12 @@ from orca_cli.errors import UnknownModel
 
 __all__ = [
     "ROUTER_PREFIX",
-    "nearest_name",
     "SUFFIX_MODE",
     "Mode",
     "Suffix",
     "Target",
     "available_targets",
+    "nearest_name",
     "resolve_target",
 ]
 

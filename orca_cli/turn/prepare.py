@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any
 
 import orjson
 
@@ -57,7 +57,7 @@ def _ask(head: RequestHead) -> Ask | None | Refusal:
     ask = head.tier_ask.strip().lower()
     if ask not in ASKS:
         return Refusal(400, "X-OrcaRouter-Tier must be one of strong, once, base")
-    return cast(Ask, ask)
+    return ask
 
 
 def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: dict[str, Any],

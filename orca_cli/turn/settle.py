@@ -90,10 +90,11 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
     strikes = out.tap.signals() if (billed and out.tap is not None) else ()
     ctx = _context(cfg, turn, esc, sv, billed=billed, strike=bool(strikes), durable=durable)
     usage = sv.usage
-    att = out.served
+    served = out.served
     outcome = TurnOutcome(
-        billed_success=billed, model=att.model if att else None,
-        channel=att.channel if att else None, key_index=att.key_index if att else None,
+        billed_success=billed, model=served.model if served else None,
+        channel=served.channel if served else None,
+        key_index=served.key_index if served else None,
         key_fp=sv.key_fp, window_s=sv.window_s, response_strikes=tuple(strikes),
         prompt_tokens=usage.prompt_tokens if usage else 0,
         cached_tokens=usage.cached_tokens if usage else 0,
