@@ -48,6 +48,7 @@ DEGRADED_PINS_MAX = 10_000
 PENDING_COMMITS_MAX = 1000
 
 # What to commit once a commit's result is known (e.g. the audit of the tier change it made).
+OUTAGE_EVENTS_MAX = 64  # `degraded` audit events kept while the store stays down
 FollowUp = Callable[[CommitResult], "CommitBatch | None"]
 
 
@@ -101,6 +102,7 @@ class StoreGate:
         self.since: float | None = None  # when the current degraded period began
         self.pending: deque[CommitBatch] = deque()  # commits to re-send once the store answers
         self._follow_ups: dict[str, FollowUp] = {}  # by request id, for held commits
+        self.outages: deque[CommitBatch] = deque(maxlen=OUTAGE_EVENTS_MAX)  # audit to write
         self.replayed = 0  # held commits re-sent after recovery
         self.dropped = 0  # held commits given up (the hold was full, or the store refused one)
 
@@ -111,17 +113,21 @@ class StoreGate:
         try:
             snap = await self.store.read(req)
         except StoreStateLost:
-            self.state_lost_at = self._clock.now()
-            log.warning("state store lost its state; share caps run inverted warm-up")
+            self._state_lost(self._clock.now())
             return await self._read_again(req)
         except (TimeoutError, StoreUnavailable, OSError) as exc:
             self._mark_down(exc)
             return None
         if snap.state_lost_at is not None and self.state_lost_at != snap.state_lost_at:
-            if self.state_lost_at is None:
-                log.warning("state store lost its state; share caps run inverted warm-up")
-            self.state_lost_at = snap.state_lost_at  # the store's record, shown by /healthz
+            self._state_lost(snap.state_lost_at)  # the store's record, shown by /healthz
         return snap
+
+    def _state_lost(self, at: float) -> None:
+        """Each loss of the store's state is logged once, the second and later ones too."""
+        if self.state_lost_at != at:
+            log.warning("state store lost its state (at %.0f); share caps run inverted "
+                        "warm-up", at)
+        self.state_lost_at = at
 
     async def _read_again(self, req: ReadRequest) -> Snapshot | None:
         try:
@@ -179,6 +185,11 @@ class StoreGate:
             self.since = self._clock.now()
             log.warning("state store unavailable (%s); serving base tier from in-process pins "
                         "until it answers again", type(exc).__name__)
+            # One `degraded` audit event per outage (SPEC §6.6), written first once the store
+            # answers again; kept apart from the bounded hold so no burst can push it out.
+            self.outages.append(CommitBatch(f"degraded-{self.since:.6f}", audit=({
+                "ts": self.since, "router": "", "session": "", "event": "degraded",
+                "reason": type(exc).__name__, "actor": "engine"},)))
         if self._probe is None or self._probe.done():
             with contextlib.suppress(RuntimeError):
                 self._probe = asyncio.get_running_loop().create_task(self._probe_loop())
@@ -199,6 +210,15 @@ class StoreGate:
 
     async def _replay(self) -> None:
         """Re-send held commits in order; a store fault stops here and keeps the rest."""
+        while self.outages:
+            try:
+                await self.store.commit(self.outages[0])
+            except StoreUnavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 - an event the store refuses is dropped
+                log.warning("a degraded audit event was refused by the state store (%s)",
+                            type(exc).__name__)
+            self.outages.popleft()
         while self.pending:
             batch = self.pending.popleft()
             try:

@@ -82,6 +82,9 @@ async def test_the_gate_holds_commits_through_an_outage_and_resends_each_once(
         again = await gate.commit(_hit(5))  # a late duplicate of a re-sent commit
         assert again is not None and [r.status for r in again.results] == ["duplicate"]
         assert _hits(redis, prefix) == 5
+        # The outage itself is audited once, with its cause (SPEC §6.6).
+        events = [e for e in await gate.store.list_audit() if e["event"] == "degraded"]
+        assert len(events) == 1 and events[0]["reason"] in ("StoreUnavailable", "TimeoutError")
     finally:
         await gate.close()
 
