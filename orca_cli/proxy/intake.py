@@ -27,8 +27,8 @@ from orca_cli.proxy.guard import (
 from orca_cli.turn.model import RequestHead
 from orca_cli.types import Api, Headers, Receive, Scope
 
-__all__ = ["GENERATE_PATHS", "IntakeError", "RequestHead", "read_json", "scan_head",
-           "scan_head_api"]
+__all__ = ["GENERATE_PATHS", "IntakeError", "RequestHead", "api_of_path", "read_json",
+           "scan_head", "scan_head_api"]
 
 # The routed endpoints and the wire format each speaks (SPEC §1.2, §13.1).
 GENERATE_PATHS: dict[str, Api] = {
@@ -81,6 +81,11 @@ def scan_head(policy: GuardPolicy, scope: Scope) -> RequestHead:
     return RequestHead(method=scope.get("method", ""), path=path, api=api, headers=headers,
                        refusal=verdict(policy, scope, facts, api),
                        client_request_id=client_rid, tier_ask=ask)
+
+
+def api_of_path(path: str) -> Api:
+    """The inbound API a path names (an Anthropic client's `/v1/models` aside)."""
+    return _api_of(path, False)
 
 
 def scan_head_api(scope: Scope) -> Api:

@@ -25,8 +25,11 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from orca_cli.config.schema import ServerConfig
+from orca_cli.wire.errors import error_body
 
 __all__ = [
+    "MAX_HEADER_BYTES",
+    "MAX_HEADER_FIELDS",
     "HeaderDeadlineProtocol",
     "ServerStartError",
     "bind_socket",
@@ -36,6 +39,9 @@ __all__ = [
     "stop_server",
 ]
 
+MAX_HEADER_BYTES = 64 * 1024  # request line and headers, in all (SPEC §18)
+MAX_HEADER_FIELDS = 256
+LINGER_S = 1.0  # how long a refused connection's remaining bytes are read and dropped
 _TIMEOUT_TEXT = b"request headers not received within server.header_timeout_s"
 _REQUEST_TIMEOUT = (
     b"HTTP/1.1 408 Request Timeout\r\n"
@@ -50,17 +56,100 @@ class ServerStartError(RuntimeError):
     """The server did not start: the address was in use, or the app's lifespan failed."""
 
 
+def _raw_response(status: bytes, body: bytes) -> bytes:
+    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)) + body
+
+
+def _path_of(head: bytes) -> str:
+    """The path of a request line (`POST /v1/messages HTTP/1.1`), or "" when unreadable."""
+    parts = head.split(b"\r\n", 1)[0].split(b" ")
+    if len(parts) < 2:
+        return ""
+    return parts[1].split(b"?", 1)[0].decode("latin-1")
+
+
 class HeaderDeadlineProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a deadline on receiving each request's headers.
+    """uvicorn's httptools protocol with a deadline on receiving each request's headers, a
+    bound on their size, and refusals in the inbound API's JSON shape (SPEC §11, §18).
 
     The timer is armed when the connection opens and again at the first byte of each later
     request, and disarmed when the headers are complete. When it fires between requests the
     connection gets a 408 and is closed; when a response is still in flight (a pipelined
     request stalled behind it) that response finishes and the connection closes after it.
+
+    Header bytes and lines are counted as they arrive, before the parser sees them (one
+    `find` and one `count` per chunk, in C): past `MAX_HEADER_BYTES` or `MAX_HEADER_FIELDS`
+    the request gets 431 and the connection is closed, so neither a 1 MB header value nor
+    10,000 fields is ever accumulated. A request the parser refuses (bad framing, a NUL in a
+    header) gets 400 in the JSON shape of the API its path names, not text.
     """
 
     header_timeout_s: ClassVar[float] = 10.0
     _header_timer: asyncio.TimerHandle | None = None
+    _in_head: bool = True
+    _head_bytes: int = 0
+    _head_lines: int = 0
+    _head_tail: bytes = b""
+    _head_start: bytes = b""
+
+    _discarding: bool = False
+
+    def data_received(self, data: bytes) -> None:
+        if self._discarding:
+            return  # a refused request's rest, read and dropped until the linger ends
+        if self._in_head and not self._head_fits(data):
+            self._refuse(b"431 Request Header Fields Too Large", 431,
+                         f"request headers are too large: at most {MAX_HEADER_BYTES // 1024} "
+                         f"KiB and {MAX_HEADER_FIELDS} fields")
+            return
+        super().data_received(data)
+
+    def _head_fits(self, data: bytes) -> bool:
+        if not self._head_start:
+            self._head_start = data[:512]
+        end = data.find(b"\r\n\r\n")
+        if end < 0 and self._head_tail:  # the blank line split across two chunks
+            joined = (self._head_tail + data[:3]).find(b"\r\n\r\n")
+            if joined >= 0:
+                end = max(0, joined - len(self._head_tail))
+        size = len(data) if end < 0 else end
+        self._head_bytes += size
+        self._head_lines += data.count(b"\n", 0, size)
+        self._head_tail = data[-3:] if end < 0 else b""
+        if end >= 0:
+            self._in_head = False
+        return self._head_bytes <= MAX_HEADER_BYTES and self._head_lines <= MAX_HEADER_FIELDS
+
+    def _next_head(self) -> None:
+        self._in_head = True
+        self._head_bytes = self._head_lines = 0
+        self._head_tail = self._head_start = b""
+
+    def _refuse(self, status_line: bytes, status: int, message: str) -> None:
+        from orca_cli.proxy.intake import api_of_path
+
+        api = api_of_path(_path_of(self._head_start))
+        self._disarm()
+        transport = self.transport
+        if transport.is_closing():
+            return
+        transport.write(_raw_response(status_line, error_body(api, status, message)))
+        # A lingering close: closing with the client's bytes still unread would reset the
+        # connection and could destroy the answer before the client reads it. Send FIN,
+        # drop what still arrives, and close after a short linger.
+        self._discarding = True
+        if transport.can_write_eof():
+            transport.write_eof()
+        self.loop.call_later(LINGER_S, transport.close)
+
+    def send_400_response(self, msg: str) -> None:
+        self._refuse(b"400 Bad Request", 400, f"the request could not be parsed as HTTP/1.1: "
+                                              f"{msg}")
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._next_head()
 
     @classmethod
     def with_timeout(cls, timeout_s: float) -> type[HeaderDeadlineProtocol]:
@@ -80,8 +169,14 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
         if self._header_timer is None:
             self._arm()
 
+    def on_url(self, url: bytes) -> None:
+        super().on_url(url)
+        if not self._head_start:
+            self._head_start = b"GET " + url
+
     def on_headers_complete(self) -> None:
         self._disarm()
+        self._in_head = False
         super().on_headers_complete()
 
     def on_response_complete(self) -> None:

@@ -47,6 +47,9 @@ class App:
         if scope["path"] == "/slow":
             self.entered.set()
             await self.release.wait()
+        if scope["path"] == "/read":  # reads its whole body first
+            while (await receive()).get("more_body"):
+                pass
         body = b"hello " + scope["path"].encode()
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/plain"),
@@ -211,3 +214,68 @@ async def test_a_stalled_pipelined_request_lets_the_response_in_flight_finish(
     writer.close()
     assert data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"hello /slow")
     assert b"408" not in data
+
+
+async def _exchange(port: int, chunks: list[bytes], limit_s: float = 5.0) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        for chunk in chunks:
+            writer.write(chunk)
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
+        return await _read_until_closed(reader, limit_s)
+    finally:
+        writer.close()
+
+
+def _json_status(data: bytes) -> tuple[int, dict[str, Any]]:
+    import orjson
+
+    head, _, body = data.partition(b"\r\n\r\n")
+    assert b"content-type: application/json" in head.lower()
+    return int(head.split(b" ", 2)[1]), orjson.loads(body)
+
+
+async def test_a_megabyte_header_value_is_431_in_the_apis_shape(app: App, port: int) -> None:
+    head = b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: "
+    # Streamed in 8 KiB pieces, as an attacker would: refused long before 1 MB arrives.
+    chunks = [head] + [b"a" * 8192] * 128
+    status, doc = _json_status(await _exchange(port, chunks))
+    assert status == 431 and doc["type"] == "error"  # /v1/messages: Anthropic's shape
+    assert "64 KiB" in doc["error"]["message"]
+    assert app.seen == []
+
+
+async def test_too_many_header_fields_is_431(app: App, port: int) -> None:
+    fields = b"".join(b"X-F%d: v\r\n" % i for i in range(300))
+    data = await _exchange(port, [b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n" + fields
+                                  + b"\r\n"])
+    status, doc = _json_status(data)
+    assert status == 431 and doc["error"]["type"]
+    assert app.seen == []
+
+
+async def test_a_large_body_behind_small_headers_is_not_a_header_overflow(
+        app: App, port: int) -> None:
+    body = b"x" * 300_000  # arrives in the same chunks as the headers
+    fields = b"".join(b"X-F%d: v\r\n" % i for i in range(200))
+    request = (b"POST /read HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n" % len(body)
+               + fields + b"Connection: close\r\n\r\n" + body)
+    data = await _exchange(port, [request])
+    assert data.startswith(b"HTTP/1.1 200 ") and data.endswith(b"hello /read")
+
+
+async def test_a_header_split_at_its_blank_line_still_counts_right(app: App, port: int) -> None:
+    body = b"y" * 100_000
+    head = (b"POST /read HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n"
+            b"Connection: close\r\n" % len(body))
+    data = await _exchange(port, [head + b"\r", b"\n" + body])
+    assert data.startswith(b"HTTP/1.1 200 ")
+
+
+async def test_a_nul_in_a_header_is_a_json_400(app: App, port: int) -> None:
+    data = await _exchange(port, [b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                  b"X-Bad: a\x00b\r\n\r\n"])
+    status, doc = _json_status(data)
+    assert status == 400 and doc["error"]["type"] == "invalid_request_error"
+    assert app.seen == []
