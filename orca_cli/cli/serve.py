@@ -24,13 +24,22 @@ def register(app: typer.Typer) -> None:
         allow_remote: bool = typer.Option(False, "--allow-remote", help="Allow a non-loopback "
                                           "--host (needs [server].inbound_token)."),
         log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
+        log_format: str = typer.Option("text", "--log-format", metavar="text|json",
+                                       help="The request log on stdout: one aligned line per "
+                                            "request (coloured on a terminal) or JSON lines."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No request log."),
     ) -> None:
         """Start the sidecar proxy next to your coding agent.
+
+        Each finished request prints one line on stdout (time, request id, session, router,
+        tier and reason, model@channel#key, status, latency, cached share, cost); the start-up
+        lines and warnings go to stderr.
 
         \b
         Example:
             orca serve
             orca serve --port 8788 --config ./orca.toml
+            orca serve --log-format json | jq .
         """
         from orca_cli.config.load import is_loopback_host, load
         from orca_cli.errors import ConfigError
@@ -51,10 +60,13 @@ def register(app: typer.Typer) -> None:
             if not cfg.server.inbound_token:
                 fail("a non-loopback --host needs [server].inbound_token (clients then send it "
                      "as Authorization: Bearer … or x-api-key)")
-        _run(cfg, bind, bind_port, log_level)
+        if log_format not in ("text", "json"):
+            fail(f"--log-format must be text or json, got {log_format!r}", 2)
+        _run(cfg, bind, bind_port, log_level, None if quiet else log_format)
 
 
-def _run(cfg: object, host: str, port: int, log_level: str) -> None:
+def _run(cfg: object, host: str, port: int, log_level: str,
+         log_format: str | None = "text") -> None:
     import asyncio
     import gc
     import logging
@@ -82,6 +94,10 @@ def _run(cfg: object, host: str, port: int, log_level: str) -> None:
                        trace_ttl_s=cfg.server.trace_ttl_s)
     token = write_admin_token()
     rt = Runtime.build(cfg, store, clock=clock, admin_token=token)
+    if log_format is not None:
+        from orca_cli.trace.log import RequestLog
+
+        rt.request_log = RequestLog(fmt="json" if log_format == "json" else "text")
     policy = GuardPolicy.from_config(cfg.server, port=real_port, admin_token=token)
     app = OrcaApp(rt, policy, admin=admin_handler)
     shown = f"[{host}]" if ":" in host else host

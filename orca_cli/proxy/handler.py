@@ -97,6 +97,8 @@ async def handle_generate(rt: Runtime, scope: Scope, receive: Receive, send: Sen
         trace = refusal_trace(request_id=request_id, client_request_id=client_rid,
                               ts=rt.clock.now(), inbound_api=api, status=status, error=message)
         await rt.gate.commit(CommitBatch(request_id, trace=trace))
+        if rt.request_log is not None:
+            rt.request_log.emit(trace)
 
     try:
         raw = await read_body(receive, limit=limit, deadline_s=deadline_s)
@@ -268,12 +270,16 @@ async def _finish(rt: Runtime, api: Api, raw: bytes, body: dict[str, Any], targe
         # The settle runs once the result is known, after a re-send too if the commit is held.
         await rt.gate.commit(replace(batch, trace=trace),
                              follow_up=partial(settle_batch, ctx, batch))
+        if rt.request_log is not None:
+            rt.request_log.emit(trace)
     elif degraded:
         # Only the trace: no tier state, pins or counters while degraded. The gate holds it
         # and writes it once the store answers again (SPEC §8: every request has a trace).
         trace = _trace(rt, request_id, client_rid, now, sid, router_name, api, target, stream,
                        delta, plan, res, usage, cost, False, True, key_fp, start)
         await rt.gate.commit(CommitBatch(request_id, trace=trace))
+        if rt.request_log is not None:
+            rt.request_log.emit(trace)
     if degraded and billed and att is not None and router_name and session:
         rt.gate.degraded_pins.put(router_name, session, att.model,
                                   {"channel": att.channel, "key_index": att.key_index,
