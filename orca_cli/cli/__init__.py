@@ -29,14 +29,15 @@ def _register() -> None:
         init_cmd,
         pins,
         replay,
+        requests,
         score,
         serve,
         session,
         stats,
     )
 
-    for mod in (serve, demo, init_cmd, config_cmd, score, explain, session, escalate, pins,
-                audit, stats, replay, doctor):
+    for mod in (serve, demo, init_cmd, config_cmd, score, explain, requests, session, escalate,
+                pins, audit, stats, replay, doctor):
         mod.register(app)
 
 

@@ -1,4 +1,6 @@
-"""`orca explain REQUEST_ID [--json]` (SPEC §1.1, §8): the stored trace as a tree.
+"""`orca explain REQUEST_ID|last [--session S] [--json]` (SPEC §1.1, §8, §15): the stored
+trace as a tree. `last` (or no id) explains the newest request, of `--session` when given:
+real agents never show the response headers that carry the request id.
 
 The trace is rendered as stored, never recomputed: the tier decision and why, each trigger's
 evaluation, the per-feature difficulty contributions, the cap state, the pin reads, the
@@ -13,7 +15,14 @@ from typing import Any
 
 import typer
 
-from orca_cli.cli.operator import Operator, config_option, json_option, url_option
+from orca_cli.cli.operator import (
+    Operator,
+    config_option,
+    json_option,
+    router_option,
+    token_option,
+    url_option,
+)
 from orca_cli.cli.output import out_console, print_json
 
 __all__ = ["register", "render_trace"]
@@ -22,25 +31,49 @@ __all__ = ["register", "render_trace"]
 def register(app: typer.Typer) -> None:
     @app.command("explain")
     def explain_cmd(
-        request_id: str = typer.Argument(..., metavar="REQUEST_ID",
-                                         help="orca's X-Orca-Request-Id or the client's "
-                                              "X-Request-Id."),
+        request_id: str | None = typer.Argument(
+            None, metavar="[REQUEST_ID|last]",
+            help="orca's X-Orca-Request-Id (or its first 8 hex digits, as `orca requests` "
+                 "prints it), the client's X-Request-Id, or last (the default)."),
+        session: str | None = typer.Option(None, "--session", "-s",
+                                           help="Explain this session's newest request."),
+        router: str | None = router_option(),
         as_json: bool = json_option(),
         url: str | None = url_option(),
+        token: str | None = token_option(),
         config: str | None = config_option(),
     ) -> None:
-        """Explain one routing decision by request id.
+        """Explain one routing decision: the newest request, or one by id.
 
         \b
         Example:
+            orca explain last
+            orca explain --session my-agent
             orca explain req_3f2a9c0e1b7d4a6f8e2c1d0b
-            orca explain my-client-id-42 --json
+            orca explain 3f2a9c0e --json
         """
-        trace = Operator(url, config).explain(request_id)
+        op = Operator(url, config, token=token)
+        trace = _find(op, request_id, session, router)
         if as_json:
             print_json(trace)
         else:
             out_console().print(render_trace(trace))
+
+
+def _find(op: Operator, request_id: str | None, session: str | None,
+          router: str | None) -> Any:
+    from orca_cli.cli.output import fail
+
+    if request_id in (None, "last") or session is not None:
+        if request_id not in (None, "last"):
+            fail("pass a REQUEST_ID or --session, not both", 2)
+        found = op.requests(session=session, router=router, limit=1)
+        if not found:
+            whose = f" for session {session!r}" if session else ""
+            fail(f"no request found{whose}: send one through the sidecar first (traces are "
+                 "kept [server].trace_ttl_s)")
+        return found[0]
+    return op.explain(request_id)
 
 
 def _e(value: Any) -> str:

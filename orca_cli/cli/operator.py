@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from orca_cli.state.base import Store
 
 __all__ = ["Operator", "config_option", "json_option", "pick_session", "router_option",
-           "url_option"]
+           "token_option", "url_option"]
 
 CLI_ACTOR = "cli"
 HTTP_TIMEOUT_S = 10.0
@@ -40,6 +40,11 @@ Direct = Callable[["Store", "Config", float], Awaitable[Any]]
 def url_option() -> Any:
     return typer.Option(None, "--url", help="The sidecar's base URL (default from [server] "
                         "host and port, http://127.0.0.1:8787).")
+
+
+def token_option() -> Any:
+    return typer.Option(None, "--token", envvar="ORCA_ADMIN_TOKEN",
+                        help="The admin token (default: the one the sidecar wrote).")
 
 
 def config_option() -> Any:
@@ -62,11 +67,13 @@ def _exit_code(status: int) -> int:
 class Operator:
     """One command's way to the state; see the module docstring for the order tried."""
 
-    def __init__(self, url: str | None = None, config: str | None = None) -> None:
+    def __init__(self, url: str | None = None, config: str | None = None, *,
+                 token: str | None = None) -> None:
         self._url_opt = url
         self._config_path = config
         self._cfg: Config | None = None
         self._mode: str | None = None  # "http" | "direct"
+        self._token_opt = token
         self._token: str | None = None
         self.url = ""
 
@@ -108,7 +115,7 @@ class Operator:
         from orca_cli.proxy.token import admin_token_path, read_admin_token
 
         self.url = self._base_url()
-        self._token = read_admin_token()
+        self._token = self._token_opt or read_admin_token()
         if self._token is None:
             self._fallback(f"no admin token at {admin_token_path()} (is `orca serve` running?)")
         else:
@@ -255,6 +262,19 @@ class Operator:
 
         return self._call("GET", f"/orca/v1/explain/{quote(request_id, safe='')}", None, None,
                           lambda st, cfg, now: S.explain(st, request_id, cfg))
+
+    def requests(self, *, session: str | None = None, router: str | None = None,
+                 since: str | None = None, after: float | None = None,
+                 limit: int = 20) -> Any:
+        from orca_cli.admin import service as S
+        from orca_cli.admin.requests import recent_requests
+
+        return self._call("GET", "/orca/v1/requests",
+                          {"session": session, "router": router, "since": since,
+                           "after": after, "limit": limit}, None,
+                          lambda st, cfg, now: recent_requests(
+                              st, session=session, router=router,
+                              since=S.parse_since(since, now), after=after, limit=limit))
 
     def pins(self, session: str | None, router: str | None) -> Any:
         from orca_cli.admin import service as S

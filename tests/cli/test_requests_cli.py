@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -64,3 +68,65 @@ def test_request_log_has_one_line_per_request_refusals_included(
     assert second["request_id"] == bad.headers["x-orca-request-id"]
     assert second["status"] == 404 and "nope" in second["error"]
     assert "rename the variable" not in out.text()  # content-free
+
+
+@pytest.fixture
+def sidecar() -> Iterator[ThreadSidecar]:
+    with ThreadSidecar(_cfg(), StateConfig()) as sc:
+        yield sc
+
+
+def test_requests_lists_newest_first_and_filters(sidecar: ThreadSidecar) -> None:
+    a1 = sidecar.turn("agent-a").headers["x-orca-request-id"]
+    b1 = sidecar.turn("agent-b").headers["x-orca-request-id"]
+    a2 = sidecar.turn("agent-a", 2).headers["x-orca-request-id"]
+    code, out, err = orca("requests", "--url", sidecar.base)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert [ln.split()[1] for ln in lines] == [a2[4:12], b1[4:12], a1[4:12]]
+    assert "coding" in lines[0] and "base:default" in lines[0] and " 200 " in lines[0]
+    code, out, _ = orca("requests", "--session", "agent-a", "--json", "--url", sidecar.base)
+    rows = json.loads(out)
+    assert code == 0 and [r["request_id"] for r in rows] == [a2, a1]
+    assert all(r["session_id"] == "agent-a" and r["model"] for r in rows)
+    code, out, _ = orca("requests", "-n", "1", "--json", "--url", sidecar.base)
+    assert [r["request_id"] for r in json.loads(out)] == [a2]
+    code, out, _ = orca("requests", "--router", "nobody", "--since", "5m", "--url", sidecar.base)
+    assert code == 0 and out == ""
+    code, _, err = orca("requests", "--since", "yesterday", "--url", sidecar.base)
+    assert code == 2 and "since must be a duration" in err
+
+
+def test_explain_last_session_and_short_id(sidecar: ThreadSidecar) -> None:
+    a = sidecar.turn("agent-x").headers["x-orca-request-id"]
+    b = sidecar.turn("agent-y").headers["x-orca-request-id"]
+    code, out, err = orca("explain", "last", "--url", sidecar.base)
+    assert code == 0 and out.startswith(b), err
+    code, out, _ = orca("explain", "--url", sidecar.base)
+    assert code == 0 and out.startswith(b)
+    code, out, _ = orca("explain", "--session", "agent-x", "--json", "--url", sidecar.base)
+    assert code == 0 and json.loads(out)["request_id"] == a
+    code, out, _ = orca("explain", a[4:12], "--url", sidecar.base)
+    assert code == 0 and out.startswith(a)
+    code, _, err = orca("explain", "--session", "nobody", "--url", sidecar.base)
+    assert code == 1 and "no request found for session 'nobody'" in err
+
+
+def test_follow_prints_requests_as_they_finish(sidecar: ThreadSidecar, tmp_path: Path) -> None:
+    """The real `orca` process: only what finished after it started, one line each."""
+    old = sidecar.turn("agent-old").headers["x-orca-request-id"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out_path = tmp_path / "follow.out"
+    with out_path.open("w") as out_f:
+        proc = subprocess.Popen([sys.executable, "-m", "orca_cli", "requests", "--follow",
+                                 "-n", "1", "--json", "--url", sidecar.base],
+                                stdout=out_f, stderr=subprocess.DEVNULL, env=env)
+        try:
+            wait_for(lambda: out_path.read_text().count("\n") == 1, 20)
+            new = sidecar.turn("agent-new").headers["x-orca-request-id"]
+            wait_for(lambda: out_path.read_text().count("\n") == 2, 20)
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    rows = [json.loads(x) for x in out_path.read_text().splitlines()]
+    assert [r["request_id"] for r in rows] == [old, new]
