@@ -90,6 +90,10 @@ def _pending(p: Mapping[str, Any] | None) -> str:
     return f"{p['ask']} by {p.get('actor') or '?'}{why}"
 
 
+def _pct(share: Any) -> str:
+    return "-" if not isinstance(share, (int, float)) else f"{share:.0%}"
+
+
 def render_sessions(rows: list[Mapping[str, Any]]) -> Any:
     from rich.table import Table
 
@@ -126,6 +130,17 @@ def render_session(v: Mapping[str, Any]) -> Any:
         add_row(table, f"{tier} model pin", _pin(v["pins"][tier]))
         add_row(table, f"{tier} channel pin", _chan(v["channel_pins"][tier]))
     add_row(table, "tier state ttl", fmt_ttl(v.get("ttl_s")))
+    f = v.get("figures")
+    if isinstance(f, Mapping):
+        add_row(table, "requests", f"{f['requests']} (+ {f['side_requests']} side requests)")
+        share = f.get("cached_share")
+        add_row(table, "tokens", f"prompt {f['prompt_tokens']:,} (cached "
+                                 f"{f['cached_tokens']:,}, {_pct(share)}) · output "
+                                 f"{f['output_tokens']:,}")
+        add_row(table, "cost so far", f"${f['cost_usd']:.6f}")
+    clock = v.get("cache_clock_s")
+    add_row(table, "cache clock", "cold (no pinned cache)" if clock is None
+            else f"{clock:.0f} s until the pinned cache goes cold")
     if v.get("shadow"):
         sh = v["shadow"]
         add_row(table, "shadow", f"{sh['tier']} (streak {sh['difficulty_streak']}, strikes "

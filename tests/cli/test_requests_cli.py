@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 from orca_cli.config.schema import StateConfig
 from orca_cli.trace.log import RequestLog
 from tests.cli.test_operator_cli import ThreadSidecar, _cfg, orca
+from tests.state.conftest import REDIS_URL, delete_prefix
 
 
 class LockedIO(io.StringIO):
@@ -130,3 +132,30 @@ def test_follow_prints_requests_as_they_finish(sidecar: ThreadSidecar, tmp_path:
             proc.wait(10)
     rows = [json.loads(x) for x in out_path.read_text().splitlines()]
     assert [r["request_id"] for r in rows] == [old, new]
+
+
+@pytest.mark.parametrize("backend", ["memory", "redis"])
+def test_session_show_carries_the_running_figures(backend: str) -> None:
+    state = StateConfig()
+    prefix = f"orcatest-{uuid.uuid4().hex[:12]}"
+    if backend == "redis":
+        state = StateConfig(backend="redis", redis_url=REDIS_URL, key_prefix=prefix)
+    try:
+        with ThreadSidecar(_cfg(), state) as sc:
+            sc.turn("agent-f")
+            sc.turn("agent-f", 2)
+            code, out, err = orca("session", "show", "agent-f", "--json", "--url", sc.base)
+            assert code == 0, err
+            doc = json.loads(out)
+            traces = json.loads(orca("requests", "--json", "--url", sc.base)[1])
+            f = doc["figures"]
+            assert f["requests"] == 2 and f["side_requests"] == 0
+            assert f["prompt_tokens"] == sum(t["prompt_tokens"] for t in traces)
+            assert f["cached_tokens"] == sum(t["cached_tokens"] for t in traces)
+            assert f["cost_usd"] == pytest.approx(sum(t["cost_usd"] for t in traces))
+            assert 0 < doc["cache_clock_s"] <= 300
+            code, out, _ = orca("session", "show", "agent-f", "--url", sc.base)
+            assert code == 0 and "cost so far" in out and "until the pinned cache goes cold" in out
+    finally:
+        if backend == "redis":
+            delete_prefix(REDIS_URL, prefix)
