@@ -13,6 +13,7 @@ did not answer). Nothing here answers 500.
     POST /orca/v1/sessions/{router}/{session}/reset      {"reason": str, "actor": str}
     GET  /orca/v1/explain/{request_id}
     GET  /orca/v1/requests                         ?session=S&router=R&since=15m&after=TS&limit=20
+    GET  /orca/v1/status                           ?session=S&router=R   (orca statusline)
     GET  /orca/v1/pins                             ?session=S&router=R
     GET  /orca/v1/audit                            ?router=R&since=15m
     GET  /orca/v1/stats
@@ -32,6 +33,7 @@ import orjson
 
 from orca_cli.admin import service as S
 from orca_cli.admin.requests import DEFAULT_LIMIT, recent_requests
+from orca_cli.admin.status import session_status
 from orca_cli.errors import AdminError, BadRequest, StoreUnavailable
 from orca_cli.proxy.guard import ClientGone, read_body
 from orca_cli.proxy.runtime import Runtime
@@ -157,6 +159,10 @@ async def _route(rt: Runtime, method: str, seg: list[str], params: dict[str, str
             store, session=params.get("session"), router=params.get("router"),
             since=S.parse_since(params.get("since"), now), after=_float_param(params, "after"),
             limit=int(limit) if limit is not None else DEFAULT_LIMIT)
+    elif head == "status" and not rest:
+        want("GET")
+        return await session_status(store, cfg, params.get("session", ""),
+                                    router=params.get("router"), now=now)
     elif head == "pins" and not rest:
         want("GET")
         return await S.pins_dump(store, cfg, session=params.get("session"),

@@ -34,10 +34,11 @@ def _register() -> None:
         serve,
         session,
         stats,
+        statusline,
     )
 
     for mod in (serve, demo, init_cmd, config_cmd, score, explain, requests, session, escalate,
-                pins, audit, stats, replay, doctor):
+                pins, audit, stats, statusline, replay, doctor):
         mod.register(app)
 
 

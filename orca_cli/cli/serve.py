@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import typer
 
 from orca_cli.cli.output import fail
@@ -116,4 +119,27 @@ def _run(cfg: object, host: str, port: int, log_level: str,
     # rather than 700 (measured: 15-24 µs a request in collections at the default, 5-6).
     gc.freeze()
     gc.set_threshold(20_000, 50, 100)
-    asyncio.run(server.serve(sockets=[sock]))
+    with _sidecar_record(host, real_port, token, cfg.source):
+        asyncio.run(server.serve(sockets=[sock]))
+
+
+@contextlib.contextmanager
+def _sidecar_record(host: str, port: int, token: str, config: str | None) -> Iterator[None]:
+    """This sidecar's record (URL, pid, token) for the operator CLI, removed on exit."""
+    import os
+    import time
+
+    from orca_cli.proxy.token import (
+        SidecarRecord,
+        remove_sidecar_record,
+        write_sidecar_record,
+    )
+
+    near = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    shown = f"[{near}]" if ":" in near else near
+    write_sidecar_record(SidecarRecord(url=f"http://{shown}:{port}", port=port, pid=os.getpid(),
+                                       token=token, config=config, started_at=time.time()))
+    try:
+        yield
+    finally:
+        remove_sidecar_record(port, os.getpid())

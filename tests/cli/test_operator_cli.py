@@ -47,6 +47,7 @@ class ThreadSidecar:
         self.cfg, self.state = cfg, state
         self.request_log = request_log
         self.base = ""
+        self.token = ""
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -77,7 +78,7 @@ class ThreadSidecar:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         clock = SystemClock()
-        token = write_admin_token()
+        token = self.token = write_admin_token()
         store = open_store(self.state, clock=clock)
         sock = bind_socket("127.0.0.1", 0)
         port = sock.getsockname()[1]
