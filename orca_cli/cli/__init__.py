@@ -18,6 +18,25 @@ app = typer.Typer(
 )
 
 
+def _plain_help_types() -> None:
+    """Help without typer's Python type tags (`<bool>`, `<str>`): a flag takes no value, and
+    a value is named by its metavar or its option name in capitals (`--url URL`)."""
+    from typer.core import TyperArgument, TyperOption
+
+    def option_type(self: TyperOption, ctx: object) -> str | None:
+        if self.metavar is not None:
+            return self.metavar
+        if self.is_flag or self.count:
+            return None
+        return (self.name or "value").upper()
+
+    def argument_type(self: TyperArgument, ctx: object) -> str | None:
+        return None  # the argument's own column already names it
+
+    TyperOption.display_type_rich = option_type  # type: ignore[method-assign]
+    TyperArgument.display_type_rich = argument_type  # type: ignore[method-assign,assignment]
+
+
 def _register() -> None:
     from orca_cli.cli import (
         audit,
@@ -42,6 +61,7 @@ def _register() -> None:
         mod.register(app)
 
 
+_plain_help_types()
 _register()
 
 

@@ -77,9 +77,10 @@ def _find(op: Operator, request_id: str | None, session: str | None,
 
 
 def _e(value: Any) -> str:
+    """Stored data as plain text for the tree: never markup, and `-` for a missing value."""
     from rich.markup import escape
 
-    return escape(str(value))
+    return "-" if value is None else escape(str(value))
 
 
 def _short(value: Any, limit: int = 20) -> str:
@@ -102,7 +103,7 @@ def render_trace(t: Mapping[str, Any]) -> Any:
                if t.get("session_id") else "no session")
     root = Tree(f"[bold]{_e(t.get('request_id'))}[/]{client} · router "
                 f"{_e(t.get('router') or '-')} · {session} · {_e(t.get('inbound_api'))} · "
-                f"model {_e(t.get('requested_model'))} · status {_e(t.get('status'))} · "
+                f"model {_e(t.get('requested_model') or None)} · status {_e(t.get('status'))} · "
                 f"{_num(t.get('latency_ms'), 1)} ms")
     if t.get("error"):
         root.add(f"[red]error[/]: {_e(t['error'])}")
@@ -122,8 +123,8 @@ def render_trace(t: Mapping[str, Any]) -> Any:
                      f"#{_e(a.get('key_index'))} → {_e(a.get('status'))} in "
                      f"{_num(a.get('latency_ms'), 1)} ms{err}")
     u = t.get("usage")
-    usage = (f"prompt {u.get('prompt_tokens')} (cached {u.get('cached_tokens')}, cache write "
-             f"{u.get('cache_write_tokens')}) · output {u.get('output_tokens')}"
+    usage = (f"prompt {_e(u.get('prompt_tokens'))} (cached {_e(u.get('cached_tokens'))}, cache write "
+             f"{_e(u.get('cache_write_tokens'))}) · output {_e(u.get('output_tokens'))}"
              if u else "no usage reported")
     root.add(f"usage: {usage} · cost ${_num(t.get('cost_usd'), 6)} · cache "
              f"{_e(t.get('cache') or '-')}")
@@ -140,6 +141,9 @@ def render_trace(t: Mapping[str, Any]) -> Any:
 
 def _tier(root: Any, tier: Mapping[str, Any]) -> None:
     trigger = f" (trigger {_e(tier['trigger'])})" if tier.get("trigger") else ""
+    if tier.get("decision") is None:
+        root.add("[bold]tier: none[/] (refused before routing)")
+        return
     node = root.add(f"[bold]tier: {_e(tier.get('decision'))}; reason={_e(tier.get('reason'))}"
                     f"[/]{trigger}")
     ev = tier.get("evaluations") or {}
@@ -152,22 +156,22 @@ def _tier(root: Any, tier: Mapping[str, Any]) -> None:
     if b:
         turn = "user turn" if b.get("user_turn") else "tool continuation (neutral)"
         node.add(f"B difficulty: delta {_num(b.get('delta'))} vs t2 {_num(b.get('t2'))} "
-                 f"({turn}) · streak {b.get('streak')}/{b.get('needed')}"
+                 f"({turn}) · streak {_e(b.get('streak'))}/{_e(b.get('needed'))}"
                  + (" → fires" if b.get("fires") else ""))
     c = ev.get("C")
     if c:
-        node.add(f"C strikes: {c.get('strikes')}/{c.get('needed')} in the last "
-                 f"{c.get('window_turns')} turns"
+        node.add(f"C strikes: {_e(c.get('strikes'))}/{_e(c.get('needed'))} in the last "
+                 f"{_e(c.get('window_turns'))} turns"
                  + (" · this turn strikes" if c.get("request_strike") else "")
                  + (" → fires" if c.get("fires") else ""))
     d = ev.get("deescalation")
     if d:
         node.add(f"de-escalation: cache {'cold' if d.get('cold') else 'warm'} · clean turns "
-                 f"{d.get('clean_turns')}/{d.get('needed')} · delta {_num(d.get('delta'))} "
+                 f"{_e(d.get('clean_turns'))}/{_e(d.get('needed'))} · delta {_num(d.get('delta'))} "
                  f"vs t1 {_num(d.get('t1'))}")
     caps = ev.get("caps")
     if caps:
-        node.add(f"caps at resolve: {caps.get('session_count')}/{caps.get('max_per_session')} "
+        node.add(f"caps at resolve: {_e(caps.get('session_count'))}/{_e(caps.get('max_per_session'))} "
                  f"escalations used · denied {_e(caps.get('denied') or 'no')}")
     if tier.get("shadow"):
         sh = tier["shadow"]
@@ -202,6 +206,9 @@ def _share(label: str, s: Any) -> str:
 def _caps(root: Any, caps: Mapping[str, Any]) -> None:
     warm = caps.get("warmup") or {}
     inverted = " inverted after state loss" if warm.get("inverted") else ""
+    if not caps or all(caps.get(k) is None for k in ("session_count", "share", "warmup")):
+        root.add("caps: not evaluated")
+        return
     root.add(f"caps: session count {_e(caps.get('session_count'))} · "
              f"{_share('share', caps.get('share'))} · "
              f"{_share('workspace', caps.get('workspace_share'))} · warm-up "

@@ -42,7 +42,7 @@ Direct = Callable[["Store", "Config", float], Awaitable[Any]]
 
 
 def url_option() -> Any:
-    return typer.Option(None, "--url", help="The sidecar's base URL (default from [server] "
+    return typer.Option(None, "--url", help="The sidecar's base URL (default from \\[server] "
                         "host and port, http://127.0.0.1:8787).")
 
 
@@ -52,7 +52,7 @@ def token_option() -> Any:
 
 
 def config_option() -> Any:
-    return typer.Option(None, "--config", help="Config file (for the URL and, with no sidecar "
+    return typer.Option(None, "--config", metavar="PATH", help="Config file (for the URL and, with no sidecar "
                         "running, the Redis store).")
 
 

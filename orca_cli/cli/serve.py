@@ -21,11 +21,11 @@ def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve_cmd(
         host: str | None = typer.Option(None, "--host", help="Bind address (default from "
-                                        "[server].host, 127.0.0.1)."),
-        port: int | None = typer.Option(None, "--port", help="Port (default [server].port, 8787)."),
+                                        "\\[server].host, 127.0.0.1)."),
+        port: int | None = typer.Option(None, "--port", help="Port (default \\[server].port, 8787)."),
         config: str | None = typer.Option(None, "--config", help="Config file."),
         allow_remote: bool = typer.Option(False, "--allow-remote", help="Allow a non-loopback "
-                                          "--host (needs [server].inbound_token)."),
+                                          "--host (needs \\[server].inbound_token)."),
         log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
         log_format: str = typer.Option("text", "--log-format", metavar="text|json",
                                        help="The request log on stdout: one aligned line per "

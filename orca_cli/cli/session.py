@@ -17,7 +17,7 @@ from orca_cli.cli.operator import (
     url_option,
 )
 from orca_cli.cli.output import out_console, print_json
-from orca_cli.cli.render import add_row, fmt_ttl, safe
+from orca_cli.cli.render import add_row, fmt_ttl, safe, short
 
 __all__ = ["register", "render_session", "render_sessions"]
 
@@ -98,11 +98,11 @@ def render_sessions(rows: list[Mapping[str, Any]]) -> Any:
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} session(s)", title_justify="left")
-    for col in ("session", "router", "tier", "reason", "escalations", "streak", "strikes",
+    for col in ("session", "router", "tier", "reason", "esc", "streak", "strikes",
                 "clean", "pending", "base pin", "strong pin", "ttl"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col, overflow="ellipsis", no_wrap=True)
     for v in rows:
-        add_row(table, v["session_id"], v["router"], v["tier"], v["reason"],
+        add_row(table, short(v["session_id"]), v["router"], v["tier"], v["reason"],
                       f"{v['escalation_count']}/{v.get('max_per_session', '?')}",
                       str(v["difficulty_streak"]), str(len(v["strikes"])), str(v["clean_turns"]),
                       _pending(v.get("pending")), _pin(v["pins"]["base"]),
