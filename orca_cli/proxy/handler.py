@@ -287,7 +287,7 @@ async def _finish(rt: Runtime, api: Api, raw: bytes, body: dict[str, Any], targe
     tier = plan.decision.tier
     rt.metrics.request(api, router_name or "", res.status, rt.clock.monotonic() - start, tier)
     if usage is not None:
-        rt.metrics.tokens(router_name or "", usage.prompt_tokens, usage.cached_tokens)
+        rt.metrics.tokens(router_name or "", usage.prompt_tokens, usage.cached_tokens, cost)
 
 
 def _trace(rt: Runtime, request_id: str, client_rid: str | None, now: float,
