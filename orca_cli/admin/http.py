@@ -12,6 +12,8 @@ did not answer). Nothing here answers 500.
     POST /orca/v1/sessions/{router}/{session}/escalate   {"once": bool, "reason": str, "actor": str}
     POST /orca/v1/sessions/{router}/{session}/reset      {"reason": str, "actor": str}
     GET  /orca/v1/explain/{request_id}
+    GET  /orca/v1/requests                         ?session=S&router=R&since=15m&after=TS&limit=20
+    GET  /orca/v1/status                           ?session=S&router=R   (orca statusline)
     GET  /orca/v1/pins                             ?session=S&router=R
     GET  /orca/v1/audit                            ?router=R&since=15m
     GET  /orca/v1/stats
@@ -30,12 +32,14 @@ from urllib.parse import parse_qs, unquote
 import orjson
 
 from orca_cli.admin import service as S
+from orca_cli.admin.requests import DEFAULT_LIMIT, recent_requests
+from orca_cli.admin.status import session_status
 from orca_cli.errors import AdminError, BadRequest, StoreUnavailable
 from orca_cli.proxy.guard import ClientGone, read_body
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.wire.errors import error_body
 
-__all__ = ["admin_handler", "MAX_ADMIN_BODY"]
+__all__ = ["MAX_ADMIN_BODY", "admin_handler"]
 
 log = logging.getLogger("orca")
 
@@ -148,6 +152,17 @@ async def _route(rt: Runtime, method: str, seg: list[str], params: dict[str, str
     elif head == "explain" and len(rest) == 1:
         want("GET")
         return await S.explain(store, rest[0], cfg)
+    elif head == "requests" and not rest:
+        want("GET")
+        limit = _float_param(params, "limit")
+        return await recent_requests(
+            store, session=params.get("session"), router=params.get("router"),
+            since=S.parse_since(params.get("since"), now), after=_float_param(params, "after"),
+            limit=int(limit) if limit is not None else DEFAULT_LIMIT)
+    elif head == "status" and not rest:
+        want("GET")
+        return await session_status(store, cfg, params.get("session", ""),
+                                    router=params.get("router"), now=now)
     elif head == "pins" and not rest:
         want("GET")
         return await S.pins_dump(store, cfg, session=params.get("session"),
@@ -160,7 +175,7 @@ async def _route(rt: Runtime, method: str, seg: list[str], params: dict[str, str
         want("GET")
         return await S.stats(cfg, store, now)
     raise AdminError(f"no admin endpoint {method} /orca/v1/{'/'.join(seg)}; see "
-                     "/orca/v1/sessions, /explain/<id>, /pins, /audit, /stats", status=404)
+                     "/orca/v1/sessions, /requests, /explain/<id>, /pins, /audit, /stats", status=404)
 
 
 async def admin_handler(rt: Runtime, scope: Scope, receive: Receive, send: Send) -> None:

@@ -317,6 +317,11 @@ async def explain(store: Store, request_id: str, cfg: Config | None = None) -> d
                             code="bad_request_id")
     trace = await store.get_trace(request_id)
     if trace is None:
+        from orca_cli.admin.requests import resolve_short_id
+
+        full = await resolve_short_id(store, request_id)
+        trace = await store.get_trace(full) if full != request_id else None
+    if trace is None:
         kept = ""
         if cfg is not None:
             kept = (f" (traces are kept {cfg.server.trace_ttl_s} s, at most "

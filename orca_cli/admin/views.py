@@ -16,6 +16,8 @@ from orca_cli.state.base import KeyEntry
 
 __all__ = [
     "SessionKeys",
+    "cache_clock",
+    "figures",
     "group_sessions",
     "member_text",
     "pin_rows",
@@ -24,7 +26,8 @@ __all__ = [
 ]
 
 SessionKeys = dict[str, KeyEntry]  # suffix ("tier", "pin:base", ...) -> entry
-_SESSION_KEYS = ("tier", "pin:base", "pin:strong", "chan:base", "chan:strong")
+_SESSION_KEYS = ("tier", "pin:base", "pin:strong", "chan:base", "chan:strong", "figures")
+_FIGURES = ("requests", "side_requests", "prompt_tokens", "cached_tokens", "output_tokens")
 
 
 def ttl(entry: KeyEntry | None) -> float | None:
@@ -97,6 +100,8 @@ def session_view(cfg: Config, router: str, session: str, keys: Mapping[str, KeyE
         "pins": {t: _model_pin(keys.get(f"pin:{t}")) for t in ("base", "strong")},
         "channel_pins": {t: _channel_pin(keys.get(f"chan:{t}")) for t in ("base", "strong")},
         "ttl_s": ttl(tier_e),
+        "figures": figures(keys.get("figures")),
+        "cache_clock_s": cache_clock(keys, st.tier),
         # extras
         "trigger": st.trigger or None,
         "max_per_session": esc.max_per_session,
@@ -111,6 +116,22 @@ def session_view(cfg: Config, router: str, session: str, keys: Mapping[str, KeyE
                           "difficulty_streak": st.shadow.streak,
                           "strikes": len(st.shadow.strikes)}
     return view
+
+
+def figures(entry: KeyEntry | None) -> dict[str, Any]:
+    """The session's running totals (SPEC §15), zeros before its first billed success."""
+    raw = entry.value if entry is not None and isinstance(entry.value, Mapping) else {}
+    out: dict[str, Any] = {k: int(float(raw.get(k, 0) or 0)) for k in _FIGURES}
+    out["cost_usd"] = round(float(raw.get("cost_usd", 0) or 0), 8)
+    prompt = out["prompt_tokens"]
+    out["cached_share"] = round(out["cached_tokens"] / prompt, 4) if prompt else None
+    return out
+
+
+def cache_clock(keys: Mapping[str, KeyEntry], tier: str) -> float | None:
+    """Seconds until the session's pinned cache goes cold: the channel pin of the tier it is
+    in lives one cache window from its last success (None when no pin is left)."""
+    return ttl(keys.get(f"chan:{tier}") or keys.get("chan:base"))
 
 
 def pin_rows(session_entries: Iterable[KeyEntry],

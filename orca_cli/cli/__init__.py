@@ -35,6 +35,25 @@ def _root(
     escalates to a frontier model only on corroborated evidence, inside hard caps."""
 
 
+def _plain_help_types() -> None:
+    """Help without typer's Python type tags (`<bool>`, `<str>`): a flag takes no value, and
+    a value is named by its metavar or its option name in capitals (`--url URL`)."""
+    from typer.core import TyperArgument, TyperOption
+
+    def option_type(self: TyperOption, ctx: object) -> str | None:
+        if self.metavar is not None:
+            return self.metavar
+        if self.is_flag or self.count:
+            return None
+        return (self.name or "value").upper()
+
+    def argument_type(self: TyperArgument, ctx: object) -> str | None:
+        return None  # the argument's own column already names it
+
+    TyperOption.display_type_rich = option_type  # type: ignore[method-assign]
+    TyperArgument.display_type_rich = argument_type  # type: ignore[method-assign,assignment]
+
+
 def _register() -> None:
     from orca_cli.cli import (
         audit,
@@ -46,17 +65,20 @@ def _register() -> None:
         init_cmd,
         pins,
         replay,
+        requests,
         score,
         serve,
         session,
         stats,
+        statusline,
     )
 
-    for mod in (serve, demo, init_cmd, config_cmd, score, explain, session, escalate, pins,
-                audit, stats, replay, doctor):
+    for mod in (serve, demo, init_cmd, config_cmd, score, explain, requests, session, escalate,
+                pins, audit, stats, statusline, replay, doctor):
         mod.register(app)
 
 
+_plain_help_types()
 _register()
 
 

@@ -10,7 +10,7 @@ import typer
 
 from orca_cli.cli.operator import Operator, config_option, json_option, router_option, url_option
 from orca_cli.cli.output import out_console, print_json
-from orca_cli.cli.render import add_row, fmt_ts
+from orca_cli.cli.render import add_row, fmt_ts, short
 
 __all__ = ["register", "render_audit"]
 
@@ -48,7 +48,7 @@ def render_audit(events: list[Mapping[str, Any]]) -> Any:
         keep = col in ("time", "event", "actor")  # the columns a reader scans must not wrap
         table.add_column(col, overflow="fold", no_wrap=keep)
     for e in events:
-        add_row(table, fmt_ts(e.get("ts")), e.get("router") or "-", e.get("session") or "-",
+        add_row(table, fmt_ts(e.get("ts")), e.get("router") or "-", short(e.get("session")),
                 e.get("event"), e.get("trigger") or "-", e.get("reason") or "-",
                 e.get("actor") or "-", e.get("request_id") or "-")
     return table

@@ -1,4 +1,6 @@
-"""`orca explain REQUEST_ID [--json]` (SPEC §1.1, §8): the stored trace as a tree.
+"""`orca explain REQUEST_ID|last [--session S] [--json]` (SPEC §1.1, §8, §15): the stored
+trace as a tree. `last` (or no id) explains the newest request, of `--session` when given:
+real agents never show the response headers that carry the request id.
 
 The trace is rendered as stored, never recomputed: the tier decision and why, each trigger's
 evaluation, the per-feature difficulty contributions, the cap state, the pin reads, the
@@ -13,7 +15,14 @@ from typing import Any
 
 import typer
 
-from orca_cli.cli.operator import Operator, config_option, json_option, url_option
+from orca_cli.cli.operator import (
+    Operator,
+    config_option,
+    json_option,
+    router_option,
+    token_option,
+    url_option,
+)
 from orca_cli.cli.output import out_console, print_json
 
 __all__ = ["register", "render_trace"]
@@ -22,31 +31,56 @@ __all__ = ["register", "render_trace"]
 def register(app: typer.Typer) -> None:
     @app.command("explain")
     def explain_cmd(
-        request_id: str = typer.Argument(..., metavar="REQUEST_ID",
-                                         help="orca's X-Orca-Request-Id or the client's "
-                                              "X-Request-Id."),
+        request_id: str | None = typer.Argument(
+            None, metavar="[REQUEST_ID|last]",
+            help="orca's X-Orca-Request-Id (or its first 8 hex digits, as `orca requests` "
+                 "prints it), the client's X-Request-Id, or last (the default)."),
+        session: str | None = typer.Option(None, "--session", "-s",
+                                           help="Explain this session's newest request."),
+        router: str | None = router_option(),
         as_json: bool = json_option(),
         url: str | None = url_option(),
+        token: str | None = token_option(),
         config: str | None = config_option(),
     ) -> None:
-        """Explain one routing decision by request id.
+        """Explain one routing decision: the newest request, or one by id.
 
         \b
         Example:
+            orca explain last
+            orca explain --session my-agent
             orca explain req_3f2a9c0e1b7d4a6f8e2c1d0b
-            orca explain my-client-id-42 --json
+            orca explain 3f2a9c0e --json
         """
-        trace = Operator(url, config).explain(request_id)
+        op = Operator(url, config, token=token)
+        trace = _find(op, request_id, session, router)
         if as_json:
             print_json(trace)
         else:
             out_console().print(render_trace(trace))
 
 
+def _find(op: Operator, request_id: str | None, session: str | None,
+          router: str | None) -> Any:
+    from orca_cli.cli.output import fail
+
+    if request_id in (None, "last") or session is not None:
+        if request_id not in (None, "last"):
+            fail("pass a REQUEST_ID or --session, not both", 2)
+        found = op.requests(session=session, router=router, limit=1)
+        if not found:
+            whose = f" for session {session!r}" if session else ""
+            fail(f"no request found{whose}: send one through the sidecar first (traces are "
+                 "kept [server].trace_ttl_s)")
+        return found[0]
+    return op.explain(request_id)
+
+
 def _e(value: Any) -> str:
+    """Stored data as plain text for the tree: never markup, and `-` for a missing value."""
     from rich.markup import escape
 
-    return escape(str(value))
+    return "-" if value is None else escape(str(value))
 
 
 def _short(value: Any, limit: int = 20) -> str:
@@ -69,7 +103,7 @@ def render_trace(t: Mapping[str, Any]) -> Any:
                if t.get("session_id") else "no session")
     root = Tree(f"[bold]{_e(t.get('request_id'))}[/]{client} · router "
                 f"{_e(t.get('router') or '-')} · {session} · {_e(t.get('inbound_api'))} · "
-                f"model {_e(t.get('requested_model'))} · status {_e(t.get('status'))} · "
+                f"model {_e(t.get('requested_model') or None)} · status {_e(t.get('status'))} · "
                 f"{_num(t.get('latency_ms'), 1)} ms")
     if t.get("error"):
         root.add(f"[red]error[/]: {_e(t['error'])}")
@@ -89,8 +123,8 @@ def render_trace(t: Mapping[str, Any]) -> Any:
                      f"#{_e(a.get('key_index'))} → {_e(a.get('status'))} in "
                      f"{_num(a.get('latency_ms'), 1)} ms{err}")
     u = t.get("usage")
-    usage = (f"prompt {u.get('prompt_tokens')} (cached {u.get('cached_tokens')}, cache write "
-             f"{u.get('cache_write_tokens')}) · output {u.get('output_tokens')}"
+    usage = (f"prompt {_e(u.get('prompt_tokens'))} (cached {_e(u.get('cached_tokens'))}, cache write "
+             f"{_e(u.get('cache_write_tokens'))}) · output {_e(u.get('output_tokens'))}"
              if u else "no usage reported")
     root.add(f"usage: {usage} · cost ${_num(t.get('cost_usd'), 6)} · cache "
              f"{_e(t.get('cache') or '-')}")
@@ -107,6 +141,9 @@ def render_trace(t: Mapping[str, Any]) -> Any:
 
 def _tier(root: Any, tier: Mapping[str, Any]) -> None:
     trigger = f" (trigger {_e(tier['trigger'])})" if tier.get("trigger") else ""
+    if tier.get("decision") is None:
+        root.add("[bold]tier: none[/] (refused before routing)")
+        return
     node = root.add(f"[bold]tier: {_e(tier.get('decision'))}; reason={_e(tier.get('reason'))}"
                     f"[/]{trigger}")
     ev = tier.get("evaluations") or {}
@@ -119,22 +156,22 @@ def _tier(root: Any, tier: Mapping[str, Any]) -> None:
     if b:
         turn = "user turn" if b.get("user_turn") else "tool continuation (neutral)"
         node.add(f"B difficulty: delta {_num(b.get('delta'))} vs t2 {_num(b.get('t2'))} "
-                 f"({turn}) · streak {b.get('streak')}/{b.get('needed')}"
+                 f"({turn}) · streak {_e(b.get('streak'))}/{_e(b.get('needed'))}"
                  + (" → fires" if b.get("fires") else ""))
     c = ev.get("C")
     if c:
-        node.add(f"C strikes: {c.get('strikes')}/{c.get('needed')} in the last "
-                 f"{c.get('window_turns')} turns"
+        node.add(f"C strikes: {_e(c.get('strikes'))}/{_e(c.get('needed'))} in the last "
+                 f"{_e(c.get('window_turns'))} turns"
                  + (" · this turn strikes" if c.get("request_strike") else "")
                  + (" → fires" if c.get("fires") else ""))
     d = ev.get("deescalation")
     if d:
         node.add(f"de-escalation: cache {'cold' if d.get('cold') else 'warm'} · clean turns "
-                 f"{d.get('clean_turns')}/{d.get('needed')} · delta {_num(d.get('delta'))} "
+                 f"{_e(d.get('clean_turns'))}/{_e(d.get('needed'))} · delta {_num(d.get('delta'))} "
                  f"vs t1 {_num(d.get('t1'))}")
     caps = ev.get("caps")
     if caps:
-        node.add(f"caps at resolve: {caps.get('session_count')}/{caps.get('max_per_session')} "
+        node.add(f"caps at resolve: {_e(caps.get('session_count'))}/{_e(caps.get('max_per_session'))} "
                  f"escalations used · denied {_e(caps.get('denied') or 'no')}")
     if tier.get("shadow"):
         sh = tier["shadow"]
@@ -169,6 +206,9 @@ def _share(label: str, s: Any) -> str:
 def _caps(root: Any, caps: Mapping[str, Any]) -> None:
     warm = caps.get("warmup") or {}
     inverted = " inverted after state loss" if warm.get("inverted") else ""
+    if not caps or all(caps.get(k) is None for k in ("session_count", "share", "warmup")):
+        root.add("caps: not evaluated")
+        return
     root.add(f"caps: session count {_e(caps.get('session_count'))} · "
              f"{_share('share', caps.get('share'))} · "
              f"{_share('workspace', caps.get('workspace_share'))} · warm-up "

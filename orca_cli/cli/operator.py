@@ -3,11 +3,15 @@ or — with the Redis backend and no sidecar answering — the store itself.
 
 `Operator` offers one method per admin call. The first call decides the way in:
 
-1. the admin API at `--url` (default `http://[server].host:[server].port`) with the token
-   `orca serve` wrote (`$XDG_STATE_HOME/orca/admin.token`), over httpx;
+1. the admin API of the sidecar found from `--url`, `$ORCA_URL`, the running sidecars'
+   records (`proxy/token.py`), then the config's `[server]` host and port, in that order
+   (stderr says which), with `--token` or the token that sidecar wrote, over httpx;
 2. when nothing listens there (or no token file exists) and `[state].backend = "redis"`, the
    store opened with `open_store` and the same `orca_cli.admin.service` functions;
 3. with the memory backend, a clear error: that state lives inside the `orca serve` process.
+
+The config is loaded without requiring the provider keys it names (`${ANTHROPIC_API_KEY}`
+unset in the operator's shell is fine): these commands never call a provider.
 
 Errors become one sentence on stderr and an exit code: 1 for a failure or refusal, 2 for a
 usage problem (a bad parameter, an ambiguous session).
@@ -29,7 +33,7 @@ if TYPE_CHECKING:
     from orca_cli.state.base import Store
 
 __all__ = ["Operator", "config_option", "json_option", "pick_session", "router_option",
-           "url_option"]
+           "token_option", "url_option"]
 
 CLI_ACTOR = "cli"
 HTTP_TIMEOUT_S = 10.0
@@ -38,12 +42,17 @@ Direct = Callable[["Store", "Config", float], Awaitable[Any]]
 
 
 def url_option() -> Any:
-    return typer.Option(None, "--url", help="The sidecar's base URL (default from [server] "
+    return typer.Option(None, "--url", help="The sidecar's base URL (default from \\[server] "
                         "host and port, http://127.0.0.1:8787).")
 
 
+def token_option() -> Any:
+    return typer.Option(None, "--token", envvar="ORCA_ADMIN_TOKEN",
+                        help="The admin token (default: the one the sidecar wrote).")
+
+
 def config_option() -> Any:
-    return typer.Option(None, "--config", help="Config file (for the URL and, with no sidecar "
+    return typer.Option(None, "--config", metavar="PATH", help="Config file (for the URL and, with no sidecar "
                         "running, the Redis store).")
 
 
@@ -55,6 +64,24 @@ def json_option() -> Any:
     return typer.Option(False, "--json", help="Print one JSON document.")
 
 
+class _OperatorEnviron(dict[str, str]):
+    """The environment for loading the config of an operator command: a `${VAR}` that is
+    unset (a provider key the operator's shell does not hold) reads as a placeholder, since
+    these commands never call a provider. The variables that locate the config stay real."""
+
+    _REAL = frozenset({"ORCA_CONFIG", "XDG_CONFIG_HOME", "HOME"})
+
+    def __init__(self) -> None:
+        import os
+
+        super().__init__(os.environ)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in self or key in self._REAL:
+            return super().get(key, default)
+        return f"unset-{key}"
+
+
 def _exit_code(status: int) -> int:
     return EXIT_USAGE if status in (400, 405) else EXIT_FAIL
 
@@ -62,11 +89,13 @@ def _exit_code(status: int) -> int:
 class Operator:
     """One command's way to the state; see the module docstring for the order tried."""
 
-    def __init__(self, url: str | None = None, config: str | None = None) -> None:
+    def __init__(self, url: str | None = None, config: str | None = None, *,
+                 token: str | None = None) -> None:
         self._url_opt = url
         self._config_path = config
         self._cfg: Config | None = None
         self._mode: str | None = None  # "http" | "direct"
+        self._token_opt = token
         self._token: str | None = None
         self.url = ""
 
@@ -79,14 +108,12 @@ class Operator:
             from orca_cli.errors import ConfigError
 
             try:
-                self._cfg = load(self._config_path)
+                self._cfg = load(self._config_path, environ=_OperatorEnviron())
             except ConfigError as exc:
                 fail(str(exc))
         return self._cfg
 
-    def _base_url(self) -> str:
-        if self._url_opt:
-            return self._url_opt.rstrip("/")
+    def _config_url(self) -> str:
         host, port = self.cfg.server.host, self.cfg.server.port
         if host in ("0.0.0.0", "::", "[::]", ""):
             host = "127.0.0.1"
@@ -105,10 +132,12 @@ class Operator:
         """Pick the way in once: HTTP when a token file exists, else the direct fallback."""
         if self._mode is not None:
             return
-        from orca_cli.proxy.token import admin_token_path, read_admin_token
+        from orca_cli.proxy.token import admin_token_path, find_sidecar
 
-        self.url = self._base_url()
-        self._token = read_admin_token()
+        url, self._token, how = find_sidecar(self._url_opt, self._token_opt)
+        self.url = url or self._config_url()
+        if how != "--url":
+            sys.stderr.write(f"orca: sidecar {self.url} (from {how})\n")
         if self._token is None:
             self._fallback(f"no admin token at {admin_token_path()} (is `orca serve` running?)")
         else:
@@ -143,8 +172,9 @@ class Operator:
         if r.status_code == 401:
             from orca_cli.proxy.token import admin_token_path
 
-            fail(f"the sidecar at {self.url} refused the admin token in {admin_token_path()}; "
-                 "it belongs to another `orca serve` run: restart the sidecar or pass --url")
+            fail(f"the sidecar at {self.url} refused the admin token (from --token, its "
+                 f"record or {admin_token_path()}); it belongs to another `orca serve` run: "
+                 "pass --url and --token, or restart the sidecar")
         try:
             doc = r.json()
         except ValueError:
@@ -255,6 +285,19 @@ class Operator:
 
         return self._call("GET", f"/orca/v1/explain/{quote(request_id, safe='')}", None, None,
                           lambda st, cfg, now: S.explain(st, request_id, cfg))
+
+    def requests(self, *, session: str | None = None, router: str | None = None,
+                 since: str | None = None, after: float | None = None,
+                 limit: int = 20) -> Any:
+        from orca_cli.admin import service as S
+        from orca_cli.admin.requests import recent_requests
+
+        return self._call("GET", "/orca/v1/requests",
+                          {"session": session, "router": router, "since": since,
+                           "after": after, "limit": limit}, None,
+                          lambda st, cfg, now: recent_requests(
+                              st, session=session, router=router,
+                              since=S.parse_since(since, now), after=after, limit=limit))
 
     def pins(self, session: str | None, router: str | None) -> Any:
         from orca_cli.admin import service as S

@@ -10,7 +10,7 @@ import typer
 
 from orca_cli.cli.operator import Operator, config_option, json_option, router_option, url_option
 from orca_cli.cli.output import out_console, print_json
-from orca_cli.cli.render import add_row, fmt_ttl
+from orca_cli.cli.render import add_row, fmt_ttl, short
 
 __all__ = ["register", "render_pins"]
 
@@ -57,6 +57,7 @@ def render_pins(rows: list[Mapping[str, Any]]) -> Any:
     for col in ("kind", "router", "session", "tier", "value", "ttl"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        who = r.get("session") or f"prefix {str(r.get('prefix', ''))[:16]}"
+        who = short(r.get("session")) if r.get("session") else \
+            f"prefix {str(r.get('prefix', ''))[:16]}"
         add_row(table, r["kind"], r["router"], who, r["tier"], _value(r), fmt_ttl(r.get("ttl_s")))
     return table

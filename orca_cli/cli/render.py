@@ -8,13 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["add_row", "fmt_ts", "fmt_ttl", "safe"]
+__all__ = ["ID_WIDTH", "add_row", "fmt_ts", "fmt_ttl", "safe", "short"]
+
+ID_WIDTH = 20  # a table shows this much of a long id; --json carries the full one
 
 
 def safe(value: Any) -> str:
     from rich.markup import escape
 
     return escape(str(value))
+
+
+def short(value: Any, width: int = ID_WIDTH) -> str:
+    """A long id cut to `width` with `…`, so table rows stay one line each."""
+    text = "-" if value is None else str(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def add_row(table: Any, *cells: Any) -> None:

@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
         config: str | None = typer.Option(None, "--config", help="Config file (weights, caps)."),
     ) -> None:
-        """Score one request body: full transcript and delta, per feature (SPEC §4).
+        """Score one request body: full transcript and delta, per feature.
 
         \b
         Example:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 import typer
 
 from orca_cli.cli.output import fail
@@ -18,19 +21,28 @@ def register(app: typer.Typer) -> None:
     @app.command("serve")
     def serve_cmd(
         host: str | None = typer.Option(None, "--host", help="Bind address (default from "
-                                        "[server].host, 127.0.0.1)."),
-        port: int | None = typer.Option(None, "--port", help="Port (default [server].port, 8787)."),
+                                        "\\[server].host, 127.0.0.1)."),
+        port: int | None = typer.Option(None, "--port", help="Port (default \\[server].port, 8787)."),
         config: str | None = typer.Option(None, "--config", help="Config file."),
         allow_remote: bool = typer.Option(False, "--allow-remote", help="Allow a non-loopback "
-                                          "--host (needs [server].inbound_token)."),
+                                          "--host (needs \\[server].inbound_token)."),
         log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
+        log_format: str = typer.Option("text", "--log-format", metavar="text|json",
+                                       help="The request log on stdout: one aligned line per "
+                                            "request (coloured on a terminal) or JSON lines."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No request log."),
     ) -> None:
         """Start the sidecar proxy next to your coding agent.
+
+        Each finished request prints one line on stdout (time, request id, session, router,
+        tier and reason, model@channel#key, status, latency, cached share, cost); the start-up
+        lines and warnings go to stderr.
 
         \b
         Example:
             orca serve
             orca serve --port 8788 --config ./orca.toml
+            orca serve --log-format json | jq .
         """
         from orca_cli.config.load import is_loopback_host, load
         from orca_cli.errors import ConfigError
@@ -51,10 +63,13 @@ def register(app: typer.Typer) -> None:
             if not cfg.server.inbound_token:
                 fail("a non-loopback --host needs [server].inbound_token (clients then send it "
                      "as Authorization: Bearer … or x-api-key)")
-        _run(cfg, bind, bind_port, log_level)
+        if log_format not in ("text", "json"):
+            fail(f"--log-format must be text or json, got {log_format!r}", 2)
+        _run(cfg, bind, bind_port, log_level, None if quiet else log_format)
 
 
-def _run(cfg: object, host: str, port: int, log_level: str) -> None:
+def _run(cfg: object, host: str, port: int, log_level: str,
+         log_format: str | None = "text") -> None:
     import asyncio
     import gc
     import logging
@@ -82,6 +97,10 @@ def _run(cfg: object, host: str, port: int, log_level: str) -> None:
                        trace_ttl_s=cfg.server.trace_ttl_s)
     token = write_admin_token()
     rt = Runtime.build(cfg, store, clock=clock, admin_token=token)
+    if log_format is not None:
+        from orca_cli.trace.log import RequestLog
+
+        rt.trace_sinks.append(RequestLog(fmt="json" if log_format == "json" else "text").emit)
     policy = GuardPolicy.from_config(cfg.server, port=real_port, admin_token=token)
     app = OrcaApp(rt, policy, admin=admin_handler)
     shown = f"[{host}]" if ":" in host else host
@@ -100,4 +119,27 @@ def _run(cfg: object, host: str, port: int, log_level: str) -> None:
     # rather than 700 (measured: 15-24 µs a request in collections at the default, 5-6).
     gc.freeze()
     gc.set_threshold(20_000, 50, 100)
-    asyncio.run(server.serve(sockets=[sock]))
+    with _sidecar_record(host, real_port, token, cfg.source):
+        asyncio.run(server.serve(sockets=[sock]))
+
+
+@contextlib.contextmanager
+def _sidecar_record(host: str, port: int, token: str, config: str | None) -> Iterator[None]:
+    """This sidecar's record (URL, pid, token) for the operator CLI, removed on exit."""
+    import os
+    import time
+
+    from orca_cli.proxy.token import (
+        SidecarRecord,
+        remove_sidecar_record,
+        write_sidecar_record,
+    )
+
+    near = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    shown = f"[{near}]" if ":" in near else near
+    write_sidecar_record(SidecarRecord(url=f"http://{shown}:{port}", port=port, pid=os.getpid(),
+                                       token=token, config=config, started_at=time.time()))
+    try:
+        yield
+    finally:
+        remove_sidecar_record(port, os.getpid())

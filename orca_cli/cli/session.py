@@ -17,7 +17,7 @@ from orca_cli.cli.operator import (
     url_option,
 )
 from orca_cli.cli.output import out_console, print_json
-from orca_cli.cli.render import add_row, fmt_ttl, safe
+from orca_cli.cli.render import add_row, fmt_ttl, safe, short
 
 __all__ = ["register", "render_session", "render_sessions"]
 
@@ -90,15 +90,19 @@ def _pending(p: Mapping[str, Any] | None) -> str:
     return f"{p['ask']} by {p.get('actor') or '?'}{why}"
 
 
+def _pct(share: Any) -> str:
+    return "-" if not isinstance(share, (int, float)) else f"{share:.0%}"
+
+
 def render_sessions(rows: list[Mapping[str, Any]]) -> Any:
     from rich.table import Table
 
     table = Table(title=f"{len(rows)} session(s)", title_justify="left")
-    for col in ("session", "router", "tier", "reason", "escalations", "streak", "strikes",
+    for col in ("session", "router", "tier", "reason", "esc", "streak", "strikes",
                 "clean", "pending", "base pin", "strong pin", "ttl"):
-        table.add_column(col, overflow="fold")
+        table.add_column(col, overflow="ellipsis", no_wrap=True)
     for v in rows:
-        add_row(table, v["session_id"], v["router"], v["tier"], v["reason"],
+        add_row(table, short(v["session_id"]), v["router"], v["tier"], v["reason"],
                       f"{v['escalation_count']}/{v.get('max_per_session', '?')}",
                       str(v["difficulty_streak"]), str(len(v["strikes"])), str(v["clean_turns"]),
                       _pending(v.get("pending")), _pin(v["pins"]["base"]),
@@ -126,6 +130,17 @@ def render_session(v: Mapping[str, Any]) -> Any:
         add_row(table, f"{tier} model pin", _pin(v["pins"][tier]))
         add_row(table, f"{tier} channel pin", _chan(v["channel_pins"][tier]))
     add_row(table, "tier state ttl", fmt_ttl(v.get("ttl_s")))
+    f = v.get("figures")
+    if isinstance(f, Mapping):
+        add_row(table, "requests", f"{f['requests']} (+ {f['side_requests']} side requests)")
+        share = f.get("cached_share")
+        add_row(table, "tokens", f"prompt {f['prompt_tokens']:,} (cached "
+                                 f"{f['cached_tokens']:,}, {_pct(share)}) · output "
+                                 f"{f['output_tokens']:,}")
+        add_row(table, "cost so far", f"${f['cost_usd']:.6f}")
+    clock = v.get("cache_clock_s")
+    add_row(table, "cache clock", "cold (no pinned cache)" if clock is None
+            else f"{clock:.0f} s until the pinned cache goes cold")
     if v.get("shadow"):
         sh = v["shadow"]
         add_row(table, "shadow", f"{sh['tier']} (streak {sh['difficulty_streak']}, strikes "

@@ -74,6 +74,16 @@ def _by(d: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted((d or {}).items())) or "-"
 
 
+def _cap(share: Mapping[str, Any]) -> str:
+    """The cap, and whether it is enforced yet: below `warmup_requests` requests in the window
+    the share cap does not apply, so a strong share above it is allowed then."""
+    text = _pct(share.get("cap"))
+    total, warmup = share.get("total"), share.get("warmup_requests")
+    if isinstance(total, (int, float)) and isinstance(warmup, int) and total < warmup:
+        return f"{text}, warm-up {int(total)}/{warmup}"
+    return text
+
+
 def render_stats(doc: Mapping[str, Any]) -> Any:
     from rich.table import Table
 
@@ -84,7 +94,7 @@ def render_stats(doc: Mapping[str, Any]) -> Any:
         table.add_column(col, justify="left" if col == "router" else "right")
     for name, r in doc.get("routers", {}).items():
         share = r.get("share") or {}
-        cap = "off" if r.get("mode") == "off" else _pct(share.get("cap"))
+        cap = "off" if r.get("mode") == "off" else _cap(share)
         add_row(table, name, r["requests"], _pct(r["strong_share"]), cap,
                 f"{r['escalations']} ({_by(r.get('escalations_by_trigger'))})",
                 f"{r['denials']} ({_by(r.get('denials_by_cap'))})",
@@ -93,4 +103,8 @@ def render_stats(doc: Mapping[str, Any]) -> Any:
     ws = doc.get("workspace", {})
     table.caption = (f"workspace: {ws.get('requests', 0)} requests, "
                      f"{_pct(ws.get('strong_share'))} served strong (cap {_pct(ws.get('cap'))})")
+    if any("warm-up" in _cap(r.get("share") or {}) for r in doc.get("routers", {}).values()
+           if r.get("mode") != "off"):
+        table.caption += ("\nwarm-up: a router's share cap applies once its window holds "
+                          "warmup_requests requests; until then the strong share may exceed it")
     return table

@@ -114,4 +114,5 @@ async def _finish(rt: Runtime, turn: Turn) -> None:
     tier = turn.plan.decision.tier if turn.plan is not None else ""
     rt.metrics.request(turn.api, router, turn.outcome.status, latency_ms / 1000, tier)
     if done.usage is not None:
-        rt.metrics.tokens(router, done.usage.prompt_tokens, done.usage.cached_tokens)
+        rt.metrics.tokens(router, done.usage.prompt_tokens, done.usage.cached_tokens,
+                          done.cost)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["BUCKETS", "CONTENT_TYPE", "Metrics"]
 
@@ -48,6 +49,8 @@ class Metrics:
         self._upstream: dict[Key, int] = {}
         self._prompt: dict[Key, int] = {}
         self._cached: dict[Key, int] = {}
+        self._cache_hits: dict[Key, int] = {}  # billed responses that read the cache
+        self._cost: dict[Key, float] = {}
         self._degraded = False
 
     def request(self, path_api: str, router: str, status: int, latency_s: float, tier: str) -> None:
@@ -87,11 +90,14 @@ class Metrics:
             status = int(status)  # "503" and 503 are one series
         _bump(self._upstream, (channel, status), 1, self._max)
 
-    def tokens(self, router: str, prompt: int, cached: int) -> None:
-        """Usage of one billed response: prompt tokens and the cached part of them."""
+    def tokens(self, router: str, prompt: int, cached: int, cost_usd: float = 0.0) -> None:
+        """Usage of one billed response: prompt tokens, the cached part of them (a response
+        with any counts as a cache hit) and its cost."""
         key: Key = (router,)
         _bump(self._prompt, key, prompt, self._max)
         _bump(self._cached, key, cached, self._max)
+        _bump(self._cache_hits, key, 1 if cached > 0 else 0, self._max)
+        _bump(self._cost, key, cost_usd, self._max)
 
     def store_degraded(self, flag: bool) -> None:
         """Whether the state store is currently unreachable (serving degraded)."""
@@ -124,6 +130,12 @@ class Metrics:
         _family(out, "orca_cached_tokens_total", "counter",
                 "Prompt tokens read from the provider's cache, by router.",
                 ("router",), self._cached.items())
+        _family(out, "orca_cache_hits_total", "counter",
+                "Billed responses that read prompt tokens from the provider's cache, by router.",
+                ("router",), self._cache_hits.items())
+        _family(out, "orca_cost_usd_total", "counter",
+                "Estimated cost of billed responses in US dollars, by router.",
+                ("router",), ((k, _num(v)) for k, v in self._cost.items()))
         out.append("# HELP orca_strong_share Share of requests served on the strong tier, by "
                    "router.")
         out.append("# TYPE orca_strong_share gauge")
@@ -136,14 +148,14 @@ class Metrics:
         return "\n".join(out).encode()
 
 
-def _bump(counter: dict[Key, int], key: Key, by: int, cap: int) -> None:
+def _bump(counter: dict[Key, Any], key: Key, by: float, cap: int) -> None:
     if key not in counter and len(counter) >= cap:
         key = (_OTHER,) * len(key)
     counter[key] = counter.get(key, 0) + by
 
 
 def _family(out: list[str], name: str, kind: str, help_text: str, names: tuple[str, ...],
-            samples: Iterable[tuple[Key, int]]) -> None:
+            samples: Iterable[tuple[Key, int | str]]) -> None:
     out.append(f"# HELP {name} {help_text}")
     out.append(f"# TYPE {name} {kind}")
     for key, value in samples:

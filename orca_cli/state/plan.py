@@ -46,13 +46,15 @@ from orca_cli.state.base import (
 )
 
 __all__ = ["TurnOutcome", "PlanContext", "TierMutate", "build_commit", "settle_batch",
-           "LONG_PIN_S", "STATS_TTL_S", "RECENT_MAX", "SETTLE_SUFFIX", "audit_event"]
+           "LONG_PIN_S", "STATS_TTL_S", "RECENT_MAX", "SETTLE_SUFFIX", "FIGURES_KEY",
+           "audit_event", "figures_ops"]
 
 LONG_PIN_S = 30 * 86400
 STATS_TTL_S = 8 * 86400
 RECENT_MAX = 1000  # most recently active sessions kept per router
 SHARE_TTL_PAD_S = 3600
 SETTLE_SUFFIX = ":settle"  # the follow-up commit's id (its own idempotency marker)
+FIGURES_KEY = "figures"  # the session's running totals (SPEC §15), a hash in its slot
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +201,9 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
         pin = {"channel": outcome.channel, "key_index": outcome.key_index,
                "key_fp": outcome.key_fp}
         ops.append(SetOp(f"chan:{served}", orjson.dumps(pin).decode(), outcome.window_s))
+    ops += figures_ops(outcome, max(float(ctx.esc.tier_ttl_s), outcome.window_s,
+                                    float(LONG_PIN_S) if ctx.explicit_session
+                                    and ctx.durable_store else 0.0))
     mutate = None
     if decision is not None and decision.evaluated:
         intents = _with_response(decision.intents, outcome.response_strikes)
@@ -208,6 +213,19 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
     return SlotWrite(SlotRef.of_session(ctx.router, ctx.session), tuple(ops), mutate=mutate,
                      expected_version=snapshot.tier_version, base_doc=snapshot.tier,
                      tier_ttl_s=ctx.esc.tier_ttl_s)
+
+
+def figures_ops(outcome: TurnOutcome, ttl_s: float, *, side: bool = False) -> tuple[Op, ...]:
+    """The session's running totals (SPEC §15: cost so far, prompt and cached tokens,
+    requests, side requests), incremented in the session slot by each billed success; they
+    live as long as the session's longest-lived key. A side request counts under
+    `side_requests` and writes nothing else of the session's."""
+    key = FIGURES_KEY
+    return (HIncrOp(key, "side_requests" if side else "requests", 1, ttl_s),
+            HIncrOp(key, "prompt_tokens", outcome.prompt_tokens, ttl_s),
+            HIncrOp(key, "cached_tokens", outcome.cached_tokens, ttl_s),
+            HIncrOp(key, "output_tokens", outcome.output_tokens, ttl_s),
+            HIncrOp(key, "cost_usd", outcome.cost_usd, ttl_s))
 
 
 class TierMutate:

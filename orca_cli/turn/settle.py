@@ -52,6 +52,7 @@ class Settled:
     # Degraded store, billed success: the pin to remember in process (model, channel pin).
     degraded_pin: tuple[str, dict[str, Any], float] | None = None
     usage: Usage | None = None
+    cost: float = 0.0
 
 
 def _served(cfg: Config, turn: Turn) -> Served:
@@ -86,7 +87,7 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
             pin = (att.model, {"channel": att.channel, "key_index": att.key_index,
                                "key_fp": sv.key_fp}, sv.window_s)
         return Settled(CommitBatch(turn.request_id, trace=trace), degraded_pin=pin,
-                       usage=sv.usage)
+                       usage=sv.usage, cost=sv.cost)
     strikes = out.tap.signals() if (billed and out.tap is not None) else ()
     ctx = _context(cfg, turn, esc, sv, billed=billed, strike=bool(strikes), durable=durable)
     usage = sv.usage
@@ -106,7 +107,7 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
     # Racing identical escalations merge: only the commit that changed the tier audits it.
     # The settle runs once the result is known, after a re-send too if the commit is held.
     return Settled(replace(batch, trace=trace), follow_up=partial(settle_batch, ctx, batch),
-                   usage=usage)
+                   usage=usage, cost=sv.cost)
 
 
 def _context(cfg: Config, turn: Turn, esc: EscalationConfig, sv: Served, *, billed: bool,

@@ -31,6 +31,7 @@ from orca_cli.proxy.runtime import Runtime
 from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
 from orca_cli.proxy.token import write_admin_token
 from orca_cli.state.factory import open_store
+from orca_cli.trace.log import RequestLog
 from tests.state.conftest import REDIS_URL, delete_prefix
 
 MSGS = [{"role": "user", "content": "rename the variable x to count in utils.py"}]
@@ -41,9 +42,12 @@ SESSION_KEYS = {"session_id", "router", "tier", "reason", "escalation_count", "s
 class ThreadSidecar:
     """A sidecar on 127.0.0.1:<free port>, served from a thread with its own loop."""
 
-    def __init__(self, cfg: Config, state: StateConfig) -> None:
+    def __init__(self, cfg: Config, state: StateConfig,
+                 request_log: RequestLog | None = None) -> None:
         self.cfg, self.state = cfg, state
+        self.request_log = request_log
         self.base = ""
+        self.token = ""
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -74,11 +78,13 @@ class ThreadSidecar:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         clock = SystemClock()
-        token = write_admin_token()
+        token = self.token = write_admin_token()
         store = open_store(self.state, clock=clock)
         sock = bind_socket("127.0.0.1", 0)
         port = sock.getsockname()[1]
         rt = Runtime.build(self.cfg, store, clock=clock, admin_token=token)
+        if self.request_log is not None:
+            rt.trace_sinks.append(self.request_log.emit)
         policy = GuardPolicy.from_config(self.cfg.server, port=port, admin_token=token)
         server, task = await serve_in_background(OrcaApp(rt, policy, admin=admin_handler),
                                                  self.cfg.server, "127.0.0.1", port, sock=sock)

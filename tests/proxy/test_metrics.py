@@ -58,6 +58,8 @@ def test_an_empty_registry_renders_every_family() -> None:
         "orca_upstream_responses_total": "counter",
         "orca_prompt_tokens_total": "counter",
         "orca_cached_tokens_total": "counter",
+        "orca_cache_hits_total": "counter",
+        "orca_cost_usd_total": "counter",
         "orca_strong_share": "gauge",
         "orca_store_degraded": "gauge",
     }
@@ -108,14 +110,16 @@ def test_upstream_statuses_and_local_outcomes() -> None:
 
 def test_tokens_and_strong_share_per_router() -> None:
     m = Metrics()
-    m.tokens("coding", 1000, 800)
-    m.tokens("coding", 500, 0)
+    m.tokens("coding", 1000, 800, 0.25)
+    m.tokens("coding", 500, 0, 0.5)
     for tier in ("strong", "base", "base", "base"):
         m.request("openai", "coding", 200, 0.01, tier)
     m.request("openai", "chat", 200, 0.01, "base")
     _, s = parse(m.render())
     assert value(s, "orca_prompt_tokens_total", router="coding") == 1500
     assert value(s, "orca_cached_tokens_total", router="coding") == 800
+    assert value(s, "orca_cache_hits_total", router="coding") == 1
+    assert value(s, "orca_cost_usd_total", router="coding") == 0.75
     assert value(s, "orca_strong_share", router="coding") == 0.25
     assert value(s, "orca_strong_share", router="chat") == 0.0
 

@@ -1,0 +1,218 @@
+"""The request log (SPEC §15): one content-free line per finished request, from its trace.
+
+`format_line(trace)` and `format_json(trace)` are pure functions of the trace document `orca
+serve` commits (and `orca requests` prints), so the live log and the listing read the same:
+
+    12:15:03 3f2a9c0e agent-1      coding base:default      haiku@anthropic#0  200   812ms  cached 87%  $0.001234
+
+Fields, in order: local time, the request id's first 8 hex digits (`orca explain` accepts the
+full id from `orca requests --json`), the session (12 characters; `-` when sessionless), the
+router (or the model asked for when no router), the tier and its reason, model@channel#key
+that served, the status, the wall time, the share of prompt tokens read from cache, the cost.
+A refused or failed request shows orca's own error message instead of the cache and cost.
+Nothing from the prompt or the response ever appears, nor a key value.
+
+`RequestLog` is the sink: `emit(trace)` formats the line and queues it; the lines queued in
+one turn of the event loop are written together by a callback scheduled after it, so the
+handler that finished the response never waits on the terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TextIO
+
+import orjson
+
+__all__ = ["LogFormat", "RequestLog", "format_json", "format_line", "log_fields", "short_id"]
+
+LogFormat = Literal["text", "json"]
+
+SESSION_WIDTH = 12
+_RESET = "\x1b[0m"
+_DIM = "\x1b[2m"
+_BOLD_MAGENTA = "\x1b[1;35m"
+_GREEN = "\x1b[32m"
+_YELLOW = "\x1b[33m"
+_RED = "\x1b[31m"
+_CYAN = "\x1b[36m"
+
+
+def short_id(request_id: Any) -> str:
+    """`req_3f2a9c0e1b7d…` -> `3f2a9c0e`; another id (a client's) keeps its first 8 chars."""
+    text = str(request_id or "-")
+    return text[4:12] if text.startswith("req_") else text[:8]
+
+
+def _clip(value: Any, width: int) -> str:
+    text = "-" if value is None or value == "" else str(value)
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+def log_fields(trace: Mapping[str, Any]) -> dict[str, Any]:
+    """The flat, content-free record both formats print (also `orca requests --json`)."""
+    tier = trace.get("tier") or {}
+    sel = trace.get("selected") or {}
+    usage = trace.get("usage") or {}
+    prompt = _num(usage.get("prompt_tokens")) or 0.0
+    cached = _num(usage.get("cached_tokens")) or 0.0
+    return {
+        "ts": trace.get("ts"),
+        "request_id": trace.get("request_id"),
+        "client_request_id": trace.get("client_request_id"),
+        "session_id": trace.get("session_id"),
+        "router": trace.get("router"),
+        "requested_model": trace.get("requested_model") or None,
+        "inbound_api": trace.get("inbound_api"),
+        "tier": tier.get("decision"),
+        "reason": tier.get("reason"),
+        "model": sel.get("model"),
+        "channel": sel.get("channel"),
+        "key_index": sel.get("key_index"),
+        "status": trace.get("status"),
+        "latency_ms": trace.get("latency_ms"),
+        "prompt_tokens": int(prompt) if usage else None,
+        "cached_tokens": int(cached) if usage else None,
+        "output_tokens": usage.get("output_tokens") if usage else None,
+        "cached_share": round(cached / prompt, 4) if prompt > 0 else None,
+        "cost_usd": trace.get("cost_usd"),
+        "attempts": len(trace.get("attempts") or ()),
+        "error": trace.get("error"),
+    }
+
+
+def format_json(trace: Mapping[str, Any]) -> str:
+    """One JSON object on one line (no trailing newline)."""
+    return orjson.dumps(log_fields(trace), default=str).decode()
+
+
+def _status_colour(status: int) -> str:
+    if status < 300:
+        return _GREEN
+    return _YELLOW if status < 500 else _RED
+
+
+def format_line(trace: Mapping[str, Any], *, colour: bool = False) -> str:
+    """One aligned line (no trailing newline); ANSI colours when `colour`."""
+    tier = trace.get("tier") or {}
+    sel = trace.get("selected") or {}
+    ts = _num(trace.get("ts"))
+    when = time.strftime("%H:%M:%S", time.localtime(ts)) if ts is not None else "--:--:--"
+    router = trace.get("router") or trace.get("requested_model")
+    decision = tier.get("decision")
+    tier_text = f"{decision}:{tier.get('reason')}" if decision else "-"
+    served = (f"{sel.get('model')}@{sel.get('channel')}#{sel.get('key_index')}"
+              if sel else "-")
+    status = trace.get("status")
+    status_i = status if isinstance(status, int) else 0
+    latency = _num(trace.get("latency_ms"))
+    latency_text = f"{latency:.0f}ms" if latency is not None else "-"
+    tail = _tail(trace)
+    cells = [when, short_id(trace.get("request_id")),
+             f"{_clip(trace.get('session_id'), SESSION_WIDTH):<{SESSION_WIDTH}}",
+             f"{_clip(router, 12):<12}", f"{_clip(tier_text, 24):<24}",
+             f"{_clip(served, 40):<28}", f"{status if status is not None else '-':>3}",
+             f"{latency_text:>7}", tail]
+    if not colour:
+        return " ".join(cells)
+    cells[0] = _DIM + cells[0] + _RESET
+    cells[1] = _CYAN + cells[1] + _RESET
+    if decision == "strong":
+        cells[4] = _BOLD_MAGENTA + cells[4] + _RESET
+    cells[6] = _status_colour(status_i) + cells[6] + _RESET
+    if trace.get("error"):
+        cells[8] = _RED + cells[8] + _RESET
+    return " ".join(cells)
+
+
+def _tail(trace: Mapping[str, Any]) -> str:
+    error = trace.get("error")
+    if error:
+        return _clip(error, 100)
+    usage = trace.get("usage")
+    cost = _num(trace.get("cost_usd")) or 0.0
+    if not usage:
+        return f"{'no usage':<10}  ${cost:.6f}"
+    prompt = _num(usage.get("prompt_tokens")) or 0.0
+    cached = _num(usage.get("cached_tokens")) or 0.0
+    share = f"cached {cached / prompt:>4.0%}" if prompt > 0 else "cached   -"
+    return f"{share}  ${cost:.6f}"
+
+
+def wants_colour(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
+    """A terminal, and neither NO_COLOR nor TERM=dumb."""
+    env = os.environ if environ is None else environ
+    if env.get("NO_COLOR") or env.get("TERM") == "dumb":
+        return False
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # no such method, or a closed stream
+        return False
+
+
+class RequestLog:
+    """Writes one line per trace to `stream` (stdout by default), text or JSON lines.
+
+    `emit` formats at once (a few microseconds; the trace is not kept) and queues the line;
+    the queue is written by one callback per event-loop turn, after the handler returned. With
+    no running loop (a test, a script) the line is written at once.
+    """
+
+    def __init__(self, stream: TextIO | None = None, *, fmt: LogFormat = "text",
+                 colour: bool | None = None) -> None:
+        self._stream = stream if stream is not None else sys.stdout
+        use_colour = wants_colour(self._stream) if colour is None else colour
+        self._format: Callable[[Mapping[str, Any]], str]
+        if fmt == "json":
+            self._format = format_json
+        elif use_colour:
+            self._format = _colour_line
+        else:
+            self._format = format_line
+        self._pending: list[str] = []
+        self._scheduled = False
+        self.written = 0
+
+    def emit(self, trace: Mapping[str, Any]) -> None:
+        """Queue the trace's line; never raises into the request path."""
+        try:
+            line = self._format(trace)
+        except Exception:  # noqa: BLE001 - a malformed trace costs its line, never the request
+            return
+        self._pending.append(line)
+        if self._scheduled:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._scheduled = True
+        loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._scheduled = False
+        if not self._pending:
+            return
+        lines, self._pending = self._pending, []
+        try:
+            self._stream.write("\n".join(lines) + "\n")
+            self._stream.flush()
+        except (OSError, ValueError):  # a closed or broken pipe: the log goes quiet
+            return
+        self.written += len(lines)
+
+
+def _colour_line(trace: Mapping[str, Any]) -> str:
+    return format_line(trace, colour=True)

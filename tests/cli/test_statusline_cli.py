@@ -1,0 +1,152 @@
+"""`orca statusline`, `orca init --agent claude-code` and how the operator CLI finds its
+sidecar (SPEC §15, §20), through the real commands against running sidecars."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orca_cli.config.schema import StateConfig
+from orca_cli.proxy.token import SidecarRecord, write_sidecar_record
+from orca_cli.statusline import format_status
+from tests.cli.test_operator_cli import ThreadSidecar, _cfg, orca
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_orca(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> tuple[int, str]:
+    """The real `python -m orca_cli` process (the statusline's early dispatch included)."""
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    p = subprocess.run([sys.executable, "-m", "orca_cli", *args], check=False, input=stdin,
+                       capture_output=True, text=True, env=full, timeout=30)
+    return p.returncode, p.stdout
+
+
+@pytest.fixture
+def sidecar() -> Iterator[ThreadSidecar]:
+    with ThreadSidecar(_cfg(), StateConfig()) as sc:
+        yield sc
+
+
+def _record(sc: ThreadSidecar) -> None:
+    port = int(sc.base.rsplit(":", 1)[1])
+    write_sidecar_record(SidecarRecord(url=sc.base, port=port, pid=os.getpid(), token=sc.token,
+                                       started_at=time.time()))
+
+
+def test_statusline_reads_claude_code_json_and_shows_the_session(sidecar: ThreadSidecar) -> None:
+    sidecar.turn("cc-session-1")
+    sidecar.turn("cc-session-1", 2, **{"x-orcarouter-tier": "strong"})
+    stdin = json.dumps({"session_id": "cc-session-1", "model": {"id": "claude-sonnet-4-5",
+                        "display_name": "Sonnet"}, "workspace": {"current_dir": "/x"}})
+    code, out = run_orca("statusline", "--url", sidecar.base, stdin=stdin)
+    assert code == 0
+    line = out.strip()
+    assert line.startswith("orca strong:explicit · ") and "\n" not in line
+    for part in ("$0.0", "cache ", "warm ", "streak 0/2", "strikes 0/2", "0 esc left",
+                 "share warm-up 2/20"):
+        assert part in line, (part, line)
+    code, out = run_orca("statusline", "--session", "never-seen", "--url", sidecar.base)
+    assert code == 0 and out.strip() == "orca: no requests from this session yet"
+
+
+def test_statusline_never_fails_without_a_sidecar(closed_port_url: str) -> None:
+    code, out = run_orca("statusline", "--url", closed_port_url,
+                         stdin='{"session_id": "x"}')
+    assert (code, out) == (0, "orca: not running\n")
+    code, out = run_orca("statusline", "--url", closed_port_url, stdin="not json")
+    assert code == 0 and out.startswith("orca: ")
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}"
+
+
+def test_format_status_shows_share_against_cap_after_warm_up() -> None:
+    doc = {"tier": "base", "reason": "default", "model": "m", "figures": {"cost_usd": 0.5,
+           "cached_share": 0.875}, "cache_clock_s": 61.0, "difficulty_streak": 1,
+           "streak_needed": 2, "strikes": 0, "strikes_needed": 2, "escalations_left": 1,
+           "share": {"warmup": False, "ratio": 0.12, "cap": 0.2}}
+    assert format_status(doc) == ("orca base:default · m · $0.5000 · cache 88% warm 1:01 · "
+                                  "streak 1/2 · strikes 0/2 · 1 esc left · share 12%/20%")
+
+
+def test_operator_cli_finds_the_right_sidecar_by_record_url_and_token(tmp_path: Path) -> None:
+    with ThreadSidecar(_cfg(), StateConfig()) as first, \
+            ThreadSidecar(_cfg(), StateConfig()) as second:
+        first.turn("on-first")
+        second.turn("on-second")
+        _record(first)
+        time.sleep(0.01)  # started_at orders the records
+        _record(second)
+        # admin.token now holds only the second sidecar's token; the records hold both
+        code, out, err = orca("requests", "--json")
+        assert code == 0, err
+        assert [r["session_id"] for r in json.loads(out)] == ["on-second"]
+        assert f"sidecar {second.base}" in err and "one of 2 running" in err
+        os.environ["ORCA_URL"] = first.base
+        try:
+            code, out, err = orca("requests", "--json")
+        finally:
+            del os.environ["ORCA_URL"]
+        assert code == 0 and [r["session_id"] for r in json.loads(out)] == ["on-first"], err
+        assert "from $ORCA_URL" in err
+        code, _, err = orca("requests", "--url", first.base, "--token", "wrong")
+        assert code == 1 and "refused the admin token" in err
+        code, out, _ = orca("requests", "--json", "--url", first.base, "--token", first.token)
+        assert code == 0 and json.loads(out)[0]["session_id"] == "on-first"
+
+
+def test_operator_commands_load_a_config_whose_keys_are_unset(sidecar: ThreadSidecar,
+                                                             tmp_path: Path) -> None:
+    port = sidecar.base.rsplit(":", 1)[1]
+    text = _config_text().replace("port = 8787", f"port = {port}", 1)
+    cfg = tmp_path / "orca.toml"
+    cfg.write_text(text + '\n[[channels]]\nname = "real"\ntype = "anthropic"\n'
+                   'base_url = "https://api.anthropic.com"\nkeys = ["${ANTHROPIC_API_KEY}"]\n')
+    sidecar.turn("keyless")
+    assert "ANTHROPIC_API_KEY" not in os.environ
+    code, out, err = orca("requests", "--json", "--config", str(cfg))
+    assert code == 0, err
+    assert json.loads(out)[0]["session_id"] == "keyless" and "from the config" in err
+
+
+def _config_text() -> str:
+    from orca_cli.config.template import example_text
+
+    return example_text()
+
+
+def test_init_agent_claude_code_writes_the_status_line(tmp_path: Path) -> None:
+    settings = tmp_path / "claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": "sonnet", "env": {"A": "1"}}))
+    code, out, err = orca("init", "--agent", "claude-code", "--settings", str(settings),
+                          "--path", str(tmp_path / "orca.toml"))
+    assert code == 0, err
+    doc = json.loads(settings.read_text())
+    assert doc["statusLine"] == {"type": "command", "command": "orca statusline", "padding": 0}
+    assert doc["model"] == "sonnet" and doc["env"] == {"A": "1"}
+    assert (tmp_path / "orca.toml").exists() and "status line set" in out
+    code, out, _ = orca("init", "--agent", "claude-code", "--settings", str(settings),
+                        "--path", str(tmp_path / "orca.toml"))
+    assert code == 0 and "already shows" in out  # the config exists: no failure either
+    settings.write_text(json.dumps({"statusLine": {"type": "command", "command": "mine"}}))
+    code, _, err = orca("init", "--agent", "claude-code", "--settings", str(settings),
+                        "--path", str(tmp_path / "orca.toml"))
+    assert code == 1 and "--force" in err
+    assert json.loads(settings.read_text())["statusLine"]["command"] == "mine"
