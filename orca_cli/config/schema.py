@@ -13,22 +13,22 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = [
+    "CHANNEL_TYPES",
+    "DEFAULT_API_BY_TYPE",
+    "DEFAULT_BASE_URL_BY_TYPE",
+    "DEFAULT_CACHE_TTL_BY_TYPE",
+    "ChannelConfig",
+    "Config",
+    "DifficultyConfig",
+    "EscalationConfig",
+    "FaultConfig",
+    "FeatureConfig",
+    "ModelConfig",
+    "RouterConfig",
     "Secret",
     "ServerConfig",
     "StateConfig",
-    "FaultConfig",
-    "ChannelConfig",
-    "ModelConfig",
-    "EscalationConfig",
-    "RouterConfig",
     "WorkspaceConfig",
-    "FeatureConfig",
-    "DifficultyConfig",
-    "Config",
-    "CHANNEL_TYPES",
-    "DEFAULT_API_BY_TYPE",
-    "DEFAULT_CACHE_TTL_BY_TYPE",
-    "DEFAULT_BASE_URL_BY_TYPE",
 ]
 
 ChannelType = Literal[

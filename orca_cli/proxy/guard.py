@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from orca_cli.config.load import is_loopback_host
+from orca_cli.hosts import is_loopback_host
 from orca_cli.config.schema import ServerConfig
 from orca_cli.errors import BadRequest, OrcaError
 from orca_cli.wire.errors import error_body, error_type
