@@ -117,5 +117,8 @@ def validate_doc(
     assert isinstance(built, Config)
     cfg = dataclasses.replace(built, source=source)
     cross_check(cfg, ctx)
-    return (None, ctx.errors) if ctx.errors else (cfg, [])
+    if ctx.errors:
+        return None, ctx.errors
+    cfg.compiled  # noqa: B018 - build the request path's indices now, once, at load
+    return cfg, []
 
