@@ -7,28 +7,31 @@ so a field added here is automatically a known key with a known type.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from orca_cli.config.compiled import CompiledConfig
+
 __all__ = [
+    "CHANNEL_TYPES",
+    "DEFAULT_API_BY_TYPE",
+    "DEFAULT_BASE_URL_BY_TYPE",
+    "DEFAULT_CACHE_TTL_BY_TYPE",
+    "ChannelConfig",
+    "Config",
+    "DifficultyConfig",
+    "EscalationConfig",
+    "FaultConfig",
+    "FeatureConfig",
+    "ModelConfig",
+    "RouterConfig",
     "Secret",
     "ServerConfig",
     "StateConfig",
-    "FaultConfig",
-    "ChannelConfig",
-    "ModelConfig",
-    "EscalationConfig",
-    "RouterConfig",
     "WorkspaceConfig",
-    "FeatureConfig",
-    "DifficultyConfig",
-    "Config",
-    "CHANNEL_TYPES",
-    "DEFAULT_API_BY_TYPE",
-    "DEFAULT_CACHE_TTL_BY_TYPE",
-    "DEFAULT_BASE_URL_BY_TYPE",
 ]
 
 ChannelType = Literal[
@@ -162,6 +165,11 @@ class ChannelConfig:
     def upstream_model(self, model: str) -> str:
         return self.model_map.get(model, model)
 
+    def accepts(self, api: str) -> bool:
+        """Whether the channel serves requests of this inbound wire format (`sim` speaks
+        every format, SPEC §2)."""
+        return self.type == "sim" or self.api == api
+
 
 @dataclass(frozen=True, slots=True)
 class ModelConfig:
@@ -251,8 +259,14 @@ class DifficultyConfig:
     math_marker_count: FeatureConfig = field(default_factory=lambda: FeatureConfig(0.20, 5.0))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Config:
+    """The whole effective config. Frozen; the indices the request path reads are built once
+    per object (`compiled`, see `compiled.py`), so `channel()` and friends are O(1).
+
+    Not `slots=True`: `compiled` is a `cached_property`, which keeps its value in the
+    instance `__dict__` (a frozen dataclass still allows that)."""
+
     server: ServerConfig = field(default_factory=ServerConfig)
     state: StateConfig = field(default_factory=StateConfig)
     channels: tuple[ChannelConfig, ...] = ()
@@ -264,26 +278,21 @@ class Config:
     # The file this config came from (None for a built-in config); not a TOML key.
     source: str | None = None
 
+    @functools.cached_property
+    def compiled(self) -> CompiledConfig:
+        """The request path's indices of this config, built on first use (`load` builds them)."""
+        return CompiledConfig(self)
+
     def channel(self, name: str) -> ChannelConfig | None:
-        for ch in self.channels:
-            if ch.name == name:
-                return ch
-        return None
+        return self.compiled.channel_index.get(name)
 
     def enabled_channels(self) -> tuple[ChannelConfig, ...]:
-        return tuple(ch for ch in self.channels if ch.enabled)
+        return self.compiled.enabled_channels
 
     def model_ids(self) -> tuple[str, ...]:
         """Every concrete model some enabled channel serves, in config order."""
-        seen: dict[str, None] = {}
-        for ch in self.enabled_channels():
-            for m in ch.models:
-                seen.setdefault(m, None)
-        return tuple(seen)
+        return self.compiled.model_ids
 
     def strong_models(self) -> frozenset[str]:
         """Models in any router's strong tier: served directly they count as strong (§1.3)."""
-        out: set[str] = set()
-        for r in self.routers.values():
-            out.update(r.escalation_pool)
-        return frozenset(out)
+        return self.compiled.strong_models

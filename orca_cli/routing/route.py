@@ -39,14 +39,20 @@ from orca_cli.routing.candidates import (
     check_model_pin,
     model_config,
 )
-from orca_cli.routing.caps import CapsView, ShareView, effective_t2, in_canary, share_denied
+from orca_cli.routing.caps import (
+    CapsView,
+    ShareView,
+    effective_t2,
+    in_canary,
+    share_denied,
+)
 from orca_cli.routing.escalation import TierDecision, TurnSignals, resolve_tier
 from orca_cli.routing.features import Delta, Difficulty, Scorer
+from orca_cli.routing.snapshot import Snapshot
 from orca_cli.routing.strategies import STRATEGIES, Ranking, StrategySignals
 from orca_cli.routing.strikes import error_signatures
 from orca_cli.routing.target import Target
 from orca_cli.routing.tiers import Ask, Tier, TierState
-from orca_cli.state.base import Snapshot
 
 __all__ = ["MAX_FALLBACK_MODELS", "Attempt", "PinRead", "RouteInput", "RoutePlan",
            "overflow_refusal", "plan_route"]
@@ -173,12 +179,15 @@ def plan_route(
     *,
     now: float,
     scorer: Scorer,
+    rng: random.Random,
     healthy: Healthy = all_healthy,
-    rng: random.Random | None = None,
     caps_enabled: bool = True,
 ) -> RoutePlan:
-    """Decide tier, model, channel and key order for one request (SPEC §3 steps 3-6)."""
-    c = _Ctx(cfg, inp, snapshot, scorer, healthy, rng or random.Random())
+    """Decide tier, model, channel and key order for one request (SPEC §3 steps 3-6).
+
+    `rng` is required: the core draws from the caller's generator only (seeded in tests,
+    replay and `explain`), never from one of its own."""
+    c = _Ctx(cfg, inp, snapshot, scorer, healthy, rng)
     t = inp.target
     if t.kind == "model":
         return _plan_model(c)
