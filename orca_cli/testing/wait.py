@@ -12,8 +12,8 @@ __all__ = ["eventually", "eventually_sync"]
 Condition = Callable[[], object | Awaitable[object]]
 
 
-async def eventually(condition: Condition, timeout: float = 10.0, *, what: str = "",
-                     step: float = 0.01) -> object:
+async def eventually(condition: Condition, timeout: float = 10.0, step: float = 0.01, *,
+                     what: str = "") -> object:
     """Poll `condition` (plain or async) until it returns something truthy, and return that.
 
     Past `timeout` seconds an AssertionError names `what` (or the condition). An exception
@@ -31,8 +31,8 @@ async def eventually(condition: Condition, timeout: float = 10.0, *, what: str =
         await asyncio.sleep(step)
 
 
-def eventually_sync(condition: Callable[[], object], timeout: float = 10.0, *, what: str = "",
-                    step: float = 0.01) -> object:
+def eventually_sync(condition: Callable[[], object], timeout: float = 10.0,
+                    step: float = 0.01, *, what: str = "") -> object:
     """`eventually` for synchronous code (a thread, a subprocess, a plain test)."""
     deadline = time.monotonic() + timeout
     while True:
