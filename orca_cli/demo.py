@@ -18,11 +18,9 @@ from typing import Any
 import httpx
 
 from orca_cli.clock import SystemClock
+from orca_cli.compose import running
 from orca_cli.config.schema import Config
-from orca_cli.proxy.app import OrcaApp
-from orca_cli.proxy.guard import GuardPolicy
 from orca_cli.proxy.runtime import Runtime
-from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
 from orca_cli.state.memory import MemoryStore
 
 __all__ = ["DemoRow", "run_demo"]
@@ -105,14 +103,10 @@ async def run_demo(cfg: Config, *, on_row: Callable[[DemoRow], None] | None = No
     the scripted sessions through it."""
     clock = SystemClock()
     store = MemoryStore(clock=clock, trace_max=cfg.server.trace_max)
-    sock = bind_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    rt = Runtime.build(cfg, store, clock=clock)
-    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token=""))
-    server, task = await serve_in_background(app, cfg.server, "127.0.0.1", port, sock=sock)
     rows: list[DemoRow] = []
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+    async with running(cfg, store=store, clock=clock) as served:
+        rt = served.runtime
+        async with httpx.AsyncClient(base_url=served.url, timeout=30) as client:
             plans = [
                 ("trivial-edits", 5, _trivial_turn, None, "orca/coding"),
                 ("failure-loop", 6, _loop_turn, None, "orca/coding"),
@@ -125,8 +119,6 @@ async def run_demo(cfg: Config, *, on_row: Callable[[DemoRow], None] | None = No
                     rows.append(row)
                     if on_row is not None:
                         on_row(row)
-    finally:
-        await stop_server(server, task)
     return rows
 
 

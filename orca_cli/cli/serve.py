@@ -74,15 +74,10 @@ def _run(cfg: object, host: str, port: int, log_level: str,
     import gc
     import logging
 
-    from orca_cli.admin.http import admin_handler
-    from orca_cli.clock import SystemClock
+    from orca_cli.compose import create_app
     from orca_cli.config.schema import Config
-    from orca_cli.proxy.app import OrcaApp
-    from orca_cli.proxy.guard import GuardPolicy
-    from orca_cli.proxy.runtime import Runtime
     from orca_cli.proxy.server import bind_socket, build_server
     from orca_cli.proxy.token import admin_token_path, write_admin_token
-    from orca_cli.state.factory import open_store
 
     assert isinstance(cfg, Config)
     logging.basicConfig(level=logging.WARNING, format="orca: %(message)s")
@@ -92,17 +87,12 @@ def _run(cfg: object, host: str, port: int, log_level: str,
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port "
              "or stop what holds it")
     real_port = sock.getsockname()[1]
-    clock = SystemClock()
-    store = open_store(cfg.state, clock=clock, trace_max=cfg.server.trace_max,
-                       trace_ttl_s=cfg.server.trace_ttl_s)
     token = write_admin_token()
-    rt = Runtime.build(cfg, store, clock=clock, admin_token=token)
+    app = create_app(cfg, admin_token=token, port=real_port)
     if log_format is not None:
         from orca_cli.trace.log import RequestLog
 
-        rt.trace_sinks.append(RequestLog(fmt="json" if log_format == "json" else "text").emit)
-    policy = GuardPolicy.from_config(cfg.server, port=real_port, admin_token=token)
-    app = OrcaApp(rt, policy, admin=admin_handler)
+        app.rt.trace_sinks.append(RequestLog(fmt="json" if log_format == "json" else "text").emit)
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{real_port}"
     con = _Plain()
