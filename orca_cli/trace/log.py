@@ -108,7 +108,7 @@ def format_line(trace: Mapping[str, Any], *, colour: bool = False) -> str:
     tier = trace.get("tier") or {}
     sel = trace.get("selected") or {}
     ts = _num(trace.get("ts"))
-    when = time.strftime("%H:%M:%S", time.localtime(ts)) if ts is not None else "--:--:--"
+    when = _clock_text(int(ts)) if ts is not None else "--:--:--"
     router = trace.get("router") or trace.get("requested_model")
     decision = tier.get("decision")
     tier_text = f"{decision}:{tier.get('reason')}" if decision else "-"
@@ -134,6 +134,15 @@ def format_line(trace: Mapping[str, Any], *, colour: bool = False) -> str:
     if trace.get("error"):
         cells[8] = _RED + cells[8] + _RESET
     return " ".join(cells)
+
+
+_last_second: list[Any] = [None, ""]  # one-entry memo: a burst of lines shares its second
+
+
+def _clock_text(second: int) -> str:
+    if _last_second[0] != second:
+        _last_second[:] = [second, time.strftime("%H:%M:%S", time.localtime(second))]
+    return str(_last_second[1])
 
 
 def _tail(trace: Mapping[str, Any]) -> str:
