@@ -14,14 +14,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from orca_cli.trace.log import RequestLog  # noqa: E402
+from orca_cli.trace.log import LogFormat, RequestLog
 
-TRACE = {
+TRACE: dict[str, Any] = {
     "request_id": "req_3f2a9c0e1b7d4a6f8e2c1d0b", "client_request_id": None,
     "ts": time.time(), "session_id": "0f8e6c2a-5b1d-4e7f-9a3c-2d4b6f8a0c1e",
     "router": "coding", "inbound_api": "anthropic", "requested_model": "orca/coding",
@@ -35,7 +36,7 @@ TRACE = {
 LINES = 20_000
 
 
-async def _per_line(fmt: str, path: str) -> float:
+async def _per_line(fmt: LogFormat, path: str) -> float:
     with open(path, "w") as out:
         log = RequestLog(out, fmt=fmt, colour=False)
         t0 = time.process_time()
@@ -51,7 +52,8 @@ async def _per_line(fmt: str, path: str) -> float:
 
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        for fmt in ("text", "json"):
+        formats: tuple[LogFormat, ...] = ("text", "json")
+        for fmt in formats:
             best = min(asyncio.run(_per_line(fmt, f"{tmp}/log")) for _ in range(3))
             print(f"{fmt}: {best:.4f} ms CPU per line (target 0.02)")
 
