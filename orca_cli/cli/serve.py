@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 import typer
 
@@ -31,6 +32,10 @@ def register(app: typer.Typer) -> None:
                                        help="The request log on stdout: one aligned line per "
                                             "request (coloured on a terminal) or JSON lines."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No request log."),
+        otlp_endpoint: str | None = typer.Option(
+            None, "--otlp-endpoint", metavar="URL", envvar="ORCA_OTLP_ENDPOINT",
+            help="Export one OpenTelemetry span per request over OTLP/HTTP to this collector "
+                 "(default \\[telemetry].otlp_endpoint; needs the otel extra)."),
     ) -> None:
         """Start the sidecar proxy next to your coding agent.
 
@@ -65,11 +70,13 @@ def register(app: typer.Typer) -> None:
                      "as Authorization: Bearer … or x-api-key)")
         if log_format not in ("text", "json"):
             fail(f"--log-format must be text or json, got {log_format!r}", 2)
-        _run(cfg, bind, bind_port, log_level, None if quiet else log_format)
+        endpoint = otlp_endpoint or getattr(getattr(cfg, "telemetry", None), "otlp_endpoint",
+                                            None)
+        _run(cfg, bind, bind_port, log_level, None if quiet else log_format, endpoint or None)
 
 
 def _run(cfg: object, host: str, port: int, log_level: str,
-         log_format: str | None = "text") -> None:
+         log_format: str | None = "text", otlp_endpoint: str | None = None) -> None:
     import asyncio
     import gc
     import logging
@@ -97,10 +104,7 @@ def _run(cfg: object, host: str, port: int, log_level: str,
                        trace_ttl_s=cfg.server.trace_ttl_s)
     token = write_admin_token()
     rt = Runtime.build(cfg, store, clock=clock, admin_token=token)
-    if log_format is not None:
-        from orca_cli.trace.log import RequestLog
-
-        rt.request_log = RequestLog(fmt="json" if log_format == "json" else "text")
+    rt.request_log = _trace_sinks(log_format, otlp_endpoint)
     policy = GuardPolicy.from_config(cfg.server, port=real_port, admin_token=token)
     app = OrcaApp(rt, policy, admin=admin_handler)
     shown = f"[{host}]" if ":" in host else host
@@ -121,6 +125,26 @@ def _run(cfg: object, host: str, port: int, log_level: str,
     gc.set_threshold(20_000, 50, 100)
     with _sidecar_record(host, real_port, token, cfg.source):
         asyncio.run(server.serve(sockets=[sock]))
+
+
+def _trace_sinks(log_format: str | None, otlp_endpoint: str | None) -> Any:
+    """The request log and the OpenTelemetry export, each when asked for (SPEC §15)."""
+    from orca_cli.errors import ConfigError
+    from orca_cli.trace.log import RequestLog, Tee, TraceSink
+
+    sinks: list[TraceSink] = []
+    if log_format is not None:
+        sinks.append(RequestLog(fmt="json" if log_format == "json" else "text"))
+    if otlp_endpoint:
+        from orca_cli.trace.otel import otlp_sink
+
+        try:
+            sinks.append(otlp_sink(otlp_endpoint))
+        except ConfigError as exc:
+            fail(str(exc))
+    if not sinks:
+        return None
+    return sinks[0] if len(sinks) == 1 else Tee(*sinks)
 
 
 @contextlib.contextmanager

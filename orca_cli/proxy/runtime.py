@@ -37,7 +37,7 @@ from orca_cli.proxy.sim import SimTransport
 from orca_cli.proxy.transport import Transport
 from orca_cli.routing.features import Scorer
 from orca_cli.state.base import CommitBatch, CommitResult, ReadRequest, Snapshot, Store
-from orca_cli.trace.log import RequestLog
+from orca_cli.trace.log import TraceSink
 
 __all__ = ["DegradedPins", "FollowUp", "Runtime", "StoreGate", "new_request_id"]
 
@@ -242,8 +242,9 @@ class Runtime:
     # a fresh one per request costs more than the draws it makes.
     rng: random.Random = field(default_factory=random.Random)
     admin_token: str = ""
-    # The request log `orca serve` prints (SPEC §15); None when quiet or embedded.
-    request_log: RequestLog | None = None
+    # Where each finished trace also goes (SPEC §15): the request log `orca serve` prints,
+    # OpenTelemetry; None when quiet or embedded.
+    request_log: TraceSink | None = None
     started_at: float = field(default_factory=time.time)
     _housekeeping: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 

@@ -24,11 +24,12 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, Protocol, TextIO
 
 import orjson
 
-__all__ = ["LogFormat", "RequestLog", "format_json", "format_line", "log_fields", "short_id"]
+__all__ = ["LogFormat", "RequestLog", "Tee", "TraceSink", "format_json", "format_line",
+           "log_fields", "short_id"]
 
 LogFormat = Literal["text", "json"]
 
@@ -40,6 +41,24 @@ _GREEN = "\x1b[32m"
 _YELLOW = "\x1b[33m"
 _RED = "\x1b[31m"
 _CYAN = "\x1b[36m"
+
+
+class TraceSink(Protocol):
+    """Where a finished request's trace goes besides the store: the request log, OpenTelemetry.
+    `emit` runs on the event loop after the response and must neither block nor raise."""
+
+    def emit(self, trace: Mapping[str, Any]) -> None: ...
+
+
+class Tee:
+    """Several sinks behind one `emit` (the request log and OpenTelemetry together)."""
+
+    def __init__(self, *sinks: TraceSink) -> None:
+        self.sinks = sinks
+
+    def emit(self, trace: Mapping[str, Any]) -> None:
+        for sink in self.sinks:
+            sink.emit(trace)
 
 
 def short_id(request_id: Any) -> str:
