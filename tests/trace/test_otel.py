@@ -8,7 +8,7 @@ import io
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -76,7 +76,7 @@ def test_a_real_sidecar_exports_one_span_per_request(
 
 
 class _Receiver(BaseHTTPRequestHandler):
-    bodies: list[tuple[str, bytes]] = []
+    bodies: ClassVar[list[tuple[str, bytes]]] = []
 
     def do_POST(self) -> None:
         n = int(self.headers.get("content-length", "0"))
