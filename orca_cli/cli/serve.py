@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import typer
@@ -88,7 +86,7 @@ def _run(cfg: object, host: str, port: int, log_level: str,
     from orca_cli.proxy.guard import GuardPolicy
     from orca_cli.proxy.runtime import Runtime
     from orca_cli.proxy.server import bind_socket, build_server
-    from orca_cli.proxy.token import admin_token_path, write_admin_token
+    from orca_cli.proxy.token import admin_token_path, sidecar_record, write_admin_token
     from orca_cli.state.factory import open_store
 
     assert isinstance(cfg, Config)
@@ -123,7 +121,7 @@ def _run(cfg: object, host: str, port: int, log_level: str,
     # rather than 700 (measured: 15-24 µs a request in collections at the default, 5-6).
     gc.freeze()
     gc.set_threshold(20_000, 50, 100)
-    with _sidecar_record(host, real_port, token, cfg.source):
+    with sidecar_record(host, real_port, token, cfg.source):
         asyncio.run(server.serve(sockets=[sock]))
 
 
@@ -145,25 +143,3 @@ def _trace_sinks(log_format: str | None, otlp_endpoint: str | None) -> Any:
     if not sinks:
         return None
     return sinks[0] if len(sinks) == 1 else Tee(*sinks)
-
-
-@contextlib.contextmanager
-def _sidecar_record(host: str, port: int, token: str, config: str | None) -> Iterator[None]:
-    """This sidecar's record (URL, pid, token) for the operator CLI, removed on exit."""
-    import os
-    import time
-
-    from orca_cli.proxy.token import (
-        SidecarRecord,
-        remove_sidecar_record,
-        write_sidecar_record,
-    )
-
-    near = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
-    shown = f"[{near}]" if ":" in near else near
-    write_sidecar_record(SidecarRecord(url=f"http://{shown}:{port}", port=port, pid=os.getpid(),
-                                       token=token, config=config, started_at=time.time()))
-    try:
-        yield
-    finally:
-        remove_sidecar_record(port, os.getpid())
