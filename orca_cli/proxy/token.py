@@ -21,9 +21,8 @@ import json
 import os
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "SidecarRecord",
@@ -81,8 +80,9 @@ def read_admin_token(path: Path | None = None) -> str | None:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class SidecarRecord:
+class SidecarRecord(NamedTuple):
+    """One running sidecar (a NamedTuple: `dataclasses` costs `orca statusline` 5 ms)."""
+
     url: str
     port: int
     pid: int
