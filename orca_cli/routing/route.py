@@ -250,7 +250,10 @@ def _select(cfg: Config, inp: RouteInput, router: RouterConfig, decision: TierDe
             full = inp.full if inp.full is not None else scorer.full(inp.body, inp.api)
         else:
             full_skipped = "strategy"
-        signals = StrategySignals(full.score if full else None, inp.delta.difficulty.values)
+        banding = (scorer.banding(inp.body, inp.api).score
+                   if router.strategy == "gated_adaptive" else None)
+        signals = StrategySignals(full.score if full else None, inp.delta.difficulty.values,
+                                  banding)
         ranking = STRATEGIES[router.strategy](candidates, cfg, router, signals,
                                               snapshot.linucb, rng)
         model = ranking.ordered[0] if ranking.ordered else usable[0].model
