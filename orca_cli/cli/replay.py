@@ -42,6 +42,10 @@ def register(app: typer.Typer) -> None:
                                           "a line: session, body, optional api, "
                                           "needs_strong, archetype) instead of the "
                                           "built-in corpus."),
+        agent_shaped: bool = typer.Option(False, "--agent-shaped", help="Give every session "
+                                          "a real agent's prefix (Claude-Code-sized 20 KB "
+                                          "and 17 tools, Codex-sized 10 KB and 8 tools) and "
+                                          "its tool-result loop."),
         as_json: bool = typer.Option(False, "--json", help="Print every figure as JSON."),
     ) -> None:
         """Replay the seeded corpus through the real decision code and a real store.
@@ -53,6 +57,7 @@ def register(app: typer.Typer) -> None:
             orca replay --plots figures/
             orca replay --http --sessions 100
             orca replay --corpus my-sessions.jsonl --json
+            orca replay --agent-shaped
         """
         from orca_cli.config.load import load, loads
         from orca_cli.errors import ConfigError
@@ -81,6 +86,7 @@ def register(app: typer.Typer) -> None:
             except CorpusError as exc:
                 fail(str(exc))
         opts = ReplayOptions(sessions=sessions, seed=seed, agent_loop=agent_loop, corpus=corpus,
+                             agent_shaped=agent_shaped,
                              state=state.value, redis_url=redis_url,
                              sweep=sweep or plots is not None,
                              adversarial=adversarial or plots is not None,

@@ -37,6 +37,7 @@ class ReplayOptions:
     http: bool = False
     http_concurrency: int = 8
     corpus: str | None = None  # a JSON-lines corpus file (`replay/corpus_file.py`)
+    agent_shaped: bool = False  # agent-sized prefixes and loops (`replay/agents.py`)
 
 
 async def _store(opts: ReplayOptions, clock: FakeClock, tag: str) -> Store:
@@ -82,7 +83,8 @@ async def _replay(cfg: Config, opts: ReplayOptions,
 
         corpus = load_corpus(opts.corpus)
     else:
-        corpus = generate(sessions=opts.sessions, seed=opts.seed, agent_loop=opts.agent_loop)
+        corpus = generate(sessions=opts.sessions, seed=opts.seed, agent_loop=opts.agent_loop,
+                          agent_shaped=opts.agent_shaped)
     total = sum(len(s.turns) for s in corpus)
     done = [0]
 
@@ -104,6 +106,7 @@ async def _replay(cfg: Config, opts: ReplayOptions,
         "config": {"source": cfg.source, "sessions": len(corpus), "seed": opts.seed,
                    "corpus": opts.corpus or "built-in",
                    "turns": total, "agent_loop": opts.agent_loop, "state": opts.state,
+                   "agent_shaped": opts.agent_shaped,
                    "t2": router.escalation.t2,
                    "share_caps": "off for the main figures, on for --adversarial"},
         "archetypes": H.archetype_outcomes(main),
@@ -124,7 +127,8 @@ async def _replay(cfg: Config, opts: ReplayOptions,
     if opts.prevalence and opts.corpus is None:  # prevalence re-mixes the built-in corpus
         for share in PREVALENCE:
             sub = generate(sessions=PREVALENCE_SESSIONS, seed=opts.seed,
-                           agent_loop=opts.agent_loop, hard_share=share)
+                           agent_loop=opts.agent_loop, hard_share=share,
+                           agent_shaped=opts.agent_shaped)
             prep = H.prepare(sub, scorer)
             run = await _escalation(cfg, prep, [s.archetype for s in sub], opts, f"p{share}")
             base = H.baseline_costs(cfg, sub, len(sub))
