@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from orca_cli.replay import pastes, texts
+from orca_cli.replay import agents, pastes, texts
 from orca_cli.replay.scenarios import REPOS, SCENARIOS, Repo, Scenario
 from orca_cli.replay.wire import Conversation
 from orca_cli.wire.transcript import Api
@@ -262,10 +262,16 @@ class _Writer:
 
 
 def _session(rng: random.Random, sid: str, archetype: Archetype, api: Api,
-             script: tuple[Step, ...], agent_loop: bool) -> Session:
+             script: tuple[Step, ...], agent_loop: bool, agent_shaped: bool = False) -> Session:
     sc = SCENARIOS[rng.randrange(len(SCENARIOS))]
     system = texts.SYSTEM_PROMPTS[rng.randrange(len(texts.SYSTEM_PROMPTS))]
-    writer = _Writer(rng, Conversation(rng, api, sid, system), archetype, sc, agent_loop)
+    if agent_shaped:
+        agent: agents.Agent = "claude-code" if api == "anthropic" else "codex"
+        conv = Conversation(rng, api, sid, agents.agent_system(agent, system),
+                            agents.agent_tools(agent))
+    else:
+        conv = Conversation(rng, api, sid, system)
+    writer = _Writer(rng, conv, archetype, sc, agent_loop or agent_shaped)
     for index, step in enumerate(script, 1):
         stuck = step == "loop" and index >= LOOP_STUCK_FROM
         writer.user_turn(index, step, step == "hard" or stuck)
@@ -273,7 +279,8 @@ def _session(rng: random.Random, sid: str, archetype: Archetype, api: Api,
 
 
 def generate(*, sessions: int = DEFAULT_SESSIONS, seed: int = DEFAULT_SEED,
-             agent_loop: bool = False, hard_share: float | None = None) -> list[Session]:
+             agent_loop: bool = False, hard_share: float | None = None,
+             agent_shaped: bool = False) -> list[Session]:
     """The corpus: `sessions` sessions in a seeded random order (archetypes interleaved, as
     traffic is). The same arguments give byte-identical bodies."""
     rng = random.Random(seed)
@@ -286,5 +293,6 @@ def generate(*, sessions: int = DEFAULT_SESSIONS, seed: int = DEFAULT_SEED,
     out: list[Session] = []
     for i, (archetype, script, api) in enumerate(plan):
         child = random.Random(rng.getrandbits(64))
-        out.append(_session(child, f"replay-{seed}-{i:04d}", archetype, api, script, agent_loop))
+        out.append(_session(child, f"replay-{seed}-{i:04d}", archetype, api, script, agent_loop,
+                            agent_shaped))
     return out

@@ -28,20 +28,22 @@ MODEL = "orca/coding"
 MAX_TOKENS = 8192
 
 
-def _tools(api: Api) -> list[dict[str, Any]]:
+def _tools(api: Api, specs: tuple[tuple[str, str, dict[str, Any]], ...] = TOOL_SPECS
+           ) -> list[dict[str, Any]]:
     if api == "anthropic":
-        return [{"name": n, "description": d, "input_schema": p} for n, d, p in TOOL_SPECS]
+        return [{"name": n, "description": d, "input_schema": p} for n, d, p in specs]
     return [{"type": "function", "function": {"name": n, "description": d, "parameters": p}}
-            for n, d, p in TOOL_SPECS]
+            for n, d, p in specs]
 
 
 class Conversation:
     """One session's history; `body()` is the request that sends all of it."""
 
     def __init__(self, rng: random.Random, api: Api, session_id: str,
-                 system: str) -> None:
+                 system: str, tool_specs: tuple[tuple[str, str, dict[str, Any]], ...] = TOOL_SPECS
+                 ) -> None:
         self.rng, self.api, self.session_id = rng, api, session_id
-        self._tools = _tools(api)
+        self._tools = _tools(api, tool_specs)
         self._metadata = {"session_id": session_id}
         self.messages: list[dict[str, Any]] = []
         self._system: list[dict[str, Any]] = []

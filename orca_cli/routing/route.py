@@ -270,7 +270,10 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
             full = inp.full if inp.full is not None else c.scorer.full(inp.body, inp.api)
         else:
             full_skipped = "strategy"
-        signals = StrategySignals(full.score if full else None, inp.delta.difficulty.values)
+        banding = (c.scorer.banding(inp.body, inp.api).score
+                   if router.strategy == "gated_adaptive" else None)
+        signals = StrategySignals(full.score if full else None, inp.delta.difficulty.values,
+                                  banding)
         ranking = STRATEGIES[router.strategy](candidates, c.cfg, router, signals,
                                               c.snapshot.linucb, c.rng)
         model = ranking.ordered[0] if ranking.ordered else usable[0].model

@@ -156,6 +156,69 @@ def test_retried_turn_never_double_counts() -> None:
     assert s.state is not None and len(s.state.strikes) == 1 and s.state.turn == 2
 
 
+# --- a repeated body never swallows an explicit ask (SPEC §19) ------------------------------
+
+def test_a_repeated_once_counts_against_the_cap_and_is_then_denied() -> None:
+    s = Session()
+    s.turn(0.2, key="same")
+    first = s.turn(0.2, ask="once", key="same")
+    again = s.turn(0.2, ask="once", key="same")
+    third = s.turn(0.2, ask="once", key="same")
+    assert (first.tier, first.reason) == ("strong", "once")
+    assert (again.tier, again.reason) == ("base", "denied:session_cap")
+    assert (third.tier, third.reason) == ("base", "denied:session_cap")
+    assert s.state is not None and s.state.escalation_count == 1 and s.state.turn == 1
+
+
+def test_a_repeated_once_counts_each_time_it_is_served_strong() -> None:
+    s = Session(esc=replace(ESC, max_per_session=3))
+    served = [s.turn(0.2, ask="once", key="same") for _ in range(5)]
+    assert [d.tier for d in served] == ["strong"] * 3 + ["base"] * 2
+    assert s.state is not None and s.state.escalation_count == 3 and s.state.turn == 1
+
+
+def test_a_repeated_base_reset_takes_effect() -> None:
+    s = Session()
+    s.turn(0.2, key="t1")
+    s.turn(0.2, ask="strong", key="t2")
+    assert s.state is not None and s.state.tier == "strong"
+    d = s.turn(0.2, ask="base", key="t2")  # the same body, now with a reset
+    assert (d.tier, d.reason, d.state_tier) == ("base", "reset", "base")
+    assert s.state is not None and s.state.tier == "base" and s.state.reason == "reset"
+    assert s.state.turn == 2  # the repeated turn records no new evidence
+
+
+def test_a_repeated_strong_ask_escalates() -> None:
+    s = Session()
+    s.turn(0.2, key="t1")
+    d = s.turn(0.2, ask="strong", key="t1")
+    assert (d.tier, d.reason) == ("strong", "explicit")
+    assert s.state is not None and s.state.tier == "strong" and s.state.escalation_count == 1
+    assert s.state.turn == 1
+
+
+def test_a_pending_ask_is_consumed_by_a_repeated_turn() -> None:
+    s = Session()
+    s.turn(0.2, key="t1")
+    doc = apply_intents(s.state.to_doc() if s.state else None,
+                        [SetPending("strong", "cli", "stuck", "p1")], s.now, ESC)
+    s.state = TierState.from_doc(doc)
+    d = s.turn(0.2, key="t1")
+    assert (d.tier, d.reason) == ("strong", "explicit")
+    assert s.state is not None and s.state.tier == "strong" and s.state.pending is None
+
+
+def test_a_repeated_turn_still_adds_no_strike_or_streak() -> None:
+    s = Session()
+    sigs = error_signatures([compile_error(1, 1)])
+    s.turn(0.2, sigs=sigs, key="a")
+    s.turn(0.9, sigs=sigs, key="b")
+    for _ in range(4):
+        s.turn(0.9, sigs=sigs, key="b")
+    assert s.state is not None
+    assert (s.state.turn, len(s.state.strikes), s.state.streak) == (2, 1, 1)
+
+
 def test_racing_identical_escalations_merge_and_a_stale_writer_cannot_clobber() -> None:
     base = TierState(turn=3, streak=1)
     sig = TurnSignals("a", 0.72, True)
