@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 import typing
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from orca_cli.config.interpolate import expand
 from orca_cli.config.rules import POST, RANGES
-from orca_cli.config.schema import Config, Secret
+from orca_cli.config.schema import Secret
 from orca_cli.config.walk import BAD, DROP, Ctx, bad, join_key, show, unknown_key, wrong
 
 __all__ = ["build", "convert"]
-
-NOT_KEYS: dict[type, frozenset[str]] = {Config: frozenset({"source"})}
 
 
 @functools.cache
@@ -31,8 +30,8 @@ def build(
     """One dataclass instance from one TOML table; unknown keys and bad values are recorded
     and the field keeps its default (or `base`'s value), so the walk reports everything."""
     implied = dict(implied or {})
-    skip = NOT_KEYS.get(cls, frozenset())
-    fields = [f for f in dataclasses.fields(cls) if f.name not in skip]
+    # A `derived` field is no TOML key: the table's rule (or the class) fills it.
+    fields = [f for f in dataclasses.fields(cls) if not f.metadata.get("derived")]
     known = [f.name for f in fields if f.name not in implied]
     if "enabled" in known and raw.get("enabled") is False:
         ctx = dataclasses.replace(ctx, lenient=True)
@@ -46,7 +45,8 @@ def build(
             continue
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else None
         if f.name in raw:
-            value = convert(hints[f.name], raw[f.name], join_key(path, f.name), ctx, default)
+            tp = f.metadata.get("toml_type", hints[f.name])  # what TOML may write there
+            value = convert(tp, raw[f.name], join_key(path, f.name), ctx, default)
             if value is not DROP and value is not BAD:
                 kwargs[f.name] = value
                 continue
@@ -59,7 +59,7 @@ def build(
     obj = cls(**kwargs)
     for name, rng in RANGES.get(cls, {}).items():
         value = getattr(obj, name)
-        if name in raw and not rng.holds(value):
+        if name in raw and value is not None and not rng.holds(value):
             ctx.error(join_key(path, name), f"{rng.describe()}, got {show(value)}")
     post = POST.get(cls)
     return post(obj, raw, path, ctx) if post else obj
@@ -67,6 +67,8 @@ def build(
 
 def convert(tp: Any, value: Any, path: str, ctx: Ctx, default: Any = None) -> Any:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return convert(_arm(args, value), value, path, ctx, default)
     if tp is str or tp is Secret:
         s = expand(value, path, ctx)
         if tp is Secret and isinstance(s, str):
@@ -113,6 +115,19 @@ def convert(tp: Any, value: Any, path: str, ctx: Ctx, default: Any = None) -> An
             return wrong(ctx, path, "a table", value)
         return build(tp, value, path, ctx, base=default)
     raise TypeError(f"config schema type {tp!r} at {path} has no loader")  # a schema bug
+
+
+def _arm(args: tuple[Any, ...], value: Any) -> Any:
+    """The arm of a union a TOML value is read as: `X | None` is X (TOML has no null; an
+    absent key keeps None), and `X | tuple[X, ...]` takes one value or an array of them."""
+    arms = [a for a in args if a is not type(None)]
+    if len(arms) == 1:
+        return arms[0]
+    lists = [a for a in arms if typing.get_origin(a) is tuple]
+    singles = [a for a in arms if typing.get_origin(a) is not tuple]
+    if len(lists) == 1 and len(singles) == 1:
+        return lists[0] if isinstance(value, list) else singles[0]
+    raise TypeError(f"config schema union {args!r} has no loader")  # a schema bug
 
 
 def convert_entry(tp: Any, key: str, value: Any, path: str, ctx: Ctx) -> Any:

@@ -40,7 +40,8 @@ def check(cfg: Config) -> list[ConfigIssue]:
     enabled_by_api: dict[str, set[str]] = {"openai": set(), "anthropic": set()}
     served: set[str] = set()
     for ch in cfg.enabled_channels():
-        enabled_by_api.setdefault(ch.api, set()).update(ch.models)
+        for api in ch.apis:
+            enabled_by_api.setdefault(api, set()).update(ch.models)
         served.update(ch.models)
     for name, r in cfg.routers.items():
         rpath = join_key("routers", name)

@@ -46,7 +46,7 @@ class CompiledConfig:
 
     __slots__ = (
         "alias_globs", "by_model", "cache_ttl_s", "channel_index", "enabled_channels",
-        "key_fps", "key_slots", "model_ids", "pools", "serving", "strong_models",
+        "key_fps", "key_slots", "left_out", "model_ids", "pools", "serving", "strong_models",
     )
 
     def __init__(self, cfg: Config) -> None:
@@ -65,6 +65,14 @@ class CompiledConfig:
         # Enabled channels that list the model and accept the format, in config order.
         self.serving: Mapping[tuple[str, Api], tuple[ChannelConfig, ...]] = MappingProxyType({
             (m, api): tuple(c for c in chs if c.enabled and c.accepts(api))
+            for m, chs in by_model.items() for api in APIS
+        })
+        # Channels listing the model that cannot take a request of the format, with why: the
+        # disabled ones ("channel_disabled"), then enabled ones of another format
+        # ("format_mismatch"), each in config order.
+        self.left_out: Mapping[tuple[str, Api], tuple[tuple[str, str], ...]] = MappingProxyType({
+            (m, api): tuple((c.name, "channel_disabled") for c in chs if not c.enabled)
+            + tuple((c.name, "format_mismatch") for c in chs if c.enabled and not c.accepts(api))
             for m, chs in by_model.items() for api in APIS
         })
         self.model_ids: tuple[str, ...] = tuple(

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from orca_cli.config.housekeeping import HousekeepingRule
 from orca_cli.config.redact import redact_url
 from orca_cli.config.schema import (
     DEFAULT_API_BY_TYPE,
@@ -16,6 +17,7 @@ from orca_cli.config.schema import (
     DEFAULT_CACHE_TTL_BY_TYPE,
     UNMAPPED_CACHE_TTL_S,
     ChannelConfig,
+    Config,
     EscalationConfig,
     FaultConfig,
     FeatureConfig,
@@ -23,10 +25,12 @@ from orca_cli.config.schema import (
     RouterConfig,
     ServerConfig,
     StateConfig,
+    TelemetryConfig,
     WorkspaceConfig,
 )
 from orca_cli.config.walk import Ctx, Range, join_key, show
 from orca_cli.hosts import is_loopback_host
+from orca_cli.types import Api
 
 __all__ = ["MAX_FALLBACKS", "POST", "RANGES"]
 
@@ -39,6 +43,7 @@ RANGES: dict[type, dict[str, Range]] = {
         "port": Range(1, 65535), "max_body_mb": _POS, "connect_timeout_s": _POS,
         "first_byte_timeout_s": _POS, "idle_timeout_s": _POS, "total_timeout_s": _POS,
         "header_timeout_s": _POS, "max_concurrency": _ONE_UP, "trace_max": _ONE_UP,
+        "max_response_mb": _POS,
         "trace_ttl_s": _POS,
     },
     StateConfig: {"timeout_ms": _POS},
@@ -62,6 +67,7 @@ RANGES: dict[type, dict[str, Range]] = {
     },
     WorkspaceConfig: {"share_cap": _SHARE},
     FeatureConfig: {"weight": _NONNEG, "cap": _POS},
+    HousekeepingRule: {"max_tokens_le": _ONE_UP},
 }
 
 
@@ -111,12 +117,12 @@ def _post_faults(f: FaultConfig, raw: Mapping[str, Any], path: str, ctx: Ctx) ->
 
 def _post_channel(ch: ChannelConfig, raw: Mapping[str, Any], path: str, ctx: Ctx) -> ChannelConfig:
     """Per-type defaults (api, base_url, cache window) and the channel's own rules."""
-    api = ch.api if "api" in raw else DEFAULT_API_BY_TYPE.get(ch.type, "openai")
+    apis = _channel_apis(ch, raw, path, ctx)
     base_url = ch.base_url or DEFAULT_BASE_URL_BY_TYPE.get(ch.type, "")
     ttl = ch.cache_ttl_s
     if "cache_ttl_s" not in raw:
         ttl = DEFAULT_CACHE_TTL_BY_TYPE.get(ch.type, UNMAPPED_CACHE_TTL_S)
-    ch = dataclasses.replace(ch, api=api, base_url=base_url, cache_ttl_s=ttl)
+    ch = dataclasses.replace(ch, api=apis[0], apis=apis, base_url=base_url, cache_ttl_s=ttl)
     if "name" in raw and not _NAME.fullmatch(ch.name):
         ctx.error(join_key(path, "name"),
                   f"must be letters, digits, '_', '.' or '-' (no ':'), got {show(ch.name)}")
@@ -138,6 +144,29 @@ def _post_channel(ch: ChannelConfig, raw: Mapping[str, Any], path: str, ctx: Ctx
     return ch
 
 
+def _channel_apis(
+    ch: ChannelConfig, raw: Mapping[str, Any], path: str, ctx: Ctx
+) -> tuple[Api, ...]:
+    """`api = "openai"` or `api = ["responses", "openai"]` (the first is the translation
+    target); absent: the type's default."""
+    default: Api = DEFAULT_API_BY_TYPE.get(ch.type, "openai")
+    if "api" not in raw:
+        return (default,)
+    value: Any = ch.api
+    if isinstance(value, str):
+        return (value,)  # type: ignore[return-value]
+    listed: tuple[Api, ...] = value
+    if not listed:
+        if isinstance(raw["api"], list) and not raw["api"]:
+            ctx.error(join_key(path, "api"), 'must list at least one format, e.g. ["openai"]')
+        return (default,)
+    for i, api in enumerate(listed):
+        if api in listed[:i]:
+            ctx.error(join_key(path, "api"), f"lists {show(api)} twice")
+            return tuple(dict.fromkeys(listed))
+    return listed
+
+
 def _post_escalation(
     e: EscalationConfig, raw: Mapping[str, Any], path: str, ctx: Ctx
 ) -> EscalationConfig:
@@ -147,6 +176,50 @@ def _post_escalation(
         ctx.error(join_key(path, "strike_window_turns"),
                   f"must be >= strikes ({e.strikes}), got {e.strike_window_turns}")
     return e
+
+
+def _post_housekeeping(
+    rule: HousekeepingRule, raw: Mapping[str, Any], path: str, ctx: Ctx
+) -> HousekeepingRule:
+    if "name" in raw and not _NAME.fullmatch(rule.name):
+        ctx.error(join_key(path, "name"),
+                  f"must be letters, digits, '_', '.' or '-', got {show(rule.name)}")
+    if "system_prefix" not in raw or (isinstance(raw["system_prefix"], list)
+                                      and not raw["system_prefix"]):
+        ctx.error(join_key(path, "system_prefix"),
+                  'must list at least one opening phrase, e.g. ["You are a title generator"]')
+    for i, phrase in enumerate(rule.system_prefix):
+        if not phrase.strip():
+            ctx.error(f"{join_key(path, 'system_prefix')}[{i}]", "must not be empty")
+    return rule
+
+
+def _post_telemetry(
+    t: TelemetryConfig, raw: Mapping[str, Any], path: str, ctx: Ctx
+) -> TelemetryConfig:
+    if t.otlp_endpoint and not re.match(r"https?://[^/\s]+", t.otlp_endpoint):
+        ctx.error(join_key(path, "otlp_endpoint"),
+                  f'must be an http:// or https:// URL (e.g. "http://127.0.0.1:4318"), '
+                  f"got {show(redact_url(t.otlp_endpoint))}")
+    if not t.service_name.strip():
+        ctx.error(join_key(path, "service_name"), 'must not be empty; the default is "orca"')
+    return t
+
+
+def _post_config(cfg: Config, raw: Mapping[str, Any], path: str, ctx: Ctx) -> Config:
+    """Defaults that depend on other tables, and names unique across an array."""
+    routing = raw.get("routing")
+    given = isinstance(routing, dict) and "side_router" in routing
+    if not given and "background" in cfg.routers:
+        cfg = dataclasses.replace(cfg, routing=dataclasses.replace(
+            cfg.routing, side_router="orca/background"))
+    first: dict[str, int] = {}
+    for i, rule in enumerate(cfg.housekeeping if "housekeeping" in raw else ()):
+        if rule.name in first:
+            ctx.error(f"housekeeping[{i}].name", f'duplicate rule name "{rule.name}" '
+                      f"(also housekeeping[{first[rule.name]}])")
+        first.setdefault(rule.name, i)
+    return cfg
 
 
 def _post_router(r: RouterConfig, raw: Mapping[str, Any], path: str, ctx: Ctx) -> RouterConfig:
@@ -179,4 +252,7 @@ POST: dict[type, Callable[[Any, Mapping[str, Any], str, Ctx], Any]] = {
     ChannelConfig: _post_channel,
     EscalationConfig: _post_escalation,
     RouterConfig: _post_router,
+    HousekeepingRule: _post_housekeeping,
+    TelemetryConfig: _post_telemetry,
+    Config: _post_config,
 }

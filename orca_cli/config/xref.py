@@ -51,6 +51,10 @@ def cross_check(cfg: Config, ctx: Ctx) -> None:
         why = _alias_problem(cfg, target, known_set)
         if why:
             ctx.error(join_key("aliases", pattern), why)
+    side = cfg.routing.side_router
+    if side and side.removeprefix("orca/") not in cfg.routers:
+        ctx.error("routing.side_router", f'"{side}" names no router; write "orca/<router>" '
+                  f'or "" (the session\'s base pin); routers: {", ".join(cfg.routers) or "none"}')
 
 
 def unknown_model(model: str, known: list[str]) -> str:

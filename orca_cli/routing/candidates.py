@@ -121,7 +121,10 @@ def order_keys(
     Rotating from a random start spreads first attempts evenly over the healthy keys while
     the remaining keys stay in config order as the fallback sequence.
     """
-    good = tuple(i for i, _ in key_slots(ch) if healthy(ch.name, i))
+    return _rotate(tuple(i for i, _ in key_slots(ch) if healthy(ch.name, i)), rng)
+
+
+def _rotate(good: tuple[int, ...], rng: random.Random | None) -> tuple[int, ...]:
     if rng is None or len(good) < 2:
         return good
     start = rng.randrange(len(good))
@@ -211,29 +214,22 @@ class _Serving:
 
 
 def _serving(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
-    listing = cfg.compiled.by_model.get(model, ())
-    serving = [c for c in listing if only is None or c.name == only]
-    filtered: list[tuple[str, str]] = []
-    enabled = []
-    for c in serving:
-        if c.enabled:
-            enabled.append(c)
-        else:
-            filtered.append((c.name, "channel_disabled"))
     window = model_config(model, cfg).context_window
-    if not enabled:
-        why = f"no enabled channel serves {model!r}" + (f" via {only!r}" if only else "")
-        return _Serving((), tuple(filtered), "no_channel", why, window)
-    fitting = []
-    for c in enabled:
-        if speaks(c, api):
-            fitting.append(c)
-        else:
-            filtered.append((c.name, "format_mismatch"))
-    if not fitting:
+    if only is None:  # the common case: read from the compiled indices
+        c = cfg.compiled
+        fitting, filtered = c.serving_channels(model, api), c.left_out.get((model, api), ())
+    else:
+        listing = [ch for ch in cfg.compiled.by_model.get(model, ()) if ch.name == only]
+        fitting = tuple(ch for ch in listing if ch.enabled and ch.accepts(api))
+        filtered = tuple((ch.name, "channel_disabled") for ch in listing if not ch.enabled) + tuple(
+            (ch.name, "format_mismatch") for ch in listing if ch.enabled and not ch.accepts(api))
+    if fitting:
+        return _Serving(fitting, filtered, None, "ok", window)
+    if any(why == "format_mismatch" for _, why in filtered):
         why = f"no enabled channel serving {model!r} speaks the {api} format"
-        return _Serving((), tuple(filtered), "format_mismatch", why, window)
-    return _Serving(tuple(fitting), tuple(filtered), None, "ok", window)
+        return _Serving((), filtered, "format_mismatch", why, window)
+    why = f"no enabled channel serves {model!r}" + (f" via {only!r}" if only else "")
+    return _Serving((), filtered, "no_channel", why, window)
 
 
 def _candidate(
@@ -260,9 +256,10 @@ def _candidate(
             return Candidate(model, (ChannelChoice(c.name, c.weight, (0,)),), None, "ok",
                              sv.filtered)
     filtered = list(sv.filtered)
+    slots = cfg.compiled.key_slots
     alive = []
     for c in sv.fitting:
-        if any(healthy(c.name, i) for i, _ in key_slots(c)):
+        if any(healthy(c.name, i) for i, _ in slots[c.name]):
             alive.append(c)
         else:
             filtered.append((c.name, "unhealthy"))
@@ -271,7 +268,10 @@ def _candidate(
         return Candidate(model, (), "unhealthy", why, tuple(filtered))
     ordered, drained = order_channels(alive, mode, rng)
     filtered.extend((c.name, "drained") for c in drained)
-    choices = tuple(ChannelChoice(c.name, c.weight, order_keys(c, healthy, rng)) for c in ordered)
+    choices = tuple(
+        ChannelChoice(c.name, c.weight,
+                      _rotate(tuple(i for i, _ in slots[c.name] if healthy(c.name, i)), rng))
+        for c in ordered)
     return Candidate(model, choices, None, "ok", tuple(filtered))
 
 
