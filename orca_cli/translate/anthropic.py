@@ -332,6 +332,17 @@ def _tool_choice(req: Request) -> dict[str, Any] | None:
     return choice
 
 
+def _thinking_fits(messages: list[dict[str, Any]]) -> bool:
+    """Extended thinking needs the last assistant turn of a tool loop to open with its
+    thinking block; when that block was dropped (foreign reasoning) thinking stays off."""
+    for msg in reversed(messages):
+        if msg["role"] == "assistant":
+            blocks = msg["content"]
+            uses_tools = any(b["type"] == "tool_use" for b in blocks)
+            return not uses_tools or blocks[0]["type"] in ("thinking", "redacted_thinking")
+    return True
+
+
 def encode_request(
     req: Request, *, model: str, max_tokens: int = 8192, rewritten: list[str] | None = None
 ) -> bytes:
@@ -356,7 +367,7 @@ def encode_request(
     if req.user:
         body["metadata"] = {"user_id": req.user}
     budget = req.thinking_budget or _EFFORT_BUDGET.get(req.reasoning_effort or "", 0)
-    if budget and budget < body["max_tokens"]:
+    if budget and budget < body["max_tokens"] and _thinking_fits(messages):
         body["thinking"] = {"type": "enabled", "budget_tokens": max(budget, 1024)}
         body.pop("temperature", None)
         body.pop("top_p", None)

@@ -175,7 +175,9 @@ class AnthropicStreamEncoder(StreamEncoder):
     def _on_ReasoningDelta(self, ev: ReasoningDelta) -> bytes:
         out = b""
         if self._open != ev.index:
-            out = self._start(ev.index, "thinking", {"type": "thinking", "thinking": ""})
+            out = self._start(
+                ev.index, "thinking", {"type": "thinking", "thinking": "", "signature": ""}
+            )
             self._reason = Reasoning(self.family, self.model)
         reason = self._reason
         assert reason is not None

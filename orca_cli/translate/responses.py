@@ -286,9 +286,13 @@ def output_items(parts: list[Part], role: str, *, tag: bool = False) -> list[dic
     pending: list[dict[str, Any]] = []
 
     def flush() -> None:
-        if pending:
-            items.append({"type": "message", "role": role, "content": list(pending)})
-            pending.clear()
+        if not pending:
+            return
+        content: str | list[dict[str, Any]] = list(pending)
+        if role == "assistant" and not tag:  # history: an input message takes plain text
+            content = "\n\n".join(str(p.get("text") or "") for p in pending)
+        items.append({"type": "message", "role": role, "content": content})
+        pending.clear()
 
     for part in parts:
         if isinstance(part, Text | Image | Document):
@@ -392,15 +396,17 @@ def encode_request(req: Request, *, model: str, reasoning: bool = False) -> byte
 def usage_from(u: dict[str, Any] | None) -> Usage:
     if not u:
         return Usage()
-    cached = (u.get("input_tokens_details") or {}).get("cached_tokens") or 0
+    details = u.get("input_tokens_details") or {}
+    cached = details.get("cached_tokens") or 0
+    write = details.get("cache_write_tokens") or 0
     reasoning = (u.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
-    return Usage(u.get("input_tokens") or 0, u.get("output_tokens") or 0, cached, 0, reasoning)
+    return Usage(u.get("input_tokens") or 0, u.get("output_tokens") or 0, cached, write, reasoning)
 
 
 def usage_to(u: Usage) -> dict[str, Any]:
     return {
         "input_tokens": u.input,
-        "input_tokens_details": {"cached_tokens": u.cached},
+        "input_tokens_details": {"cached_tokens": u.cached, "cache_write_tokens": u.cache_write},
         "output_tokens": u.output,
         "output_tokens_details": {"reasoning_tokens": u.reasoning},
         "total_tokens": u.input + u.output,
@@ -475,6 +481,8 @@ def encode_response(resp: Response, *, model_name: str, id: str) -> bytes:
         "model": model_name,
         "output": items,
         "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
         "usage": usage_to(resp.usage),
     }
     return orjson.dumps(body)

@@ -183,6 +183,8 @@ class ResponsesStreamEncoder(StreamEncoder):
             "model": self.model_name,
             "output": self._items,
             "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
             "usage": None,
             **extra,
         }
