@@ -343,13 +343,48 @@ def _thinking_fits(messages: list[dict[str, Any]]) -> bool:
     return True
 
 
+_CACHEABLE = frozenset({"text", "image", "document", "tool_use", "tool_result"})
+
+
+def _message_breakpoints(messages: list[dict[str, Any]], ttl: str, room: int) -> int:
+    """Cache breakpoints on the last block of the last message (written this turn) and on the
+    last block of the user message before the last assistant turn (where the previous turn
+    wrote: read this turn). Thinking blocks cannot carry a marker."""
+    targets: list[dict[str, Any]] = []
+    last_assistant = max(
+        (i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1
+    )
+    for index in (len(messages) - 1, last_assistant - 1):
+        if 0 <= index < len(messages):
+            blocks = [b for b in messages[index]["content"] if b["type"] in _CACHEABLE]
+            if blocks and not any(blocks[-1] is t for t in targets):
+                targets.append(blocks[-1])
+    added = 0
+    for block in targets[:room]:
+        if "cache_control" not in block:
+            block["cache_control"] = _marker(ttl)
+            added += 1
+    return added
+
+
 def encode_request(
-    req: Request, *, model: str, max_tokens: int = 8192, rewritten: list[str] | None = None
-) -> bytes:
-    """The Messages body for `req` (deterministic). Ids rewritten are appended to
+    req: Request,
+    *,
+    model: str,
+    max_tokens: int = 8192,
+    rewritten: list[str] | None = None,
+    cache_ttl: str | None = None,
+) -> tuple[bytes, int]:
+    """The Messages body for `req` (deterministic) and the message cache breakpoints added
+    (with `cache_ttl`, see `_message_breakpoints`). Ids rewritten are appended to
     `rewritten`; `max_tokens` is the default when the request set none (it is required)."""
     ids: list[str] = rewritten if rewritten is not None else []
     system, messages = _system_and_messages(req, ids)
+    added = 0
+    if cache_ttl is not None:
+        used = sum(1 for b in system if "cache_control" in b)
+        used += sum(1 for t in req.tools if t.cache)
+        added = _message_breakpoints(messages, cache_ttl, 4 - used)
     body: dict[str, Any] = {"model": model, "max_tokens": req.max_tokens or max_tokens}
     if system:
         body["system"] = system
@@ -377,7 +412,7 @@ def encode_request(
         }
     if req.stream:
         body["stream"] = True
-    return orjson.dumps(body)
+    return orjson.dumps(body), added
 
 
 # --- responses ---------------------------------------------------------------------------

@@ -82,17 +82,24 @@ def encode_request(
     model: str,
     family: str,
     options: TranslationOptions,
-    rewritten: list[str],
-) -> bytes:
+    rewritten: list[str] | None = None,
+    cache_ttl: str | None = None,
+) -> tuple[bytes, int]:
+    """`req` as a `dst` body and the message cache breakpoints it got (Anthropic only)."""
     if dst == "anthropic":
         return anthropic.encode_request(
-            req, model=model, max_tokens=options.anthropic_max_tokens, rewritten=rewritten
+            req,
+            model=model,
+            max_tokens=options.anthropic_max_tokens,
+            rewritten=rewritten,
+            cache_ttl=cache_ttl,
         )
     if dst == "responses":
-        return responses.encode_request(req, model=model, reasoning=options.target_reasoning)
-    return openai_chat.encode_request(
+        return responses.encode_request(req, model=model, reasoning=options.target_reasoning), 0
+    body = openai_chat.encode_request(
         req, model=model, family=family, reasoning=options.target_reasoning
     )
+    return body, 0
 
 
 def translate_request(
@@ -112,14 +119,20 @@ def translate_request(
     req = decode_request(body, src, family=options.inbound_family)
     result = apply_policy(req, dst, target_model_family, model, options)
     rewritten: list[str] = []
-    raw = encode_request(
-        req, dst, model=model, family=target_model_family, options=options, rewritten=rewritten
+    raw, added = encode_request(
+        req,
+        dst,
+        model=model,
+        family=target_model_family,
+        options=options,
+        rewritten=rewritten,
+        cache_ttl=result.cache_ttl,
     )
     custom = frozenset(t.name for t in req.tools if t.kind == "custom")
     report = {
         "from": src,
         "to": dst,
-        "cache_breakpoints_added": result.cache_breakpoints_added,
+        "cache_breakpoints_added": result.cache_breakpoints_added + added,
         "dropped_reasoning": result.dropped_reasoning,
         "rewritten_ids": len(set(rewritten)),
         "untranslatable": result.untranslatable,

@@ -7,9 +7,10 @@
   for Responses, text for Chat Completions, i.e. DeepSeek's `reasoning_content`). Any other
   is dropped, or with `foreign_reasoning = "as_text"` becomes a `<thinking>` text part; each
   is counted.
-- Cache markers (rule 2): towards Anthropic with `anthropic_cache = "auto"`, breakpoints go at
-  the end of tools+system (the last system block, else the last tool) and on the last block of
-  the last message and of the last user message before it — at most 4; ttl "1h" when asked.
+- Cache markers (rule 2): towards Anthropic with `anthropic_cache = "auto"`, a breakpoint
+  goes at the end of tools+system (the last system block, else the last tool) here, and the
+  Anthropic encoder adds the message ones (`anthropic._message_breakpoints`) — at most 4 in
+  all; ttl "1h" when asked.
   Towards the other formats markers are ignored by the encoders (those cache automatically).
 - Content (rule 5): what the target cannot express is listed as `untranslatable`.
 """
@@ -19,12 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from orca_cli.translate.model import Document, Message, Part, Reasoning, Request, Text
+from orca_cli.translate.model import Document, Part, Reasoning, Request, Text
 from orca_cli.types import Api
 
 __all__ = ["PolicyResult", "TranslationOptions", "apply_policy", "keep_reasoning"]
-
-_MAX_BREAKPOINTS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +40,7 @@ class TranslationOptions:
 class PolicyResult:
     dropped_reasoning: int = 0
     cache_breakpoints_added: int = 0
+    cache_ttl: str | None = None  # message breakpoints to place (anthropic.encode_request)
     untranslatable: list[str] = field(default_factory=list)
 
 
@@ -72,38 +72,20 @@ def _reasoning(req: Request, dst: Api, family: str, model: str, options: Transla
     return dropped
 
 
-def _last_cacheable(msg: Message) -> Part | None:
-    for p in reversed(msg.parts):
-        if not isinstance(p, Reasoning) and not (isinstance(p, Text) and not p.text):
-            return p
-    return None
-
-
-def _place_cache(req: Request, ttl: str) -> int:
-    targets: list[object] = []
+def _place_head_cache(req: Request, ttl: str) -> int:
+    """The end of tools+system: the last system block, else the last tool."""
     head = [t for t in req.system if t.text]
     for m in req.messages:  # leading system/developer messages join the system (anthropic.py)
         if m.role not in ("system", "developer"):
             break
         head.extend(t for t in m.parts if isinstance(t, Text) and t.text)
     if head:
-        targets.append(head[-1])
-    elif req.tools:
-        targets.append(req.tools[-1])
-    convo = [m for m in req.messages if m.role in ("user", "assistant")]
-    if convo:
-        last = _last_cacheable(convo[-1])
-        if last is not None:
-            targets.append(last)
-        earlier = next((m for m in reversed(convo[:-1]) if m.role == "user"), None)
-        prev = _last_cacheable(earlier) if earlier is not None else None
-        if prev is not None:
-            targets.append(prev)
-    added = 0
-    for target in targets[:_MAX_BREAKPOINTS]:
-        target.cache = ttl  # type: ignore[attr-defined]
-        added += 1
-    return added
+        head[-1].cache = ttl
+        return 1
+    if req.tools:
+        req.tools[-1].cache = ttl
+        return 1
+    return 0
 
 
 def _clear_cache(req: Request) -> None:
@@ -138,6 +120,7 @@ def apply_policy(
         _clear_cache(req)
         if options.anthropic_cache == "auto":
             ttl = "1h" if options.cache_ttl_1h else "5m"
-            result.cache_breakpoints_added = _place_cache(req, ttl)
+            result.cache_ttl = ttl
+            result.cache_breakpoints_added = _place_head_cache(req, ttl)
     result.untranslatable = _untranslatable(req, dst)
     return result

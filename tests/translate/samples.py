@@ -495,8 +495,18 @@ def openai_stream() -> bytes:
 
 
 def responses_stream() -> bytes:
-    from orca_cli.translate.model import End, ReasoningDelta, Start, Stop, TextDelta
-    from orca_cli.translate.model import BlockEnd, ToolDelta, ToolStart, Usage, UsageEvent
+    from orca_cli.translate.model import (
+        BlockEnd,
+        End,
+        ReasoningDelta,
+        Start,
+        Stop,
+        TextDelta,
+        ToolDelta,
+        ToolStart,
+        Usage,
+        UsageEvent,
+    )
     from orca_cli.translate.responses_stream import ResponsesStreamEncoder
 
     # Built with our encoder, then checked event-by-event against the SDK's types in tests.
