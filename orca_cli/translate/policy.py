@@ -105,6 +105,8 @@ def _untranslatable(req: Request, dst: Api) -> list[str]:
             for p in msg.parts:
                 if isinstance(p, Document) and p.text is None and p.data is None:
                     found.append("document_url")
+    if dst == "responses" and req.stop:
+        found.append("stop_sequences")  # the Responses API has no stop sequences
     if dst == "anthropic" and req.json_object and req.json_schema is None:
         found.append("response_format:json_object")
     return list(dict.fromkeys(found))

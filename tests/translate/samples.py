@@ -73,7 +73,6 @@ def anthropic_request(stream: bool = False) -> dict[str, Any]:
         "tools": [{"name": "read", "description": "Read a file", "input_schema": TOOL_SCHEMA}],
         "tool_choice": {"type": "auto"},
         "temperature": 0.5,
-        "stop_sequences": ["STOP"],
         "stream": stream,
     }
 
@@ -123,7 +122,6 @@ def openai_request(stream: bool = False) -> dict[str, Any]:
         "tool_choice": "auto",
         "temperature": 0.5,
         "max_tokens": 4096,
-        "stop": ["STOP"],
         "stream": stream,
     }
 

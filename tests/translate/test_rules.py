@@ -71,7 +71,7 @@ def test_foreign_reasoning_never_reaches_another_model() -> None:
     assert b'"thinking":"Two reads."' in sent
     # Back to the same model: reasoning_content returns (DeepSeek's tool loop needs it).
     same, report = _tr(body, "anthropic", "openai", "deepseek", "deepseek-chat")
-    assistant = [m for m in same["messages"] if m["role"] == "assistant"][0]
+    assistant = next(m for m in same["messages"] if m["role"] == "assistant")
     assert assistant["reasoning_content"] == "Two reads." and report["dropped_reasoning"] == 0
     # Another model of the same family, another family: dropped, counted.
     for family, model in (("deepseek", "deepseek-reasoner"), ("openai", "gpt-5")):
@@ -92,7 +92,7 @@ def test_claude_thinking_signature_only_to_claude() -> None:
         upstream_family="anthropic",
     )
     answer = orjson.loads(rt.translate_body(orjson.dumps(RESPONSES["anthropic"])))
-    reasoning = [i for i in answer["output"] if i["type"] == "reasoning"][0]
+    reasoning = next(i for i in answer["output"] if i["type"] == "reasoning")
     assert reasoning["encrypted_content"].startswith("orca1.")
     assert "sigABC" not in reasoning["encrypted_content"]  # opaque, not the raw signature
     body = responses_request()
@@ -387,6 +387,9 @@ def test_untranslatable_features_reported() -> None:
     assert out.report["untranslatable"] == ["document_url"]
     _, report = _tr(claude, "anthropic", "responses", "openai")
     assert report["untranslatable"] == []
+    claude["stop_sequences"] = ["STOP"]
+    _, report = _tr(claude, "anthropic", "responses", "openai")
+    assert report["untranslatable"] == ["stop_sequences"]  # the Responses API has none
 
 
 def test_pdf_document_both_ways() -> None:
