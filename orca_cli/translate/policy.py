@@ -34,6 +34,7 @@ class TranslationOptions:
     target_reasoning: bool = False  # the target model reasons (effort sent, no temperature)
     anthropic_max_tokens: int = 8192  # Messages requires max_tokens; used when none was set
     inbound_family: str | None = None  # who made raw reasoning in the client's history
+    max_tokens_cap: int | None = None  # the target model's output limit (a larger ask is cut)
 
 
 @dataclass(slots=True)
@@ -125,4 +126,7 @@ def apply_policy(
             result.cache_ttl = ttl
             result.cache_breakpoints_added = _place_head_cache(req, ttl)
     result.untranslatable = _untranslatable(req, dst)
+    cap = options.max_tokens_cap
+    if cap is not None and req.max_tokens is not None and req.max_tokens > cap:
+        req.max_tokens = cap
     return result

@@ -448,3 +448,14 @@ def test_error_without_json_body_keeps_text() -> None:
     status, body = translate_error("openai", "anthropic", 502, b"Bad Gateway")
     assert status == 502
     assert orjson.loads(body)["error"] == {"type": "api_error", "message": "Bad Gateway"}
+
+
+def test_max_tokens_capped_to_the_target() -> None:
+    body = anthropic_request()
+    body["max_tokens"] = 32000
+    out, _ = _tr(
+        body, "anthropic", "openai", "deepseek", options=TranslationOptions(max_tokens_cap=8192)
+    )
+    assert out["max_tokens"] == 8192
+    out, _ = _tr(body, "anthropic", "openai", "openai")
+    assert out["max_completion_tokens"] == 32000
