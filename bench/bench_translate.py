@@ -74,7 +74,22 @@ def _cpu(fn: Callable[[], object], runs: int = 7) -> float:
 
 
 def _anthropic_body() -> dict[str, object]:
-    words = ["the", "parser", "module", "reads", "tokens", "and", "builds", "a", "tree", "of", "nodes", "for", "each", "file"]
+    words = [
+        "the",
+        "parser",
+        "module",
+        "reads",
+        "tokens",
+        "and",
+        "builds",
+        "a",
+        "tree",
+        "of",
+        "nodes",
+        "for",
+        "each",
+        "file",
+    ]
     prose = " ".join(words[i % len(words)] for i in range(500))
     schema = {
         "type": "object",
@@ -174,7 +189,7 @@ def main() -> None:
             if dst == src:
                 continue
             cost = _cpu(
-                lambda body=body, dst=dst: translate_request(
+                lambda body=body, src=src, dst=dst: translate_request(
                     body, src, dst, model="x", target_model_family=FAMILY[dst], options=OPTS
                 )
             )

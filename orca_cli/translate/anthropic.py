@@ -184,7 +184,7 @@ def _tools(body: dict[str, Any], req: Request) -> None:
     choice = body.get("tool_choice")
     if isinstance(choice, dict):
         kind = choice.get("type")
-        req.tool_choice = {"any": "required"}.get(kind, kind)
+        req.tool_choice = "required" if kind == "any" else kind
         req.tool_choice_name = choice.get("name")
         if choice.get("disable_parallel_tool_use"):
             req.parallel_tool_calls = False

@@ -152,7 +152,7 @@ class AnthropicStreamEncoder(StreamEncoder):
     def _on_Start(self, ev: Start) -> bytes:
         if ev.usage is not None:
             self._usage = ev.usage
-        msg = {
+        msg: dict[str, Any] = {
             "id": self.id,
             "type": "message",
             "role": "assistant",

@@ -23,6 +23,7 @@ from orca_cli.translate import anthropic, openai_chat, responses
 from orca_cli.translate.anthropic_stream import AnthropicStreamDecoder, AnthropicStreamEncoder
 from orca_cli.translate.common import TranslationError, custom_input, response_id, status_for
 from orca_cli.translate.model import (
+    ErrorEvent,
     Event,
     Reasoning,
     Request,
@@ -248,15 +249,16 @@ class ResponseTranslator:
             return b""
         out: list[bytes] = []
         for ev in events:
-            kind = type(ev)
-            if kind is Start:
-                self._encoder = self._make_encoder(ev)  # type: ignore[arg-type]
-            elif kind is ToolStart and ev.name in self.custom_tools:  # type: ignore[union-attr]
-                ev.kind = "custom"  # type: ignore[union-attr]
-            elif kind is UsageEvent:
-                self.usage = ev.usage  # type: ignore[union-attr]
-            elif kind is Stop:
-                self.stop = ev.reason  # type: ignore[union-attr]
+            if isinstance(ev, Start):
+                self._encoder = self._make_encoder(ev)
+            elif isinstance(ev, ToolStart) and ev.name in self.custom_tools:
+                ev.kind = "custom"
+            elif isinstance(ev, UsageEvent):
+                self.usage = ev.usage
+            elif isinstance(ev, Stop):
+                self.stop = ev.reason
+            elif isinstance(ev, ErrorEvent):
+                self.error = ev.message
             if self._encoder is None:
                 self._encoder = self._make_encoder(Start("", ""))
                 out.append(self._encoder.encode(Start("", "")))

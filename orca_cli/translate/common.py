@@ -244,3 +244,10 @@ def custom_input(arguments: str) -> str:
     if isinstance(value, dict) and isinstance(value.get(CUSTOM_PARAM), str):
         return str(value[CUSTOM_PARAM])
     return arguments
+
+
+def budget_effort(budget: int | None) -> str | None:
+    """An Anthropic thinking budget as an OpenAI reasoning effort."""
+    if not budget:
+        return None
+    return "low" if budget < 4096 else "medium" if budget < 16384 else "high"

@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from orca_cli.translate.common import (
+    budget_effort,
     custom_args,
     custom_schema,
     data_url,
@@ -41,6 +42,7 @@ from orca_cli.translate.model import (
     Reasoning,
     Request,
     Response,
+    Role,
     StopReason,
     Text,
     Tool,
@@ -77,7 +79,12 @@ STOP_TO: dict[str, str] = {
     "content_filter": "content_filter",
     "pause": "stop",
 }
-_ROLES = {"system": "system", "developer": "developer", "user": "user", "assistant": "assistant"}
+_ROLES: dict[str, Role] = {
+    "system": "system",
+    "developer": "developer",
+    "user": "user",
+    "assistant": "assistant",
+}
 
 
 # --- decoding ----------------------------------------------------------------------------
@@ -221,11 +228,7 @@ def decode_request(body: dict[str, Any], *, family: str = "unknown") -> Request:
                 req.messages.append(Message("user", [result]))
         elif role in _ROLES:
             req.messages.append(
-                Message(
-                    _ROLES[role],
-                    _parts(msg.get("content"), req),  # type: ignore[arg-type]
-                    msg.get("name"),
-                )
+                Message(_ROLES[role], _parts(msg.get("content"), req), msg.get("name"))
             )
         else:
             req.untranslatable.append(f"role:{role}")
@@ -366,7 +369,7 @@ def encode_request(
         body["response_format"] = {"type": "json_schema", "json_schema": req.json_schema}
     elif req.json_object:
         body["response_format"] = {"type": "json_object"}
-    effort = req.reasoning_effort or _budget_effort(req.thinking_budget)
+    effort = req.reasoning_effort or budget_effort(req.thinking_budget)
     if reasoning and effort:
         body["reasoning_effort"] = effort
     if req.user:
@@ -380,12 +383,6 @@ def encode_request(
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
     return orjson.dumps(body)
-
-
-def _budget_effort(budget: int | None) -> str | None:
-    if not budget:
-        return None
-    return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
 
 
 # --- responses ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from orca_cli.translate.common import (
+    budget_effort,
     data_url,
     parse_data_url,
     tag_reasoning,
@@ -35,6 +36,7 @@ from orca_cli.translate.model import (
     Reasoning,
     Request,
     Response,
+    Role,
     StopReason,
     Text,
     Tool,
@@ -55,6 +57,12 @@ __all__ = [
 ]
 
 _TEXT_TYPES = ("input_text", "output_text", "text")
+_ROLES: dict[str, Role] = {
+    "system": "system",
+    "developer": "developer",
+    "user": "user",
+    "assistant": "assistant",
+}
 
 
 # --- decoding ----------------------------------------------------------------------------
@@ -107,7 +115,7 @@ def _reasoning_item(item: dict[str, Any], family: str) -> Reasoning:
     return Reasoning(family, text="\n\n".join(texts), encrypted=encrypted, item_id=item.get("id"))
 
 
-def _item_part(item: dict[str, Any], req: Request, family: str) -> tuple[str, Part] | None:
+def _item_part(item: dict[str, Any], req: Request, family: str) -> tuple[Role, Part] | None:
     kind = item.get("type")
     if kind == "function_call":
         return "assistant", ToolCall(
@@ -126,8 +134,11 @@ def _item_part(item: dict[str, Any], req: Request, family: str) -> tuple[str, Pa
         )
     if kind in ("function_call_output", "custom_tool_call_output"):
         content = _contents(item.get("output"), req)
-        tool_kind = "custom" if kind == "custom_tool_call_output" else "function"
-        return "user", ToolResult(str(item.get("call_id")), content, kind=tool_kind)
+        custom = kind == "custom_tool_call_output"
+        result = ToolResult(
+            str(item.get("call_id")), content, kind="custom" if custom else "function"
+        )
+        return "user", result
     if kind == "reasoning":
         return "assistant", _reasoning_item(item, family)
     req.untranslatable.append(f"item:{kind}")
@@ -142,7 +153,7 @@ def _input(items: Any, req: Request, family: str) -> None:
         if not isinstance(item, dict):
             continue
         if item.get("type", "message") == "message":
-            role = item.get("role") or "user"
+            role: Role = _ROLES.get(item.get("role") or "user", "user")
             parts: list[Part] = list(_contents(item.get("content"), req))
             if role in ("user", "assistant") and req.messages and req.messages[-1].role == role:
                 req.messages[-1].parts.extend(parts)
@@ -157,7 +168,7 @@ def _input(items: Any, req: Request, family: str) -> None:
         if last is not None and last.role == role:
             last.parts.append(part)
         else:
-            req.messages.append(Message(role, [part]))  # type: ignore[arg-type]
+            req.messages.append(Message(role, [part]))
 
 
 def _tools(body: dict[str, Any], req: Request) -> None:
@@ -343,7 +354,7 @@ def _request_fields(req: Request, body: dict[str, Any], reasoning: bool) -> None
                 body[key] = value
     if req.max_tokens is not None:
         body["max_output_tokens"] = req.max_tokens
-    effort = req.reasoning_effort or _budget_effort(req.thinking_budget)
+    effort = req.reasoning_effort or budget_effort(req.thinking_budget)
     if reasoning:
         body["reasoning"] = {"effort": effort or "medium", "summary": "auto"}
         body["include"] = ["reasoning.encrypted_content"]
@@ -358,12 +369,6 @@ def _request_fields(req: Request, body: dict[str, Any], reasoning: bool) -> None
         body["text"] = {"format": fmt}
     elif req.json_object:
         body["text"] = {"format": {"type": "json_object"}}
-
-
-def _budget_effort(budget: int | None) -> str | None:
-    if not budget:
-        return None
-    return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
 
 
 def encode_request(req: Request, *, model: str, reasoning: bool = False) -> bytes:

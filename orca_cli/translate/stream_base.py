@@ -67,7 +67,7 @@ class StreamEncoder:
     def __init__(self) -> None:
         self.done = False
         self._handlers: dict[type, Callable[[Any], bytes]] = {}
-        for cls in Event.__args__:  # type: ignore[attr-defined]
+        for cls in Event.__args__:
             self._handlers[cls] = getattr(self, "_on_" + cls.__name__)
 
     def encode(self, event: Event) -> bytes:
