@@ -306,6 +306,9 @@ def _system_and_messages(
             messages[-1]["content"].extend(blocks)
         else:
             messages.append({"role": role, "content": blocks})
+    for turn in messages:  # tool results must open a user turn (stable sort: order kept)
+        if turn["role"] == "user" and len(turn["content"]) > 1:
+            turn["content"].sort(key=lambda b: b["type"] != "tool_result")
     return system, messages
 
 

@@ -40,6 +40,7 @@ from orca_cli.translate.policy import TranslationOptions, apply_policy
 from orca_cli.translate.responses_stream import ResponsesStreamDecoder, ResponsesStreamEncoder
 from orca_cli.translate.stream_base import StreamDecoder, StreamEncoder
 from orca_cli.types import Api
+from orca_cli.wire.usage import Usage as WireUsage
 
 __all__ = [
     "ResponseTranslator",
@@ -216,6 +217,11 @@ class ResponseTranslator:
         self.error: str | None = None
         self._decoder = _DECODERS[src](upstream_family)  # type: ignore[call-arg]
         self._encoder: StreamEncoder | None = None
+
+    def cost_usage(self) -> WireUsage:
+        """The usage in the cost model's terms (`wire.usage.Usage`)."""
+        u = self.usage
+        return WireUsage(u.input, u.cached, u.cache_write, u.output)
 
     # JSON ------------------------------------------------------------------------------
 

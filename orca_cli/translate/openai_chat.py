@@ -282,7 +282,8 @@ def _call(part: ToolCall) -> dict[str, Any]:
 
 def _assistant_msg(msg: Message) -> dict[str, Any]:
     text = _text(msg.parts)
-    out: dict[str, Any] = {"role": "assistant", "content": text or None}
+    has_calls = any(isinstance(p, ToolCall) for p in msg.parts)
+    out: dict[str, Any] = {"role": "assistant", "content": text or (None if has_calls else "")}
     thinking = "".join(p.text for p in msg.parts if isinstance(p, Reasoning))
     if thinking:
         out["reasoning_content"] = thinking

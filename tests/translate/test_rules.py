@@ -459,3 +459,33 @@ def test_max_tokens_capped_to_the_target() -> None:
     assert out["max_tokens"] == 8192
     out, _ = _tr(body, "anthropic", "openai", "openai")
     assert out["max_completion_tokens"] == 32000
+
+
+def test_tool_results_open_the_user_turn_towards_anthropic() -> None:
+    body = responses_request()
+    # A user message between the calls' outputs: the outputs still come first.
+    body["input"].insert(
+        7,
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Hurry."}]},
+    )
+    out, _ = _tr(body, "responses", "anthropic", "anthropic")
+    for msg in out["messages"]:
+        kinds = [b["type"] for b in msg["content"]]
+        if "tool_result" in kinds:
+            assert kinds[: kinds.count("tool_result")] == ["tool_result"] * kinds.count(
+                "tool_result"
+            )
+
+
+def test_cost_usage_counts_cache_writes() -> None:
+    rt = ResponseTranslator(
+        "anthropic", "openai", "m", upstream_model="u", upstream_family="anthropic"
+    )
+    rt.translate_body(orjson.dumps(RESPONSES["anthropic"]))
+    u = rt.cost_usage()
+    assert (u.prompt_tokens, u.cached_tokens, u.cache_write_tokens, u.output_tokens) == (
+        1000,
+        880,
+        20,
+        50,
+    )
