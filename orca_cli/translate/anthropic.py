@@ -23,6 +23,7 @@ from orca_cli.translate.common import (
     custom_args,
     custom_schema,
     json_args,
+    note_dropped,
     restore_id,
     safe_id,
     tag_reasoning,
@@ -75,6 +76,7 @@ STOP_TO: dict[str, str] = {
     "content_filter": "refusal",
     "pause": "pause_turn",
 }
+_DROPPED = ("top_k", "service_tier", "container", "context_management", "speed")
 _EFFORT_BUDGET = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576, "xhigh": 32768}
 
 
@@ -212,6 +214,7 @@ def decode_request(body: dict[str, Any], *, family: str = "anthropic") -> Reques
     req.max_tokens = body.get("max_tokens")
     req.stop = body.get("stop_sequences")
     req.stream = bool(body.get("stream"))
+    note_dropped(body, _DROPPED, req.dropped)
     meta = body.get("metadata")
     if isinstance(meta, dict) and meta.get("user_id"):
         req.user = str(meta["user_id"])

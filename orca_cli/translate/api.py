@@ -138,6 +138,7 @@ def translate_request(
         "dropped_reasoning": result.dropped_reasoning,
         "rewritten_ids": len(set(rewritten)),
         "untranslatable": result.untranslatable,
+        "dropped_params": list(dict.fromkeys(req.dropped)),
     }
     return Translated(raw, report, custom if dst != "responses" else frozenset())
 

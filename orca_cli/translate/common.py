@@ -246,6 +246,11 @@ def custom_input(arguments: str) -> str:
     return arguments
 
 
+def note_dropped(body: dict[str, object], names: tuple[str, ...], dropped: list[str]) -> None:
+    """Append to `dropped` each of `names` that `body` sets (not null)."""
+    dropped.extend(n for n in names if body.get(n) is not None)
+
+
 def budget_effort(budget: int | None) -> str | None:
     """An Anthropic thinking budget as an OpenAI reasoning effort."""
     if not budget:

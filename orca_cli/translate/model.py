@@ -143,7 +143,9 @@ class Tool:
 @dataclass(slots=True)
 class Request:
     """One request in no wire format. `untranslatable` collects what a decoder saw that the
-    model has no place for (built-in tools, audio, ...): each entry excludes every target."""
+    model has no place for (built-in tools, audio, ...): each entry excludes every target.
+    `dropped` names request parameters that only tune the source provider (`top_k`, `seed`,
+    penalties, ...): they are left out and reported, the request is still served."""
 
     messages: list[Message] = field(default_factory=list)
     system: list[Text] = field(default_factory=list)
@@ -164,6 +166,7 @@ class Request:
     metadata: dict[str, Any] | None = None
     cache_key: str | None = None  # prompt_cache_key
     untranslatable: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # parameters no other format has
 
 
 @dataclass(slots=True)

@@ -31,6 +31,7 @@ from orca_cli.translate.common import (
     custom_args,
     custom_schema,
     data_url,
+    note_dropped,
     parse_data_url,
     type_for,
 )
@@ -79,6 +80,16 @@ STOP_TO: dict[str, str] = {
     "content_filter": "content_filter",
     "pause": "stop",
 }
+_DROPPED = (
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "service_tier",
+    "verbosity",
+)
 _ROLES: dict[str, Role] = {
     "system": "system",
     "developer": "developer",
@@ -206,6 +217,10 @@ def _sampling(body: dict[str, Any], req: Request) -> None:
     req.cache_key = body.get("prompt_cache_key")
     if (body.get("n") or 1) > 1:
         req.untranslatable.append("n")
+    for key in ("audio", "web_search_options", "prediction"):
+        if body.get(key) is not None:
+            req.untranslatable.append(key)
+    note_dropped(body, _DROPPED, req.dropped)
 
 
 def decode_request(body: dict[str, Any], *, family: str = "unknown") -> Request:

@@ -23,6 +23,7 @@ import orjson
 from orca_cli.translate.common import (
     budget_effort,
     data_url,
+    note_dropped,
     parse_data_url,
     tag_reasoning,
     type_for,
@@ -227,8 +228,12 @@ def decode_request(body: dict[str, Any], *, family: str = "openai") -> Request:
     req.user = body.get("user") or body.get("safety_identifier")
     req.metadata = body.get("metadata")
     req.cache_key = body.get("prompt_cache_key")
-    if body.get("previous_response_id"):
-        req.untranslatable.append("previous_response_id")
+    for key in ("previous_response_id", "conversation", "prompt", "background"):
+        if body.get(key):
+            req.untranslatable.append(key)
+    note_dropped(
+        body, ("service_tier", "truncation", "max_tool_calls", "top_logprobs"), req.dropped
+    )
     return req
 
 
@@ -458,14 +463,11 @@ def item_ids(items: list[dict[str, Any]], rid: str) -> list[dict[str, Any]]:
     core = rid.removeprefix("resp_")
     prefix = {"message": "msg", "function_call": "fc", "custom_tool_call": "ctc", "reasoning": "rs"}
     for n, item in enumerate(items):
-        item_id = f"{prefix.get(item['type'], 'item')}_{core}_{n}"
-        items[n] = {"id": item_id, **item}
-        if item["type"] == "message":
+        items[n] = {"id": f"{prefix.get(item['type'], 'item')}_{core}_{n}", **item}
+        if item["type"] != "reasoning":
             items[n]["status"] = "completed"
-            for c in item["content"]:
-                c.setdefault("annotations", [])
-        elif item["type"] in ("function_call", "custom_tool_call"):
-            items[n]["status"] = "completed"
+        for c in item.get("content") or ():
+            c.setdefault("annotations", [])
     return items
 
 

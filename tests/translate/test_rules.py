@@ -489,3 +489,18 @@ def test_cost_usage_counts_cache_writes() -> None:
         20,
         50,
     )
+
+
+def test_provider_only_parameters_dropped_and_reported() -> None:
+    body = anthropic_request()
+    body["top_k"] = 5
+    _, report = _tr(body, "anthropic", "openai", "openai")
+    assert report["dropped_params"] == ["top_k"] and report["untranslatable"] == []
+    chat = openai_request()
+    chat["seed"] = 7
+    chat["presence_penalty"] = 0.1
+    _, report = _tr(chat, "openai", "anthropic", "anthropic")
+    assert report["dropped_params"] == ["seed", "presence_penalty"]
+    chat["web_search_options"] = {}
+    _, report = _tr(chat, "openai", "responses", "openai")
+    assert report["untranslatable"] == ["web_search_options"]

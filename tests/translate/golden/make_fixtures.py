@@ -348,7 +348,7 @@ def codex(rng: random.Random) -> dict[str, Any]:
 
 def chat_agent(rng: random.Random) -> dict[str, Any]:
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": _prose(rng, 1500)},
+        {"role": "system", "content": _prose(rng, 1000)},
         {"role": "user", "content": "Rename foo to bar everywhere."},
     ]
     for turn in range(3):
@@ -367,7 +367,7 @@ def chat_agent(rng: random.Random) -> dict[str, Any]:
             {"role": "assistant", "content": _prose(rng, 60).strip(), "tool_calls": calls}
         )
         for c in calls:
-            messages.append({"role": "tool", "tool_call_id": c["id"], "content": _prose(rng, 200)})
+            messages.append({"role": "tool", "tool_call_id": c["id"], "content": _prose(rng, 100)})
     messages.append({"role": "user", "content": "Good, continue."})
     names = [
         "read_file",
