@@ -395,7 +395,7 @@ def encode_request(
     if system:
         body["system"] = system
     body["messages"] = messages
-    if req.tools and req.tool_choice != "none":
+    if req.tools:  # kept with tool_choice none: a history with tool_use needs them
         body["tools"] = [_tool(t) for t in req.tools]
         choice = _tool_choice(req)
         if choice is not None:

@@ -208,8 +208,10 @@ class ResponseTranslator:
         upstream_family: str,
         custom_tools: frozenset[str] = frozenset(),
         created: int = 0,
+        include_usage: bool = True,
     ) -> None:
         self.src, self.dst, self.model_name = src, dst, model_name
+        self.include_usage = include_usage  # Chat Completions: the client asked for usage
         self.upstream_model, self.upstream_family = upstream_model, upstream_family
         self.custom_tools = custom_tools
         self.created = created
@@ -283,4 +285,4 @@ class ResponseTranslator:
             return ResponsesStreamEncoder(
                 self.model_name, rid, self.upstream_family, self.upstream_model, created
             )
-        return ChatStreamEncoder(self.model_name, rid, created)
+        return ChatStreamEncoder(self.model_name, rid, created, include_usage=self.include_usage)

@@ -141,8 +141,11 @@ def stream_error(message: str, etype: str | None) -> bytes:
 class ChatStreamEncoder(StreamEncoder):
     """Internal events → Chat Completions chunks."""
 
-    def __init__(self, model_name: str, id: str, created: int = 0) -> None:
+    def __init__(
+        self, model_name: str, id: str, created: int = 0, *, include_usage: bool = True
+    ) -> None:
         super().__init__()
+        self.include_usage = include_usage
         self.model_name, self.id, self.created = model_name, id, created
         self._prefix = b""
         self._tools: dict[int, int] = {}
@@ -208,7 +211,7 @@ class ChatStreamEncoder(StreamEncoder):
 
     def _on_End(self, ev: End) -> bytes:
         out = self._chunk({}, STOP_TO[self._stop.reason])
-        if self._usage is not None:
+        if self._usage is not None and self.include_usage:
             head = {
                 "id": self.id,
                 "object": "chat.completion.chunk",

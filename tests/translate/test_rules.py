@@ -504,3 +504,26 @@ def test_provider_only_parameters_dropped_and_reported() -> None:
     chat["web_search_options"] = {}
     _, report = _tr(chat, "openai", "responses", "openai")
     assert report["untranslatable"] == ["web_search_options"]
+
+
+def test_tool_choice_none_keeps_tools_towards_anthropic() -> None:
+    body = openai_request()
+    body["tool_choice"] = "none"
+    out, _ = _tr(body, "openai", "anthropic", "anthropic")
+    assert out["tool_choice"] == {"type": "none"} and len(out["tools"]) == 1
+
+
+def test_chat_usage_chunk_only_when_asked() -> None:
+    from tests.translate.samples import STREAMS
+
+    for include in (True, False):
+        rt = ResponseTranslator(
+            "anthropic",
+            "openai",
+            "m",
+            upstream_model="u",
+            upstream_family="anthropic",
+            include_usage=include,
+        )
+        out = rt.feed(STREAMS["anthropic"]()) + rt.close()
+        assert (b'"usage"' in out) is include and out.endswith(b"data: [DONE]\n\n")
