@@ -99,16 +99,15 @@ def _source(block: dict[str, Any]) -> tuple[str | None, str | None, str | None, 
         return None, None, src.get("url"), None
     if kind == "text":
         return src.get("media_type") or "text/plain", None, None, src.get("data")
-    if kind == "file":
-        return None, None, None, "file:" + str(src.get("file_id"))
     return None, None, None, None
 
 
 def _media(block: dict[str, Any], req: Request) -> Image | Document:
+    kind = (block.get("source") or {}).get("type")
+    if kind not in ("base64", "url", "text"):  # a file id (another provider's) or content
+        req.untranslatable.append("file_id" if kind == "file" else f"{block['type']}:{kind}")
+        return Document(cache=_cache(block))
     media_type, data, url, text = _source(block)
-    if text is not None and text.startswith("file:") and block.get("source", {}).get("type"):
-        req.untranslatable.append("file_id")
-        return Document(file_id=text[5:], cache=_cache(block))
     if block["type"] == "image":
         return Image(media_type=media_type, data=data, url=url, cache=_cache(block))
     return Document(media_type, data, url, text, block.get("title"), cache=_cache(block))

@@ -104,7 +104,7 @@ def _untranslatable(req: Request, dst: Api) -> list[str]:
     if dst == "openai":
         for msg in req.messages:
             for p in msg.parts:
-                if isinstance(p, Document) and p.text is None and p.data is None:
+                if isinstance(p, Document) and p.url is not None and p.data is None:
                     found.append("document_url")
     if dst == "responses" and req.stop:
         found.append("stop_sequences")  # the Responses API has no stop sequences

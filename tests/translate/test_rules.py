@@ -527,3 +527,20 @@ def test_chat_usage_chunk_only_when_asked() -> None:
         )
         out = rt.feed(STREAMS["anthropic"]()) + rt.close()
         assert (b'"usage"' in out) is include and out.endswith(b"data: [DONE]\n\n")
+
+
+def test_anthropic_file_and_text_documents() -> None:
+    claude = anthropic_request()
+    claude["messages"][0]["content"].append(
+        {"type": "document", "source": {"type": "file", "file_id": "file_1"}}
+    )
+    _, report = _tr(claude, "anthropic", "openai", "openai")
+    assert report["untranslatable"] == ["file_id"]
+    claude["messages"][0]["content"][-1] = {
+        "type": "document",
+        "title": "notes",
+        "source": {"type": "text", "media_type": "text/plain", "data": "file: a text document"},
+    }
+    out, report = _tr(claude, "anthropic", "responses", "openai")
+    assert report["untranslatable"] == []
+    assert out["input"][0]["content"][-1] == {"type": "input_text", "text": "file: a text document"}
