@@ -161,7 +161,7 @@ async def _responses_stream(request: web.Request, model: str) -> web.StreamRespo
     usage = {"input_tokens": 12, "input_tokens_details": {"cached_tokens": 0},
              "output_tokens": 2, "output_tokens_details": {"reasoning_tokens": 0},
              "total_tokens": 14}
-    events = [
+    events: list[tuple[str, dict[str, Any]]] = [
         ("response.created", {"response": base}),
         ("response.in_progress", {"response": base}),
         ("response.output_item.added", {"output_index": 0, "item": item}),

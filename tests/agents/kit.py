@@ -34,8 +34,12 @@ AGENT_TIMEOUT_S = 120.0
 _LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
 
 
+# Read at import: the suite's autouse fixture scrubs ORCA_* from the environment of each test.
+_AGENTS_DIR = os.environ.get("ORCA_AGENTS_DIR") or str(Path.home() / ".cache" / "orca-agents")
+
+
 def agents_dir() -> Path:
-    return Path(os.environ.get("ORCA_AGENTS_DIR") or Path.home() / ".cache" / "orca-agents")
+    return Path(_AGENTS_DIR)
 
 
 def agent_binary(name: str) -> Path:
@@ -84,8 +88,9 @@ class Run:
 
 def run_agent(argv: Sequence[str | Path], env: Mapping[str, str], cwd: Path,
               timeout: float = AGENT_TIMEOUT_S) -> Run:
-    proc = subprocess.run([str(a) for a in argv], check=False, env=dict(env), cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    proc = subprocess.run([str(a) for a in argv], check=False, env=dict(env), cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -39,7 +39,7 @@ def test_two_runs_with_restored_history_are_one_derived_session(orca: Orca,
     env = agent_env(tmp_path, LITELLM_LOCAL_MODEL_COST_MAP="True")
     for turn, question in enumerate(QUESTIONS, start=1):
         (work / "settings.yml").write_text(_settings(f"aider-{turn}"))
-        argv = [aider, "--openai-api-base", f"{orca.base}/v1", "--openai-api-key",
+        argv: list[str | Path] = [aider, "--openai-api-base", f"{orca.base}/v1", "--openai-api-key",
                 "orca-dummy-key", "--model", "openai/orca/coding", "--weak-model",
                 "openai/orca/background", "--model-settings-file", "settings.yml", "--no-git",
                 "--yes-always", "--no-check-update", "--analytics-disable",

@@ -47,9 +47,10 @@ def _codex_turns(orca: Orca, tmp_path: Path) -> list[dict[str, Any]]:
     work.mkdir()
     (home / "config.toml").write_text(codex_config(orca))
     traces = []
-    argvs = [[codex, "exec", "--skip-git-repo-check", "Explain what the parser tests check"],
-             [codex, "exec", "--skip-git-repo-check", "resume", "--last",
-              "Now list the parser edge cases they miss"]]
+    argvs: list[list[str | Path]] = [
+        [codex, "exec", "--skip-git-repo-check", "Explain what the parser tests check"],
+        [codex, "exec", "--skip-git-repo-check", "resume", "--last",
+         "Now list the parser edge cases they miss"]]
     for turn, argv in enumerate(argvs, start=1):
         env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key",
                         ORCA_TEST_REQUEST_ID=f"codex-{turn}")
