@@ -162,6 +162,7 @@ def test_title_request_is_a_side_request_and_pins_nothing(orca: Orca, tmp_path: 
     env = agent_env(home, ANTHROPIC_BASE_URL=orca.base, ANTHROPIC_API_KEY=key,
                     TERM="xterm-256color")
     session_id = _interactive_turn(claude, env, work, FIRST, orca)
+    assert session_id in json.dumps(orca.session(session_id))  # the transcript's id is orca's
     traces = orca.requests(session_id)
     assert len(traces) >= 2, traces
     title, turn = traces[0], traces[1]
