@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Capture what Claude Code and Codex CLI send, in a loopback-only network namespace.
-# Usage (root): unshare -n tests/agents/capture.sh OUTDIR
+# Usage (root): unshare -n tests/agents/capture.sh OUTDIR [all|claude|codex|interactive]
 # Writes OUTDIR/<scenario>.jsonl (content-free shapes, see capture_server.py).
 set -euo pipefail
 OUT=${1:?outdir}
@@ -72,8 +72,21 @@ TOML
   stop_server
 }
 
+interactive_run() {  # $1 = scenario, $2 = claude|codex, $3 = nonessential off (1) or on (0)
+  start_server "$OUT/$1.jsonl"
+  "$PY" "$HERE/capture_interactive.py" "$2" "$BIN/$2" $PORT "$3" 20 2> "$OUT/$1.screen" || true
+  stop_server
+}
+
 case "${2:-all}" in
+  interactive)
+    interactive_run claude-interactive claude 0
+    interactive_run claude-interactive-nonessential-off claude 1
+    interactive_run codex-tui codex 0 ;;
   claude) claude_run claude-default 0; claude_run claude-nonessential-off 1 ;;
   codex) codex_run codex ;;
-  all) claude_run claude-default 0; claude_run claude-nonessential-off 1; codex_run codex ;;
+  all) claude_run claude-default 0; claude_run claude-nonessential-off 1; codex_run codex
+    interactive_run claude-interactive claude 0
+    interactive_run claude-interactive-nonessential-off claude 1
+    interactive_run codex-tui codex 0 ;;
 esac
