@@ -13,12 +13,17 @@ command; under `CI=true` it fails them.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import re
+import select
 import shutil
+import struct
 import subprocess
 import sys
+import termios
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -183,3 +188,65 @@ def assert_one_session(traces: Sequence[Mapping[str, Any]]) -> str:
         assert t["usage"]["cached_tokens"] > 0, t["usage"]
     assert all(t["tier"]["decision"] == "base" for t in traces)
     return str(sessions.pop())
+
+
+_SCREEN_NOISE = re.compile(
+    rb"\x1b\[[0-9;?>=<$]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[78=>]|\s")
+
+
+_TERMINAL_ANSWERS = ((b"\x1b[6n", b"\x1b[1;1R"), (b"\x1b[c", b"\x1b[?62;22c"))
+
+
+class Terminal:
+    """An interactive agent in a pty: wait for what it draws, type into it."""
+
+    def __init__(self, argv: Sequence[str | Path], env: Mapping[str, str], cwd: Path) -> None:
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: become the agent
+            os.chdir(cwd)
+            os.execve(str(argv[0]), [str(a) for a in argv], dict(env))
+        self.pid, self.fd = pid, fd
+        # A pty starts 0x0; full-screen TUIs draw nothing into that.
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        self.screen = bytearray()
+
+    def _read(self, wait_s: float) -> bool:
+        ready, _, _ = select.select([self.fd], [], [], wait_s)
+        if ready:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                return False
+            self.screen.extend(chunk)
+            for query, answer in _TERMINAL_ANSWERS:  # a TUI waits for its terminal's replies
+                if query in chunk:
+                    os.write(self.fd, answer)
+        return True
+
+    def shows(self, text: bytes) -> bool:
+        """Whether `text` was written: as is (an escape sequence), or as drawn with escapes and
+        blanks ignored (TUIs draw spaces as cursor moves)."""
+        raw = bytes(self.screen)
+        return text in raw or _SCREEN_NOISE.sub(b"", text) in _SCREEN_NOISE.sub(b"", raw)
+
+    def wait_for(self, *texts: bytes, deadline: float) -> bytes:
+        """The first of `texts` the agent writes (an AssertionError at the deadline)."""
+        while True:
+            for text in texts:
+                if self.shows(text):
+                    return text
+            if time.monotonic() > deadline or not self._read(0.1):
+                raise AssertionError(f"the agent never drew {texts!r}: "
+                                     f"{bytes(self.screen[-2000:])!r}")
+
+    def pump(self, seconds: float) -> None:
+        """Keep reading (the agent blocks when its pty buffer fills) for up to `seconds`."""
+        self._read(seconds)
+
+    def type(self, text: bytes) -> None:
+        os.write(self.fd, text)
+
+    def close(self) -> None:
+        os.kill(self.pid, 9)
+        os.waitpid(self.pid, 0)
+        os.close(self.fd)

@@ -9,10 +9,6 @@ side request and must not pin the session.
 from __future__ import annotations
 
 import json
-import os
-import pty
-import re
-import select
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +17,7 @@ import pytest
 
 from tests.agents.kit import (
     Orca,
+    Terminal,
     agent_binary,
     agent_env,
     assert_one_session,
@@ -97,52 +94,27 @@ def test_response_model_is_the_requested_name(orca: Orca, tmp_path: Path) -> Non
 # ------------------------------------------------------------------ interactive: the title
 
 
-_ANSI = re.compile(rb"\x1b\[[0-9;?>]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[78=>]|\s")
-
-
-def _wait_output(fd: int, needle: bytes, buffer: bytearray, deadline: float) -> bool:
-    """Read the pty until `needle` shows on screen (escapes and blanks ignored: the TUI draws
-    spaces as cursor moves)."""
-    needle = _ANSI.sub(b"", needle)
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                buffer.extend(os.read(fd, 65536))
-            except OSError:
-                return False
-        if needle in _ANSI.sub(b"", bytes(buffer)):
-            return True
-    return False
-
-
 def _interactive_turn(claude: Path, env: dict[str, str], work: Path, prompt: str,
-                      orca: Orca, timeout: float = 60.0) -> str:
-    """Type one prompt into interactive Claude Code in a pty; return its session id once orca
-    has answered both the title request and the turn."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: exec the agent
-        os.chdir(work)
-        os.execve(str(claude), [str(claude)], env)
-    buffer = bytearray()
+                      timeout: float = 60.0) -> str:
+    """Type one prompt into interactive Claude Code; return its session id once the turn is
+    answered (the title request goes out before the turn)."""
+    term = Terminal([claude], env, work)
     deadline = time.monotonic() + timeout
     try:
-        assert _wait_output(fd, "❯".encode(), buffer, deadline), buffer[-2000:]
-        os.write(fd, prompt.encode())
-        assert _wait_output(fd, prompt[-12:].encode(), buffer, deadline), buffer[-2000:]
-        os.write(fd, b"\r")
+        term.wait_for("❯".encode(), deadline=deadline)
+        term.type(prompt.encode())
+        term.wait_for(prompt[-12:].encode(), deadline=deadline)
+        term.type(b"\r")
         projects = Path(env["HOME"]) / ".claude" / "projects"
         while time.monotonic() < deadline:
-            _wait_output(fd, b"\x00never", buffer, time.monotonic() + 0.2)
+            term.pump(0.2)
             transcripts = list(projects.rglob("*.jsonl")) if projects.exists() else []
             for path in transcripts:
                 if '"type":"assistant"' in path.read_text().replace(" ", ""):
                     return path.stem
-        raise AssertionError(f"no answer from interactive Claude Code: {buffer[-2000:]!r}")
+        raise AssertionError(f"no answer from interactive Claude Code: {term.screen[-2000:]!r}")
     finally:
-        os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        os.close(fd)
+        term.close()
 
 
 def test_title_request_is_a_side_request_and_pins_nothing(orca: Orca, tmp_path: Path) -> None:
@@ -161,7 +133,7 @@ def test_title_request_is_a_side_request_and_pins_nothing(orca: Orca, tmp_path: 
                                  "hasCompletedProjectOnboarding": True}}}))
     env = agent_env(home, ANTHROPIC_BASE_URL=orca.base, ANTHROPIC_API_KEY=key,
                     TERM="xterm-256color")
-    session_id = _interactive_turn(claude, env, work, FIRST, orca)
+    session_id = _interactive_turn(claude, env, work, FIRST)
     assert session_id in json.dumps(orca.session(session_id))  # the transcript's id is orca's
     traces = orca.requests(session_id)
     assert len(traces) >= 2, traces

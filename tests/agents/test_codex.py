@@ -7,11 +7,13 @@ A provider block with `wire_api = "responses"` points Codex at orca; `codex exec
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 from tests.agents.kit import (
     Orca,
+    Terminal,
     agent_binary,
     agent_env,
     assert_one_session,
@@ -72,3 +74,37 @@ def test_exec_then_resume_is_one_pinned_session(orca: Orca, tmp_path: Path) -> N
                str(t["session_source"]) for t in traces), [t["session_source"] for t in traces]
     shown = orca.session(session_id)
     assert session_id in str(shown)
+
+
+def test_tui_title_request_leaves_no_session_of_its_own(orca: Orca, tmp_path: Path) -> None:
+    """§14.1: the Codex TUI sends a thread-title request beside the first turn, under a new
+    session id of its own (`thread_source: "thread_title"`, a `title` output schema, no tools;
+    CAPTURES.md). As a side request it writes no pin and no tier state: the only session orca
+    keeps is the conversation's, the one Codex recorded."""
+    codex = agent_binary("codex")
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (home / "config.toml").write_text(codex_config(orca)
+                                      + f'\n[projects."{work}"]\ntrust_level = "trusted"\n')
+    env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key",
+                    ORCA_TEST_REQUEST_ID="codex-tui", TERM="xterm-256color")
+    term = Terminal([codex], env, work)
+    deadline = time.monotonic() + 90
+    prompt = b"Explain what the parser module tests check"
+    try:
+        term.wait_for(b"Ask Codex to do anything", deadline=deadline)   # the composer is up
+        term.type(prompt)
+        term.wait_for(prompt[-12:], deadline=deadline)
+        term.type(b"\r")
+        done, error = b"\x1b]7501;state=done:app=codex", b"\x1b]7501;state=error:app=codex"
+        outcome = term.wait_for(done, error, deadline=deadline)   # the TUI's OSC status
+        assert outcome == done, (bytes(term.screen[-3000:]), orca.server_log())
+    finally:
+        term.close()
+    rollouts = [p.name for p in (home / "sessions").rglob("*.jsonl")]
+    sessions = orca.cli("session", "list")
+    ids = {row["session_id"] for row in sessions}
+    assert len(ids) == 1, sessions
+    (session_id,) = ids
+    assert any(session_id in name for name in rollouts), (session_id, rollouts)
