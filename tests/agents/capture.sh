@@ -74,7 +74,7 @@ TOML
 
 interactive_run() {  # $1 = scenario, $2 = claude|codex, $3 = nonessential off (1) or on (0)
   start_server "$OUT/$1.jsonl"
-  "$PY" "$HERE/capture_interactive.py" "$2" "$BIN/$2" $PORT "$3" 20 2> "$OUT/$1.screen" || true
+  PYTHONPATH="$HERE/../.." "$PY" "$HERE/capture_interactive.py" "$2" "$BIN/$2" $PORT "$3" 20 2> "$OUT/$1.screen" || true
   stop_server
 }
 

@@ -14,6 +14,9 @@ import select
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+from tests.agents.kit import kill_processes_under
 
 KEY = "dummy-capture-key-0123456789"
 PROMPT = b"say hi to the parser module"
@@ -73,6 +76,7 @@ def main() -> None:
             os.write(fd, b"\r")
             sent = 2
     os.kill(pid, 9)
+    kill_processes_under(Path(home))   # the Codex TUI's detached app-server daemon
     sys.stderr.write(out.decode(errors="replace")[-1500:])
 
 

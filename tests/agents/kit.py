@@ -190,6 +190,27 @@ def assert_one_session(traces: Sequence[Mapping[str, Any]]) -> str:
     return str(sessions.pop())
 
 
+def kill_processes_under(root: Path) -> list[int]:
+    """End the processes whose executable lives under `root`, by pid: the Codex TUI starts a
+    detached app-server daemon from `$CODEX_HOME/packages/` that outlives the TUI."""
+    killed = []
+    prefix = str(root.resolve()) + os.sep
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
+        except OSError:
+            continue
+        if argv0.startswith(prefix):
+            try:
+                os.kill(int(entry.name), 9)
+                killed.append(int(entry.name))
+            except ProcessLookupError:
+                pass
+    return killed
+
+
 _SCREEN_NOISE = re.compile(
     rb"\x1b\[[0-9;?>=<$]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[78=>]|\s")
 

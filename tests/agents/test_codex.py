@@ -17,6 +17,7 @@ from tests.agents.kit import (
     agent_binary,
     agent_env,
     assert_one_session,
+    kill_processes_under,
     run_agent,
 )
 
@@ -102,6 +103,7 @@ def test_tui_title_request_leaves_no_session_of_its_own(orca: Orca, tmp_path: Pa
         assert outcome == done, (bytes(term.screen[-3000:]), orca.server_log())
     finally:
         term.close()
+        kill_processes_under(home)
     rollouts = [p.name for p in (home / "sessions").rglob("*.jsonl")]
     sessions = orca.cli("session", "list")
     ids = {row["session_id"] for row in sessions}
