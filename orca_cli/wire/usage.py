@@ -25,7 +25,11 @@ import orjson
 
 from orca_cli.types import Api
 from orca_cli.wire.sse import SSEDecoder
-from orca_cli.wire.usage_responses import next_sequence_number, responses_body, responses_event
+from orca_cli.wire.usage_responses import (
+    next_sequence_number,
+    responses_body,
+    responses_event,
+)
 
 __all__ = ["TRUNCATION_MIN_MAX_TOKENS", "ResponseTap", "Signal", "Usage"]
 

@@ -12,8 +12,9 @@ Stream events (`event: <type>` with the same `type` in the data) and what they t
   `incomplete_details.reason` is the finish reason (`max_output_tokens` is a truncation).
   `response.failed` (and a top-level `error` event) ends the answer in error.
 
-Usage: `input_tokens` is the whole prompt and `input_tokens_details.cached_tokens` a part of
-it, as in Chat Completions; `output_tokens` includes reasoning tokens.
+Usage: `input_tokens` is the whole prompt; `input_tokens_details.cached_tokens` (reads) and
+`input_tokens_details.cache_write_tokens` (writes, where reported) are parts of it, as in
+Chat Completions; `output_tokens` includes reasoning tokens.
 
 Text deltas are the bulk of a stream: once text was seen they are skipped unparsed. The data
 of the last event is kept (a reference, not a copy) so the next `sequence_number` can be read
@@ -135,7 +136,7 @@ def _final(tap: ResponseTap, response: Any) -> None:
         tap._usage = {
             "prompt_tokens": _int(usage, "input_tokens"),
             "cached_tokens": _int(details, "cached_tokens"),
-            "cache_write_tokens": 0,
+            "cache_write_tokens": _int(details, "cache_write_tokens"),
             "output_tokens": _int(usage, "output_tokens"),
         }
     status = response.get("status")

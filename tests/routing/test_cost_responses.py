@@ -37,3 +37,15 @@ def test_responses_cached_above_input_is_clamped() -> None:
     }))
     assert tap.usage is not None
     assert billable_tokens(tap.usage, "responses") == BillableTokens(0, 100, 0, 1)
+
+
+def test_responses_reported_cache_writes_are_part_of_input_tokens() -> None:
+    tap = ResponseTap("responses", stream=False, max_tokens=None)
+    tap.feed_body(orjson.dumps({
+        "object": "response", "status": "completed",
+        "usage": {"input_tokens": 5000,
+                  "input_tokens_details": {"cached_tokens": 1000, "cache_write_tokens": 3000},
+                  "output_tokens": 10},
+    }))
+    assert tap.usage is not None and tap.usage.cache_write_tokens == 3000
+    assert billable_tokens(tap.usage, "responses") == BillableTokens(1000, 1000, 3000, 10)
