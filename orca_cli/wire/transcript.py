@@ -37,7 +37,10 @@ from typing import Any
 import orjson
 
 from orca_cli.types import Api
-from orca_cli.wire.responses_input import read_responses_latest, read_responses_transcript
+from orca_cli.wire.responses_input import (
+    read_responses_latest,
+    read_responses_transcript,
+)
 
 __all__ = [
     "Api",
