@@ -70,7 +70,7 @@ async def _store_check(cfg: Config) -> Check:
 async def _tcp(host: str, port: int, timeout: float) -> str | None:
     try:
         _r, w = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         return type(exc).__name__ if not str(exc) else str(exc)
     w.close()
     with contextlib.suppress(Exception):
@@ -132,7 +132,11 @@ async def _probe(ch: ChannelConfig, name: str) -> Check:
 
 async def _probe_one(ch: ChannelConfig, name: str, api: Api, model: str) -> Check | int:
     """The success status, or the failed check."""
-    from orca_cli.proxy.transport import anthropic_version_header, auth_headers, upstream_url
+    from orca_cli.proxy.transport import (
+        anthropic_version_header,
+        auth_headers,
+        upstream_url,
+    )
 
     path, body = _probe_request(ch, api, model)
     headers = dict(auth_headers(api, ch.keys[0].reveal())) if ch.keys else {}

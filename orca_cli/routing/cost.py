@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
 from orca_cli.config.schema import ModelConfig
 from orca_cli.types import Api
 from orca_cli.wire.usage import Usage

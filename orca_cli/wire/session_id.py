@@ -134,8 +134,8 @@ def derive_session_id(body: Mapping[str, Any], *, router: str, api: Api) -> str:
     Stable across the turns of one conversation: every input is fixed by its first turn.
     """
     if api == "responses":
-        system, first_user = _responses_material(body)
-        material = [router, _tool_names(body.get("tools")), system, first_user]
+        r_system, r_first = _responses_material(body)
+        material = [router, _tool_names(body.get("tools")), r_system, r_first]
         return "d:" + hashlib.sha256(orjson.dumps(material)).hexdigest()[:32]
     messages = body.get("messages")
     if messages is None and api == "openai":

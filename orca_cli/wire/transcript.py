@@ -160,8 +160,8 @@ def latest_turn(body: Any, api: Api) -> Turn:
     if api == "responses":
         if not isinstance(body, Mapping):
             return Turn((), (), 0)
-        users, tools, count = read_responses_latest(body, _keep)
-        return Turn(tuple(users), tuple(tools), count)
+        r_users, r_tools, count = read_responses_latest(body, _keep)
+        return Turn(tuple(r_users), tuple(r_tools), count)
     messages = body.get("messages") if isinstance(body, Mapping) else None
     if not isinstance(messages, list):
         return Turn((), (), 0)

@@ -260,11 +260,7 @@ class ResponseTap:
 
     def _anthropic_event(self, name: str | None, d: str) -> None:
         if name == "content_block_delta":
-            if '"input_json_delta"' in d:
-                obj = self._load(d)
-                if obj is not None:
-                    self._anthropic_delta(obj)
-            elif not self.has_text and '"text_delta"' in d:
+            if '"input_json_delta"' in d or not self.has_text and '"text_delta"' in d:
                 obj = self._load(d)
                 if obj is not None:
                     self._anthropic_delta(obj)

@@ -140,7 +140,7 @@ async def test_custom_tool_gets_a_freeform_call() -> None:
     t, clock = sim()
     _, raw, tap = await call(t, clock, body("[tool] patch", stream=True, tools=[APPLY_PATCH]))
     evs = events(raw)
-    done = [d for n, d in evs if n == "response.output_item.done"][0]["item"]
+    done = next(d for n, d in evs if n == "response.output_item.done")["item"]
     assert done["type"] == "custom_tool_call" and done["name"] == "apply_patch"
     assert done["input"].startswith("*** Begin Patch")
     assert tap.has_tool_call and tap.signals() == ()

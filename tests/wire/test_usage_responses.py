@@ -202,7 +202,8 @@ def test_stream_failure_is_a_response_failed_event_continuing_the_stream() -> No
 
 
 def test_stream_failure_without_a_head_still_parses() -> None:
-    name, data = SSEDecoder().feed_pairs(stream_error_event("responses", "x", "rate_limit_exceeded"))[0]
+    raw = stream_error_event("responses", "x", "rate_limit_exceeded")
+    _, data = SSEDecoder().feed_pairs(raw)[0]
     doc = orjson.loads(data)
     assert doc["response"]["error"]["code"] == "rate_limit_exceeded"
     assert doc["response"]["id"].startswith("resp_")
