@@ -17,13 +17,19 @@ function / custom tool call or a reasoning item): its user and developer message
 user turn, its tool outputs the tool results. Codex sends a developer message to steer a
 turn, so it counts as user-authored there; in the full transcript it is system text.
 
-Pure and junk-tolerant like `transcript.py`, whose hygiene (`strip_injected`) applies.
+Pure and junk-tolerant like `transcript.py`, whose hygiene (`strip_injected`) applies; on
+top of it, a user or developer text that is Codex's own context (`hygiene.is_agent_context`:
+AGENTS.md, permissions, environment, …) is not user-authored and is skipped in user and
+developer messages (a developer message's text still counts as system text in the full
+transcript).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from orca_cli.wire.hygiene import is_agent_context
 
 __all__ = ["MODEL_ITEMS", "input_items", "read_responses_latest", "read_responses_transcript"]
 
@@ -72,6 +78,17 @@ def read_parts(content: Any, out: list[str], keep: Keep) -> None:
                 keep(part, out)
 
 
+def _authored(keep: Keep) -> Keep:
+    """`keep`, then drop what is agent context rather than typed by the person."""
+
+    def keep_authored(text: str, out: list[str]) -> None:
+        kept: list[str] = []
+        keep(text, kept)
+        out.extend(t for t in kept if not is_agent_context(t))
+
+    return keep_authored
+
+
 def read_responses_latest(
     body: Mapping[str, Any], keep: Keep
 ) -> tuple[list[str], list[str], int]:
@@ -87,12 +104,13 @@ def read_responses_latest(
         start -= 1
     users: list[str] = []
     tools: list[str] = []
+    keep_authored = _authored(keep)
     for item in items[start:]:
         if not isinstance(item, Mapping):
             continue
         kind = item_kind(item)
         if kind == "message" and _role(item) in ("user", "developer"):
-            read_parts(item.get("content"), users, keep)
+            read_parts(item.get("content"), users, keep_authored)
         elif kind in _OUTPUT_ITEMS:
             read_parts(item.get("output"), tools, keep)
     return users, tools, len(items)
@@ -108,14 +126,17 @@ def read_responses_transcript(
         keep(instructions, system)
     texts: list[str] = []
     call_chars = 0
+    keep_authored = _authored(keep)
     items = input_items(body)
     for item in items:
         if not isinstance(item, Mapping):
             continue
         kind = item_kind(item)
         if kind == "message":
-            target = system if _role(item) in _SYSTEM_ROLES else texts
-            read_parts(item.get("content"), target, keep)
+            if _role(item) in _SYSTEM_ROLES:
+                read_parts(item.get("content"), system, keep)
+            else:
+                read_parts(item.get("content"), texts, keep_authored)
         elif kind in _OUTPUT_ITEMS:
             read_parts(item.get("output"), texts, keep)
         elif kind == "function_call":

@@ -1,11 +1,21 @@
 """The session id chain of SPEC §1.4: pure, no I/O, never raises on a junk body.
 
 First that resolves wins: `X-Orca-Session` → the headers agents already send
-(`X-Claude-Code-Session-Id`, Codex's `session_id`, `x-opencode-session`, `X-Amp-Thread-Id`) →
-`X-Session-Id` → body `metadata.session_id` → OpenAI `prompt_cache_key` → Anthropic
-`metadata.user_id` (the part after `_session_`) → a derived id, `d:` + sha256 over router, tool
-names, system prompt and first user message (32 hex). Explicit ids are long-pin eligible; derived
-ones are not. The OpenAI `user` field names a person, never a conversation: it is never read.
+(`AGENT_SESSION_HEADERS`: Claude Code, Codex CLI, OpenCode, Amp) → `X-Session-Id` → body
+`metadata.session_id` → `prompt_cache_key` (Chat Completions and the Responses API; Codex CLI
+sets it to its conversation id) → Anthropic `metadata.user_id` (the part after `_session_`) → a
+derived id, `d:` + sha256 over router, tool names, system prompt and first user message (32
+hex). Explicit ids are long-pin eligible; derived ones are not. The OpenAI `user` field names a
+person, never a conversation: it is never read.
+
+Codex CLI sends its conversation id as `session_id` (older releases), `session-id` (current
+ones), and `conversation_id` / `thread-id` in some releases; all are read, in that order.
+
+For a Responses body the derived id reads `instructions` and the system / developer messages
+as the system prompt, and the first user text of `input` once injected blocks are stripped and
+Codex's own context parts (AGENTS.md, environment, …: `hygiene.is_agent_context`) are left
+out: Codex opens every conversation with such messages, which would otherwise make every
+conversation in one directory the same session.
 
 An id longer than 128 UTF-8 bytes or containing `{`, `}` or control characters becomes `h:` +
 its sha256 hex (it would break Redis hash-tag slots); the original is kept in `raw` for traces.
@@ -22,8 +32,8 @@ from typing import Any
 import orjson
 
 from orca_cli.types import Api
+from orca_cli.wire.hygiene import is_agent_context, strip_injected
 from orca_cli.wire.responses_input import input_items, item_kind
-from orca_cli.wire.transcript import strip_injected
 
 __all__ = [
     "AGENT_SESSION_HEADERS",
@@ -175,11 +185,18 @@ def _responses_material(body: Mapping[str, Any]) -> tuple[str, str]:
         role = item.get("role")
         if role in ("system", "developer"):
             system.append(_text(item.get("content")))
-        elif role == "user" and not first_user:
-            first_user = strip_injected(_text(item.get("content")))
+        elif role == "user":
+            first_user = _authored_text(item.get("content"))
             if first_user:
                 break
     return "\n".join(s for s in system if s), first_user
+
+
+def _authored_text(content: Any) -> str:
+    """The message's text without injected blocks and without parts of agent context."""
+    parts = content if isinstance(content, list) else [content]
+    kept = (strip_injected(_text([p])) for p in parts)
+    return "\n".join(t for t in kept if t and not is_agent_context(t))
 
 
 def _text(content: Any) -> str:

@@ -21,15 +21,15 @@ Wire shapes read here:
   `thinking`, `image` and anything else are ignored.
 * OpenAI Responses: `instructions` and `input` items, read by `wire/responses_input.py`.
 
-Hygiene (scoring only; the body is never mutated): `<system-reminder>…</system-reminder>`
-(Claude Code), `<environment_context>…</environment_context>` and
-`<user_instructions>…</user_instructions>` (Codex) blocks are removed
-from every text before it is returned, because the agent injects them on every turn.
+Hygiene (scoring only; the body is never mutated; `wire/hygiene.py`): `<system-reminder>`
+(Claude Code), `<environment_context>` and `<user_instructions>` (Codex) blocks are removed
+from every text before it is returned, because the agent injects them on every turn; in
+Responses bodies, whole messages of Codex's own context (AGENTS.md, permissions, …) are not
+user-authored text.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 
 from orca_cli.types import Api
+from orca_cli.wire.hygiene import strip_injected
 from orca_cli.wire.responses_input import (
     read_responses_latest,
     read_responses_transcript,
@@ -53,12 +54,6 @@ __all__ = [
     "transcript",
 ]
 
-_INJECTED_TAGS = ("system-reminder", "environment_context", "user_instructions")
-_INJECTED_OPENERS = tuple(f"<{t}>" for t in _INJECTED_TAGS)
-_INJECTED = re.compile(
-    "|".join(f"<{t}>.*?</{t}>" for t in _INJECTED_TAGS),
-    re.DOTALL,
-)
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 _TOOL_ROLES = frozenset({"tool", "function"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -105,16 +100,6 @@ class Transcript:
     @property
     def chars(self) -> int:
         return len(self.system) + self.tools_chars + self.call_chars + sum(map(len, self.texts))
-
-
-def strip_injected(text: str) -> str:
-    """`text` without the per-turn blocks agents inject, and without the whitespace they
-    leave at its ends; a text without them is returned as is (the check is a substring
-    search, the regex runs only when a block is present)."""
-    for opener in _INJECTED_OPENERS:
-        if opener in text:
-            return _INJECTED.sub("", text).strip()
-    return text
 
 
 def has_tools(body: Any) -> bool:

@@ -105,3 +105,19 @@ def test_responses_derived_id_from_a_string_input_and_junk() -> None:
                                   api="responses")
     for junk in ({}, {"input": 5}, {"input": [None, {"role": 3}]}, {"instructions": 7}):
         assert derive_session_id(junk, router="r", api="responses").startswith("d:")
+
+
+def test_responses_derived_id_skips_agents_md_and_environment_parts() -> None:
+    agents = "# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\nuse uv\n</INSTRUCTIONS>"
+    env = "<environment_context><cwd>/repo</cwd></environment_context>"
+
+    def first_turn(ask: str) -> dict[str, Any]:
+        return {"instructions": "You are Codex.", "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": agents},
+                                         {"type": "input_text", "text": env}]},
+            {"role": "user", "content": [{"type": "input_text", "text": ask}]},
+        ]}
+
+    a = derive_session_id(first_turn("fix the build"), router="r", api="responses")
+    b = derive_session_id(first_turn("write the docs"), router="r", api="responses")
+    assert a != b  # two conversations in one directory are two sessions

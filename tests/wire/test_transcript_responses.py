@@ -123,3 +123,38 @@ def test_scorer_reads_responses_bodies() -> None:
     assert long.user_texts == (long_ask,)
     tool = scorer.delta(_codex_body({"type": "function_call_output", "output": "boom"}), "responses")
     assert tool.is_tool_continuation and tool.tool_result_texts == ("boom",)
+
+
+AGENTS_MD = "# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\nuse uv\n</INSTRUCTIONS>"
+
+
+def test_codex_context_messages_are_not_the_user_turn() -> None:
+    """Turn 1 of a Codex conversation: permissions (developer), AGENTS.md and environment
+    (user) messages come before the ask; only the ask is user-authored."""
+    body = {"instructions": "You are Codex.", "input": [
+        {"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "<permissions instructions>\nsandbox: read-only"}]},
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": AGENTS_MD},
+            {"type": "input_text",
+             "text": "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>"}]},
+        {"type": "message", "role": "user",
+         "content": [{"type": "input_text", "text": "add a --verbose flag"}]},
+    ]}
+    turn = latest_turn(body, "responses")
+    assert turn.user_texts == ("add a --verbose flag",)
+    t = transcript(body, "responses")
+    assert t.texts == ("add a --verbose flag",)
+    assert "sandbox: read-only" in t.system  # developer text is still system text
+
+
+def test_a_context_only_turn_is_not_a_user_turn() -> None:
+    body = _codex_body({"role": "user", "content": [
+        {"type": "input_text", "text": "<turn_aborted>\nThe user interrupted.\n</turn_aborted>"}]})
+    assert not latest_turn(body, "responses").is_user_turn
+
+
+def test_an_ask_after_a_stripped_block_in_one_part_is_kept() -> None:
+    body = {"input": [{"role": "user", "content": [{"type": "input_text",
+             "text": "<environment_context>x</environment_context>\nfix the flaky test"}]}]}
+    assert latest_turn(body, "responses").user_texts == ("fix the flaky test",)
