@@ -16,7 +16,8 @@ Usage: `input_tokens` is the whole prompt; `input_tokens_details.cached_tokens` 
 `input_tokens_details.cache_write_tokens` (writes, where reported) are parts of it, as in
 Chat Completions; `output_tokens` includes reasoning tokens.
 
-Text deltas are the bulk of a stream: once text was seen they are skipped unparsed. The data
+Text deltas are the bulk of a stream: once text was seen they are skipped unparsed, and
+reasoning and custom-tool-input deltas always are. The data
 of the last event is kept (a reference, not a copy) so the next `sequence_number` can be read
 only when a failure event needs it.
 """
@@ -33,7 +34,14 @@ __all__ = ["next_sequence_number", "responses_body", "responses_event"]
 
 _SEQ = re.compile(r'"sequence_number"\s*:\s*(\d+)')
 _TOOL_ITEMS = frozenset({"function_call", "custom_tool_call"})
-_SKIP_ONCE_TEXT = frozenset({"response.output_text.delta", "response.reasoning_summary_text.delta"})
+# Deltas that tell the tap nothing (reasoning text, a custom tool's freeform input).
+_SKIP = frozenset(
+    {
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_text.delta",
+        "response.custom_tool_call_input.delta",
+    }
+)
 
 
 def next_sequence_number(last_data: str | None) -> int:
@@ -47,9 +55,7 @@ def next_sequence_number(last_data: str | None) -> int:
 def responses_event(tap: ResponseTap, name: str | None, d: str) -> None:
     """One Responses stream event."""
     tap._last = d
-    if name in _SKIP_ONCE_TEXT and (tap.has_text or name != "response.output_text.delta"):
-        return
-    if name == "response.custom_tool_call_input.delta":
+    if name in _SKIP or (tap.has_text and name == "response.output_text.delta"):
         return
     obj = tap._load(d)
     if obj is None:
