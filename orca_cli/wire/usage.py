@@ -24,6 +24,7 @@ from typing import Any, Literal
 import orjson
 
 from orca_cli.types import Api
+from orca_cli.wire.errors import stream_error_event
 from orca_cli.wire.sse import SSEDecoder
 from orca_cli.wire.usage_responses import (
     next_sequence_number,
@@ -397,6 +398,20 @@ class ResponseTap:
     def next_sequence_number(self) -> int:
         """Responses: the `sequence_number` an event appended to the stream should carry."""
         return next_sequence_number(self._last)
+
+    def stream_error_event(self, message: str, kind: str | None = None) -> bytes:
+        """The in-stream error that ends this tapped stream (`wire.errors.stream_error_event`):
+        for the Responses API a `response.failed` naming the response the stream announced,
+        numbered after its last event; the same bytes as the module function otherwise."""
+        if self.api != "responses":
+            return stream_error_event(self.api, message, kind)
+        return stream_error_event(
+            "responses",
+            message,
+            kind,
+            response=self.response_head(),
+            sequence_number=self.next_sequence_number,
+        )
 
     @property
     def has_tool_call(self) -> bool:

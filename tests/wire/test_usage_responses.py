@@ -207,3 +207,17 @@ def test_stream_failure_without_a_head_still_parses() -> None:
     doc = orjson.loads(data)
     assert doc["response"]["error"]["code"] == "rate_limit_exceeded"
     assert doc["response"]["id"].startswith("resp_")
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_tap_failure_event_is_the_module_event_for_other_formats(api: str) -> None:
+    tap = ResponseTap(api, True, None)  # type: ignore[arg-type]
+    assert tap.stream_error_event("boom") == stream_error_event(api, "boom")  # type: ignore[arg-type]
+
+
+def test_tap_failure_event_continues_a_responses_stream() -> None:
+    tap = tap_stream(text_stream()[:5])
+    _, data = SSEDecoder().feed_pairs(tap.stream_error_event("upstream stream failed"))[0]
+    doc = orjson.loads(data)
+    assert doc["sequence_number"] == 5 and doc["response"]["id"] == "resp_abc"
+    assert doc["response"]["status"] == "failed"
