@@ -4,7 +4,9 @@ A real coding agent sends the same large prefix on every request: Claude Code a 
 system prompt and 15+ tool schemas, Codex about 10 KB of instructions and its tool set. The
 built-in corpus uses a 2.3 KB prompt and two tools; with `agent_shaped` each session carries
 one of these prefixes instead (Claude-Code-sized on Anthropic sessions, Codex-sized on OpenAI
-ones), and every user turn is followed by tool-result continuations (the agent's loop), so
+ones), every user turn is followed by tool-result continuations (the agent's loop), the
+session starts with a title side request (no tools, its own short prompt) and half the hard
+turns spawn a search sub-agent under the same session id, so
 the figures show what the full-transcript score alone would do to banding and what the
 banding score does.
 
@@ -18,7 +20,14 @@ from typing import Any, Literal
 
 from orca_cli.replay.texts import TOOL_SPECS
 
-__all__ = ["AGENTS", "Agent", "agent_system", "agent_tools"]
+__all__ = ["AGENTS", "SUB_AGENT_SYSTEM", "TITLE_SYSTEM", "Agent", "agent_system", "agent_tools"]
+
+# Side requests under the session id: the title request at session start, and sub-agents.
+TITLE_SYSTEM = ("Summarize this coding conversation in a title of at most 8 words. Answer "
+                "with a JSON object {\"title\": ...} and nothing else.")
+SUB_AGENT_SYSTEM = ("You are a search agent working for a coding assistant. Use the tools to "
+                    "find what you are asked for and report it concisely with file paths and "
+                    "line numbers. Do not modify files.")
 
 Agent = Literal["claude-code", "codex"]
 # (system prompt bytes, tools) per agent

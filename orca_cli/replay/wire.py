@@ -56,12 +56,16 @@ class Conversation:
     def body(self) -> dict[str, Any]:
         """The request carrying the whole history so far (shares every message dict)."""
         if self.api == "openai":
-            return {"model": MODEL, "messages": list(self.messages), "tools": self._tools,
+            body = {"model": MODEL, "messages": list(self.messages), "tools": self._tools,
                     "max_tokens": MAX_TOKENS, "stream": True,
                     "stream_options": {"include_usage": True}, "metadata": self._metadata}
-        return {"model": MODEL, "max_tokens": MAX_TOKENS, "system": self._system,
-                "messages": list(self.messages), "tools": self._tools, "stream": True,
-                "metadata": self._metadata}
+        else:
+            body = {"model": MODEL, "max_tokens": MAX_TOKENS, "system": self._system,
+                    "messages": list(self.messages), "tools": self._tools, "stream": True,
+                    "metadata": self._metadata}
+        if not self._tools:  # a side request without tools (a title request)
+            del body["tools"]
+        return body
 
     def user(self, text: str, result: tuple[str, str] | None = None) -> None:
         """A user turn: `text`, after the output of a pending tool call when `result` is

@@ -14,7 +14,7 @@ B and C corroborate only within their own class. Every class obeys the caps (SPE
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from orca_cli.config.schema import EscalationConfig
@@ -44,6 +44,10 @@ class TurnSignals:
     signatures: tuple[str, ...] = ()  # normalised error signatures of the tool results
     ask: Ask | None = None  # X-OrcaRouter-Tier
     actor: str = "client"
+    # The body holds no assistant message: a conversation's first request. On a session that
+    # already has turns it is a side request under the same session id (an agent's title
+    # request, a sub-agent's first ask) and is neutral for the difficulty streak.
+    fresh: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +209,8 @@ def resolve_tier(
     A repeated turn (its dedupe key already in the ring) adds no evidence to B or C, but its
     class A ask is acted on like any other: dedupe guards strikes and streaks, not asks."""
     st = state if state is not None else TierState(episode_started=now)
+    if sig.fresh and sig.user_turn and st.turn > 0:
+        sig = replace(sig, user_turn=False)  # a side request neither extends nor resets B
     a = _explicit_ask(st, sig)
     evals: dict[str, Any] = {"A": {"class": "A", "ask": a.ask,
                                    "actor": a.actor if a.ask else None,

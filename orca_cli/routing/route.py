@@ -133,6 +133,14 @@ class RoutePlan:
                      if p.status == "dropped" and p.kind in prefix)
 
 
+def _fresh_conversation(body: Mapping[str, Any]) -> bool:
+    """No assistant message in the body (`messages`, or a Responses `input` list)."""
+    items = body.get("messages", body.get("input"))
+    if not isinstance(items, list):
+        return True
+    return not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in items)
+
+
 def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot) -> CapsView:
     esc = router.escalation
     return CapsView(
@@ -238,7 +246,8 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState, caps: CapsView,
     signatures = error_signatures(inp.delta.tool_result_texts)
     evidence["signatures"] = len(signatures)
     sig = TurnSignals(dedupe_key=inp.dedupe_key, delta_score=inp.delta.score,
-                      user_turn=inp.delta.is_user_turn, signatures=signatures, ask=inp.ask)
+                      user_turn=inp.delta.is_user_turn, signatures=signatures, ask=inp.ask,
+                      fresh=_fresh_conversation(inp.body))
     t2 = effective_t2(threshold=esc.threshold, t2=esc.t2, t1=esc.t1,
                       percentile=esc.percentile, samples=c.snapshot.percentile_samples)
     return resolve_tier(state, sig, caps, esc, now=now, t2=t2,

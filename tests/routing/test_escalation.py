@@ -28,11 +28,12 @@ class Session:
     def turn(self, delta: float, *, user: bool = True, sigs: tuple[str, ...] = (),
              ask: str | None = None, caps: CapsView = NO_CAPS, key: str | None = None,
              commit: bool = True, response_strikes: tuple[str, ...] = (),
-             gap_s: float = 30.0, strong_available: bool = True) -> TierDecision:
+             gap_s: float = 30.0, strong_available: bool = True,
+             fresh: bool = False) -> TierDecision:
         self.n += 1
         self.now += gap_s
         sig = TurnSignals(dedupe_key=key or f"k{self.n}", delta_score=delta, user_turn=user,
-                          signatures=sigs, ask=ask)  # type: ignore[arg-type]
+                          signatures=sigs, ask=ask, fresh=fresh)  # type: ignore[arg-type]
         d = resolve_tier(self.state, sig, caps, self.esc, now=self.now, t2=self.esc.t2,
                          strong_window_s=300, strong_available=strong_available)
         if commit:
@@ -217,6 +218,19 @@ def test_a_repeated_turn_still_adds_no_strike_or_streak() -> None:
         s.turn(0.9, sigs=sigs, key="b")
     assert s.state is not None
     assert (s.state.turn, len(s.state.strikes), s.state.streak) == (2, 1, 1)
+
+
+def test_a_side_request_under_the_session_id_neither_extends_nor_resets_the_streak() -> None:
+    s = Session()
+    s.turn(0.72, fresh=True)  # the session's first request: an ordinary user turn
+    s.turn(0.1, fresh=True)  # a title request or a sub-agent's first ask
+    assert s.state is not None and s.state.streak == 1
+    d = s.turn(0.72)
+    assert (d.tier, d.reason) == ("strong", "difficulty")
+    t = Session()
+    t.turn(0.72)
+    t.turn(0.1)  # the same easy turn inside the main conversation resets it
+    assert t.state is not None and t.state.streak == 0
 
 
 def test_racing_identical_escalations_merge_and_a_stale_writer_cannot_clobber() -> None:
