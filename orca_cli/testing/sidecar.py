@@ -14,7 +14,7 @@ server start.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -84,6 +84,8 @@ class Sidecar:
         self.served = served
         self.tracker = tracker
         self.http = http
+        # Closed when the sidecar stops, before it: SDK clients a test made for it.
+        self.closers: list[Callable[[], Awaitable[object]]] = []
 
     @property
     def url(self) -> str:
@@ -180,4 +182,9 @@ async def sidecar(cfg: Config | None = None, *, store: Store | None = None,
         assert isinstance(tracker, Tracker)
         async with httpx.AsyncClient(base_url=served.url, timeout=timeout,
                                      limits=limits) as http:
-            yield Sidecar(served, tracker, http)
+            sc = Sidecar(served, tracker, http)
+            try:
+                yield sc
+            finally:
+                for close in sc.closers:
+                    await close()

@@ -22,15 +22,7 @@ from aiohttp import web
 
 from orca_cli.config.load import loads
 from orca_cli.state.base import SlotRef
-from tests.e2e.harness import (
-    Sidecar,
-    Stack,
-    anthropic_sse,
-    openai_json,
-    openai_sse,
-    sidecar_server,
-    sse_events,
-)
+from orca_cli.testing import Sidecar, anthropic_sse, openai_json, openai_sse, sidecar, sse_events
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -148,12 +140,12 @@ AGENT_SECRET = "agent-own-credential-123"
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def server() -> AsyncIterator[Sidecar]:
-    async with sidecar_server() as sc:
+    async with sidecar() as sc:
         yield sc
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def stack(server: Sidecar, provider: FakeProvider) -> AsyncIterator[Stack]:
+async def stack(server: Sidecar, provider: FakeProvider) -> AsyncIterator[Sidecar]:
     provider.seen.clear()
     provider.handler = None
     provider.cancelled = asyncio.Event()
@@ -192,7 +184,7 @@ OPENAI_BODY = {
 
 
 async def test_openai_upstream_sees_the_channel_key_and_the_body_unchanged_but_model(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeProvider) -> None:
     answer = openai_json("renamed", "gpt-x-2026-01")
 
     async def handler(request: web.Request) -> web.StreamResponse:
@@ -220,7 +212,7 @@ async def test_openai_upstream_sees_the_channel_key_and_the_body_unchanged_but_m
 
 @pytest.mark.parametrize("client_asks_usage", [False, True])
 async def test_openai_stream_is_relayed_event_by_event_with_include_usage_upstream(
-        stack: Stack, provider: FakeProvider, client_asks_usage: bool) -> None:
+        stack: Sidecar, provider: FakeProvider, client_asks_usage: bool) -> None:
     events = openai_sse(("hel", "lo"), "gpt-x-2026-01", usage=True)
     release = asyncio.Event()
     sent_last = asyncio.Event()
@@ -287,7 +279,7 @@ BETA = "prompt-caching-2024-07-31,interleaved-thinking-2025-05-14"
 
 
 async def test_anthropic_upstream_gets_x_api_key_and_the_anthropic_headers_as_sent(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeProvider) -> None:
     events = anthropic_sse(("hel", "lo"), "claude-x")
     release = asyncio.Event()
     sent_last = asyncio.Event()
@@ -330,7 +322,7 @@ async def test_anthropic_upstream_gets_x_api_key_and_the_anthropic_headers_as_se
 
 
 async def test_anthropic_version_is_supplied_when_the_client_sent_none(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeProvider) -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         return web.Response(body=orjson.dumps({
             "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
@@ -348,7 +340,7 @@ async def test_anthropic_version_is_supplied_when_the_client_sent_none(
 
 
 async def test_a_client_disconnect_mid_stream_cancels_the_upstream_request(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeProvider) -> None:
     never = asyncio.Event()
 
     async def handler(request: web.Request) -> web.StreamResponse:
@@ -397,7 +389,7 @@ def _abort_after_first_event(first: bytes) -> Handler:
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_an_upstream_failure_after_the_first_byte_ends_with_the_apis_error_event(
-        stack: Stack, provider: FakeProvider, api: str) -> None:
+        stack: Sidecar, provider: FakeProvider, api: str) -> None:
     if api == "openai":
         first = b"".join(openai_sse(("hel",), "gpt-x")[:2])
         path, body = "/v1/chat/completions", {"model": "orca/r", "stream": True,
@@ -424,7 +416,7 @@ async def test_an_upstream_failure_after_the_first_byte_ends_with_the_apis_error
 
 
 async def test_a_stream_that_ends_without_its_final_event_says_so(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeProvider) -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         resp = sse_response(request)
         await resp.prepare(request)
@@ -443,7 +435,7 @@ async def test_a_stream_that_ends_without_its_final_event_says_so(
 
 
 async def test_live_upstream_errors_reach_the_client_unmodified_after_every_key(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeProvider) -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         body = orjson.dumps({"error": {"message": f"Rate limit reached on {request.path}",
                                        "type": "requests", "code": "rate_limit_exceeded"}})
@@ -462,7 +454,7 @@ async def test_live_upstream_errors_reach_the_client_unmodified_after_every_key(
 
 
 async def test_a_refused_connect_falls_to_the_next_channel(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeProvider) -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         return web.Response(body=openai_json("ok", "gpt-d"), content_type="application/json")
 
@@ -480,7 +472,7 @@ async def test_a_refused_connect_falls_to_the_next_channel(
 
 
 async def test_a_client_that_leaves_before_the_answer_cancels_the_upstream_request(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeProvider) -> None:
     never = asyncio.Event()
 
     async def handler(request: web.Request) -> web.StreamResponse:
@@ -504,7 +496,7 @@ async def test_a_client_that_leaves_before_the_answer_cancels_the_upstream_reque
 
 
 async def test_a_pass_through_channel_forwards_the_agents_own_credential(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeProvider) -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         return web.Response(body=openai_json("ok", "gpt-pt"), content_type="application/json")
 
@@ -519,7 +511,7 @@ async def test_a_pass_through_channel_forwards_the_agents_own_credential(
 
 
 async def test_a_first_byte_timeout_and_an_empty_200_are_retried_on_the_next_key(
-        server: Sidecar, stack: Stack, provider: FakeProvider) -> None:
+        server: Sidecar, stack: Sidecar, provider: FakeProvider) -> None:
     calls = 0
 
     async def handler(request: web.Request) -> web.StreamResponse:
