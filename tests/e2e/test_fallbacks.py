@@ -22,7 +22,7 @@ from orca_cli.proxy.transport import (
     UpstreamRequest,
     UpstreamTimeout,
 )
-from orca_cli.testing import Sidecar, anthropic_json, openai_sse, sidecar, sse_events
+from orca_cli.testing import Sidecar, anthropic_json, eventually, openai_sse, sidecar, sse_events
 from tests.e2e.scripted import Reply, ScriptedResponse, ScriptedTransport
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -315,15 +315,13 @@ async def test_an_outage_does_not_multiply_traffic(server: Sidecar) -> None:
     transports: dict[str, Transport] = {name: outage for name in "abcd"}
     async with server.use(loads(CONFIG, source="test"), transports=transports) as st:
         tasks = [asyncio.ensure_future(chat(st)) for _ in range(n)]
-        async with asyncio.timeout(5):
-            while outage.calls < n:
-                await asyncio.sleep(0.005)
+        await eventually(lambda: outage.calls >= n, 5, 0.005, what="every first attempt")
         outage.first.set()
-        async with asyncio.timeout(5):
-            while sum(t.done() for t in tasks) + (outage.calls - n) < n:
-                await asyncio.sleep(0.005)
+        await eventually(lambda: sum(t.done() for t in tasks) + (outage.calls - n) >= n, 5,
+                         0.005, what="each request answered or retried")
         retries_in_flight = outage.calls - n
-        await asyncio.sleep(0.05)  # nothing more arrives while those retries are pending
+        # An absence is checked over a window: nothing more arrives while those retries wait.
+        await asyncio.sleep(0.05)
         assert outage.calls - n == retries_in_flight
         assert 1 <= retries_in_flight <= 3 + 0.2 * n
         outage.later.set()

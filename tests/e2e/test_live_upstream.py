@@ -22,7 +22,15 @@ from aiohttp import web
 
 from orca_cli.config.load import loads
 from orca_cli.state.base import SlotRef
-from orca_cli.testing import Sidecar, anthropic_sse, openai_json, openai_sse, sidecar, sse_events
+from orca_cli.testing import (
+    Sidecar,
+    anthropic_sse,
+    eventually,
+    openai_json,
+    openai_sse,
+    sidecar,
+    sse_events,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -364,11 +372,10 @@ async def test_a_client_disconnect_mid_stream_cancels_the_upstream_request(
     async with asyncio.timeout(WAIT_S):
         await provider.cancelled.wait()
     assert len(provider.seen) == 1
-    trace = None
-    async with asyncio.timeout(WAIT_S):
-        while trace is None:  # the handler writes it once its upstream call is torn down
-            trace = await stack.rt.gate.store.get_trace(rid)
-            await asyncio.sleep(0.01)
+    # the handler writes it once its upstream call is torn down
+    trace = await eventually(lambda: stack.rt.gate.store.get_trace(rid), WAIT_S,
+                             what="the cancelled request's trace")
+    assert isinstance(trace, dict)
     assert trace["committed"] is False
     pin = await stack.rt.gate.store.get(SlotRef.of_session("r", "live-cancel"), "pin:base")
     assert pin is None, "a cancelled request wrote a pin"
@@ -484,9 +491,7 @@ async def test_a_client_that_leaves_before_the_answer_cancels_the_upstream_reque
     post = asyncio.ensure_future(stack.http.post(
         "/v1/chat/completions", content=orjson.dumps(OPENAI_BODY),
         headers={"content-type": "application/json", "x-orca-session": "live-leave"}))
-    async with asyncio.timeout(WAIT_S):
-        while not provider.seen:
-            await asyncio.sleep(0.005)
+    await eventually(lambda: provider.seen, WAIT_S, 0.005, what="the upstream call")
     post.cancel()  # the agent gives up: its connection closes
     with pytest.raises(asyncio.CancelledError):
         await post
