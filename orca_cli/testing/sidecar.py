@@ -122,10 +122,15 @@ class Sidecar:
         """Wait until no request is inside the app."""
         await self.tracker.idle(timeout)
 
+    @property
+    def auth(self) -> dict[str, str]:
+        """The headers that carry the admin token."""
+        return {"authorization": f"Bearer {self.admin_token}"}
+
     async def admin(self, method: str, path: str, body: Any = None) -> httpx.Response:
         """The admin API under /orca/v1/, with the admin token."""
         return await self.http.request(method, "/orca/v1/" + path.lstrip("/"), json=body,
-                                       headers={"authorization": f"Bearer {self.admin_token}"})
+                                       headers=self.auth)
 
     async def healthz(self) -> dict[str, Any]:
         return dict(orjson.loads((await self.http.get("/healthz")).content))
