@@ -37,13 +37,14 @@ from orca_cli.testing.sse import (
     sse_stream,
 )
 from orca_cli.testing.thread import sidecar_thread
-from orca_cli.testing.upstream import Act, FakeUpstream, Script, Seen, fake_upstream
+from orca_cli.testing.upstream import Act, FakeUpstream, Handler, Script, Seen, fake_upstream
 from orca_cli.testing.wait import eventually, eventually_sync
 
 __all__ = [
     "ADMIN_TOKEN",
     "Act",
     "FakeUpstream",
+    "Handler",
     "Script",
     "Seen",
     "Sidecar",

@@ -44,6 +44,9 @@ class Seen:
     raw: bytes = b""  # the body as sent
     peer_port: int = 0  # the client's port: which pooled connection carried it
 
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name)
+
     @property
     def api(self) -> Api:
         if self.path.endswith("/messages"):
