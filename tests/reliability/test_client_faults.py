@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from orca_cli.config.load import loads
-from orca_cli.testing import Act, FakeUpstream, Sidecar, eventually, fake_upstream, sidecar
+from orca_cli.testing import Act, FakeUpstream, Sidecar, eventually, sidecar
 from tests.reliability.configs import Channel, fault_config
 from tests.reliability.probes import tier_doc
 
@@ -36,12 +36,6 @@ SERVER = {"first_byte_timeout_s": 10, "idle_timeout_s": 10, "total_timeout_s": 3
 
 def config_text(up: FakeUpstream) -> str:
     return fault_config(up, CHANNELS, server=SERVER, strikes=3)
-
-
-@pytest.fixture
-async def up() -> AsyncIterator[FakeUpstream]:
-    async with fake_upstream() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -24,7 +24,6 @@ from orca_cli.testing import (
     FakeUpstream,
     Sidecar,
     closed_port,
-    fake_upstream,
     sidecar,
     sse_events,
 )
@@ -51,12 +50,6 @@ def config_text(up: FakeUpstream, *, a_url: str | None = None, b_url: str | None
     channels by name), strong pool m2 on c. Router `ra` (Anthropic): am1 on x then y, strong
     pool am2 on z. Both escalate (`auto`), so every billed turn runs strike evaluation."""
     return fault_config(up, CHANNELS, server=SERVER, strikes=2, urls={"a": a_url, "b": b_url})
-
-
-@pytest.fixture
-async def up() -> AsyncIterator[FakeUpstream]:
-    async with fake_upstream() as fake:
-        yield fake
 
 
 @pytest.fixture
