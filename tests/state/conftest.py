@@ -31,6 +31,7 @@ from orca_cli.clock import FakeClock
 from orca_cli.config.schema import StateConfig
 from orca_cli.state.base import Store
 from orca_cli.state.factory import open_store
+from orca_cli.testing import free_port  # also imported from here by the store tests
 
 REDIS_URL = os.environ.get("ORCA_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -145,12 +146,6 @@ async def redis_env(redis_url: str) -> AsyncIterator[StoreEnv]:
         for s in e.opened:
             await s.close()
         delete_prefix(redis_url, prefix)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def free_cluster_port() -> int:
