@@ -165,6 +165,18 @@ def free_cluster_port() -> int:
     raise RuntimeError("no free port pair for a cluster node")
 
 
+def stalled(port: int, within_s: float = 0.05) -> bool:
+    """The server on `port` does not answer a PING within `within_s` (paused or asleep).
+    One raw try: a client library would retry and hide the stall."""
+    with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+        conn.sendall(b"PING\r\n")
+        conn.settimeout(within_s)
+        try:
+            return not conn.recv(16)
+        except TimeoutError:
+            return True
+
+
 class RedisServer:
     """A redis-server process we start, restart and stop by pid."""
 
