@@ -143,7 +143,8 @@ async def test_a_stalled_redis_costs_a_request_at_most_one_store_timeout(
         assert (await sc.chat("slow", tier="strong")).tier == "strong; reason=explicit"
         stall = _stall(redis, how, 1.5)
         if how == "sleep":  # CLIENT PAUSE holds from its reply; DEBUG SLEEP from a thread
-            await eventually(lambda: asyncio.to_thread(redis_stalled, redis.port), 2, what="the stall")
+            await eventually(lambda: asyncio.to_thread(redis_stalled, redis.port), 2,
+                             what="the stall")
         started = time.monotonic()
         stalled = await asyncio.gather(*[sc.chat(f"slow-{i}") for i in range(8)],
                                        sc.chat("slow"))
