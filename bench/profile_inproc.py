@@ -31,13 +31,11 @@ if str(ROOT) not in sys.path:
 from bench import fake_upstream as F  # noqa: E402
 from bench import proxy_targets as T  # noqa: E402
 from bench.proxy_bodies import SIZES, agent_body, encode  # noqa: E402
-from orca_cli.clock import SystemClock  # noqa: E402
+from orca_cli.compose import create_app  # noqa: E402
 from orca_cli.config.load import load  # noqa: E402
 from orca_cli.proxy.app import OrcaApp  # noqa: E402
-from orca_cli.proxy.guard import GuardPolicy  # noqa: E402
 from orca_cli.proxy.runtime import Runtime  # noqa: E402
 from orca_cli.proxy.transport import Timeouts, UpstreamRequest  # noqa: E402
-from orca_cli.state.factory import open_store  # noqa: E402
 
 REDIS_URL = "redis://127.0.0.1:6379/15"  # the benchmark's database (bench_proxy.py)
 
@@ -79,13 +77,10 @@ def build_app(tmp: Path, backend: str = "memory",
     cfg_path.write_text(T.orca_config(9, backend=backend, redis_url=REDIS_URL,
                                       key_prefix=key_prefix))
     cfg = load(str(cfg_path))
-    clock = SystemClock()
-    store = open_store(cfg.state, clock=clock, trace_max=cfg.server.trace_max,
-                       trace_ttl_s=cfg.server.trace_ttl_s)
     canned = CannedTransport()
-    rt = Runtime.build(cfg, store, clock=clock, transports={c.name: canned for c in cfg.channels})
-    policy = GuardPolicy.from_config(cfg.server, port=8787, admin_token="t" * 32)
-    return OrcaApp(rt, policy), rt
+    app = create_app(cfg, transports={c.name: canned for c in cfg.channels},
+                     admin_token="t" * 32, port=8787)
+    return app, app.rt
 
 
 def _scope(session: str, rid: int) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """A kit for testing orca, and configs for it, over real sockets.
 
-- `sidecar(cfg)` — a served sidecar (`orca_cli.compose.running`) and an HTTP client for it.
+- `sidecar(cfg)` — a served sidecar (`orca_cli.compose.running`) and an HTTP client for it;
+  `sidecar_thread(cfg)` serves one from a thread for synchronous tests.
 - `fake_upstream()` — a fake provider speaking Chat Completions, Messages and the Responses
   API (JSON and SSE) with scripted faults, recording every request.
 - `openai_sse`, `anthropic_sse`, `responses_sse` (and `*_json`), `sse_events` — wire bodies.
@@ -35,13 +36,15 @@ from orca_cli.testing.sse import (
     sse_events,
     sse_stream,
 )
-from orca_cli.testing.upstream import Act, FakeUpstream, Script, Seen, fake_upstream
+from orca_cli.testing.thread import sidecar_thread
+from orca_cli.testing.upstream import Act, FakeUpstream, Handler, Script, Seen, fake_upstream
 from orca_cli.testing.wait import eventually, eventually_sync
 
 __all__ = [
     "ADMIN_TOKEN",
     "Act",
     "FakeUpstream",
+    "Handler",
     "Script",
     "Seen",
     "Sidecar",
@@ -61,6 +64,7 @@ __all__ = [
     "responses_json",
     "responses_sse",
     "sidecar",
+    "sidecar_thread",
     "sse_events",
     "sse_stream",
 ]

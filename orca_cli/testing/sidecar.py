@@ -14,7 +14,7 @@ server start.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -84,6 +84,8 @@ class Sidecar:
         self.served = served
         self.tracker = tracker
         self.http = http
+        # Closed when the sidecar stops, before it: SDK clients a test made for it.
+        self.closers: list[Callable[[], Awaitable[object]]] = []
 
     @property
     def url(self) -> str:
@@ -120,10 +122,15 @@ class Sidecar:
         """Wait until no request is inside the app."""
         await self.tracker.idle(timeout)
 
+    @property
+    def auth(self) -> dict[str, str]:
+        """The headers that carry the admin token."""
+        return {"authorization": f"Bearer {self.admin_token}"}
+
     async def admin(self, method: str, path: str, body: Any = None) -> httpx.Response:
         """The admin API under /orca/v1/, with the admin token."""
         return await self.http.request(method, "/orca/v1/" + path.lstrip("/"), json=body,
-                                       headers={"authorization": f"Bearer {self.admin_token}"})
+                                       headers=self.auth)
 
     async def healthz(self) -> dict[str, Any]:
         return dict(orjson.loads((await self.http.get("/healthz")).content))
@@ -180,4 +187,9 @@ async def sidecar(cfg: Config | None = None, *, store: Store | None = None,
         assert isinstance(tracker, Tracker)
         async with httpx.AsyncClient(base_url=served.url, timeout=timeout,
                                      limits=limits) as http:
-            yield Sidecar(served, tracker, http)
+            sc = Sidecar(served, tracker, http)
+            try:
+                yield sc
+            finally:
+                for close in sc.closers:
+                    await close()

@@ -12,18 +12,19 @@ peer went away (`peer_gone`: the proof that orca cancelled upstream).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from aiohttp import web
+from multidict import CIMultiDict
 
 from orca_cli.testing.sse import json_body, sse_stream
 from orca_cli.types import Api
 
-__all__ = ["Act", "FakeUpstream", "Script", "Seen", "fake_upstream"]
+__all__ = ["Act", "FakeUpstream", "Handler", "Script", "Seen", "fake_upstream"]
 
 # The usage a default answer reports (prompt / completion tokens).
 PROMPT_TOKENS = 20
@@ -37,8 +38,14 @@ class Seen:
     prefix: str  # the channel's path prefix ("a" for base_url http://127.0.0.1:P/a/v1)
     path: str
     key: str  # the credential it carried (Authorization bearer or x-api-key)
-    body: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
+    body: dict[str, Any]  # the JSON body ({} when it was not a JSON object)
+    headers: Mapping[str, str] = field(default_factory=dict)  # case-insensitive
+    method: str = "POST"
+    raw: bytes = b""  # the body as sent
+    peer_port: int = 0  # the client's port: which pooled connection carried it
+
+    def header(self, name: str) -> str | None:
+        return self.headers.get(name)
 
     @property
     def api(self) -> Api:
@@ -86,6 +93,7 @@ class Act:
 
 
 Script = Act | Callable[[Seen], Act]
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _clean_body(seen: Seen, act: Act) -> bytes:
@@ -120,13 +128,26 @@ def _clean_events(seen: Seen, act: Act) -> list[bytes]:
 
 @dataclass
 class FakeUpstream:
+    """The fake's script and record. `handler`, when set, answers every request itself (raw
+    aiohttp control for transport-level tests) instead of the script."""
+
     port: int = 0
+    handler: Handler | None = None
     rules: dict[str, list[Script]] = field(default_factory=dict)  # prefix -> queue
     always: dict[str, Script] = field(default_factory=dict)  # prefix -> after the queue
     seen: list[Seen] = field(default_factory=list)
     peer_gone: list[Seen] = field(default_factory=list)  # handlers ended by a disconnect
     gone: asyncio.Event = field(default_factory=asyncio.Event)
     events_written: int = 0
+    finished: int = 0  # handlers that returned (not ended by the peer going away)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def endpoint(self, path: str = "/v1/chat/completions") -> str:
+        """A full URL on the fake (for a transport called directly)."""
+        return self.base_url + path
 
     def url(self, prefix: str, *, versioned: bool = True) -> str:
         """The `base_url` of a channel served under `prefix`."""
@@ -152,17 +173,22 @@ class FakeUpstream:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError:
             body = {}
+        peer = request.transport.get_extra_info("peername") if request.transport else None
         seen = Seen(request.path.strip("/").split("/")[0], request.path, key,
-                    body if isinstance(body, dict) else {},
-                    {k.lower(): v for k, v in request.headers.items()})
+                    body if isinstance(body, dict) else {}, CIMultiDict(request.headers),
+                    request.method, raw, int(peer[1]) if peer else 0)
         self.seen.append(seen)
-        act = self._act(seen)
         try:
-            return await self._answer(request, seen, act)
+            if self.handler is not None:
+                resp = await self.handler(request)
+            else:
+                resp = await self._answer(request, seen, self._act(seen))
         except (asyncio.CancelledError, ConnectionResetError):
             self.peer_gone.append(seen)
             self.gone.set()
             raise
+        self.finished += 1
+        return resp
 
     async def _answer(self, request: web.Request, seen: Seen, act: Act) -> web.StreamResponse:
         if act.stall_before_s:

@@ -6,28 +6,22 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from orca_cli.admin.http import admin_handler
 from orca_cli.clock import SystemClock
 from orca_cli.config.load import loads
 from orca_cli.config.schema import Config, StateConfig
 from orca_cli.config.template import example_text
-from orca_cli.proxy.app import OrcaApp
-from orca_cli.proxy.guard import GuardPolicy
-from orca_cli.proxy.runtime import Runtime
-from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
 from orca_cli.routing.caps import CapsView, ShareView, window_hours
 from orca_cli.routing.escalation import TierDecision, TurnSignals, resolve_tier
 from orca_cli.routing.tiers import TierState
 from orca_cli.state.base import ReadRequest, Store
 from orca_cli.state.factory import open_store
 from orca_cli.state.plan import PlanContext, TurnOutcome, build_commit
-from tests.state.conftest import delete_prefix
-from tests.state.conftest import env, redis_url, store  # noqa: F401 - fixtures reused
+from orca_cli.testing import Sidecar, sidecar
+from tests.state.conftest import delete_prefix, env, redis_url, store  # noqa: F401 - fixtures reused
 
 ROUTER = "coding"
 
@@ -71,35 +65,17 @@ async def drive(store: Store, cfg: Config, session: str, *, now: float, rid: str
 ADMIN_TOKEN = "admin-test-token"
 
 
-@dataclass
-class AdminSidecar:
-    base: str
-    rt: Runtime
-    token: str
-    backend: str
-
-    @property
-    def auth(self) -> dict[str, str]:
-        return {"authorization": f"Bearer {self.token}"}
-
-
 @pytest.fixture(params=["memory", "redis"])
-async def admin_sidecar(request: pytest.FixtureRequest, cfg: Config) -> AsyncIterator[AdminSidecar]:
+async def admin_sidecar(request: pytest.FixtureRequest, cfg: Config) -> AsyncIterator[Sidecar]:
     prefix = f"orcatest-{uuid.uuid4().hex[:12]}"
     url = request.getfixturevalue("redis_url") if request.param == "redis" else ""
     state = StateConfig(backend=request.param, redis_url=url or StateConfig().redis_url,
                         key_prefix=prefix, timeout_ms=2000)
     clock = SystemClock()
-    st = open_store(state, clock=clock)
-    sock = bind_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    rt = Runtime.build(cfg, st, clock=clock, admin_token=ADMIN_TOKEN)
-    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token=ADMIN_TOKEN),
-                  admin=admin_handler)
-    server, task = await serve_in_background(app, cfg.server, "127.0.0.1", port, sock=sock)
     try:
-        yield AdminSidecar(f"http://127.0.0.1:{port}", rt, ADMIN_TOKEN, request.param)
+        async with sidecar(cfg, store=open_store(state, clock=clock), clock=clock,
+                           admin_token=ADMIN_TOKEN) as sc:
+            yield sc
     finally:
-        await stop_server(server, task)
         if url:
             delete_prefix(url, prefix)

@@ -8,13 +8,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.admin.conftest import AdminSidecar
+from orca_cli.testing import Sidecar
 
 MSGS = [{"role": "user", "content": "rename the variable x to count in utils.py"}]
 
 
 @pytest.fixture
-async def http(admin_sidecar: AdminSidecar) -> AsyncIterator[httpx.AsyncClient]:
+async def http(admin_sidecar: Sidecar) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=admin_sidecar.base, timeout=10) as client:
         yield client
 
@@ -31,7 +31,7 @@ async def _turn(http: httpx.AsyncClient, session: str, n: int = 1,
     return r
 
 
-async def test_a_missing_or_wrong_token_is_refused(admin_sidecar: AdminSidecar,
+async def test_a_missing_or_wrong_token_is_refused(admin_sidecar: Sidecar,
                                                    http: httpx.AsyncClient) -> None:
     assert (await http.get("/orca/v1/sessions")).status_code == 401
     r = await http.get("/orca/v1/sessions", headers={"authorization": "Bearer zz-not-the-token-9"})
@@ -39,7 +39,7 @@ async def test_a_missing_or_wrong_token_is_refused(admin_sidecar: AdminSidecar,
     assert "zz-not-the-token-9" not in r.text
 
 
-async def test_sessions_list_and_show(admin_sidecar: AdminSidecar,
+async def test_sessions_list_and_show(admin_sidecar: Sidecar,
                                       http: httpx.AsyncClient) -> None:
     await _turn(http, "s-1")
     listed = (await http.get("/orca/v1/sessions", headers=admin_sidecar.auth)).json()
@@ -56,7 +56,7 @@ async def test_sessions_list_and_show(admin_sidecar: AdminSidecar,
 
 
 async def test_escalate_once_serves_the_next_request_strong_then_the_cap_refuses(
-        admin_sidecar: AdminSidecar, http: httpx.AsyncClient) -> None:
+        admin_sidecar: Sidecar, http: httpx.AsyncClient) -> None:
     await _turn(http, "s-once")
     r = await http.post("/orca/v1/sessions/coding/s-once/escalate",
                         json={"once": True, "reason": "stuck on a failing test"},
@@ -82,7 +82,7 @@ async def test_escalate_once_serves_the_next_request_strong_then_the_cap_refuses
 
 
 async def test_reset_takes_a_strong_session_back_to_base(
-        admin_sidecar: AdminSidecar, http: httpx.AsyncClient) -> None:
+        admin_sidecar: Sidecar, http: httpx.AsyncClient) -> None:
     first = await _turn(http, "s-strong", 1, **{"x-orcarouter-tier": "strong"})
     assert first.headers["x-orca-session-tier"] == "strong; reason=explicit"
     same = await http.post("/orca/v1/sessions/coding/s-strong/escalate", json={},
@@ -98,7 +98,7 @@ async def test_reset_takes_a_strong_session_back_to_base(
 
 
 async def test_explain_by_client_request_id_and_unknown_ids(
-        admin_sidecar: AdminSidecar, http: httpx.AsyncClient) -> None:
+        admin_sidecar: Sidecar, http: httpx.AsyncClient) -> None:
     await _turn(http, "s-x", 1, **{"x-request-id": "client-abc-1"})
     doc = (await http.get("/orca/v1/explain/client-abc-1", headers=admin_sidecar.auth)).json()
     assert doc["client_request_id"] == "client-abc-1" and doc["request_id"].startswith("req_")
@@ -112,7 +112,7 @@ async def test_explain_by_client_request_id_and_unknown_ids(
 
 
 async def test_errors_are_json_with_the_right_status(
-        admin_sidecar: AdminSidecar, http: httpx.AsyncClient) -> None:
+        admin_sidecar: Sidecar, http: httpx.AsyncClient) -> None:
     auth = admin_sidecar.auth
     r = await http.get("/orca/v1/sessions/coding/never", headers=auth)
     assert r.status_code == 404 and "no such session" in r.json()["error"]["message"]
@@ -132,13 +132,13 @@ async def test_errors_are_json_with_the_right_status(
 
 
 async def test_a_session_id_with_a_slash_travels_percent_encoded(
-        admin_sidecar: AdminSidecar, http: httpx.AsyncClient) -> None:
+        admin_sidecar: Sidecar, http: httpx.AsyncClient) -> None:
     await _turn(http, "team/alice")
     r = await http.get("/orca/v1/sessions/coding/team%2Falice", headers=admin_sidecar.auth)
     assert r.status_code == 200 and r.json()["session_id"] == "team/alice"
 
 
-async def test_pins_audit_and_stats_shapes(admin_sidecar: AdminSidecar,
+async def test_pins_audit_and_stats_shapes(admin_sidecar: Sidecar,
                                            http: httpx.AsyncClient) -> None:
     await _turn(http, "s-p")
     await _turn(http, "s-q", 1, **{"x-orcarouter-tier": "strong"})

@@ -7,11 +7,11 @@ The CLI finds the admin token where `orca serve` writes it ($XDG_STATE_HOME, per
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
-import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,18 +19,12 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from orca_cli.admin.http import admin_handler
 from orca_cli.cli import app
-from orca_cli.clock import SystemClock
 from orca_cli.config.load import loads
 from orca_cli.config.schema import Config, StateConfig
 from orca_cli.config.template import example_text
-from orca_cli.proxy.app import OrcaApp
-from orca_cli.proxy.guard import GuardPolicy
-from orca_cli.proxy.runtime import Runtime
-from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
 from orca_cli.proxy.token import write_admin_token
-from orca_cli.state.factory import open_store
+from orca_cli.testing import sidecar_thread
 from orca_cli.trace.log import TraceSink
 from tests.state.conftest import REDIS_URL, delete_prefix
 
@@ -39,59 +33,12 @@ SESSION_KEYS = {"session_id", "router", "tier", "reason", "escalation_count", "s
                 "clean_turns", "difficulty_streak", "pending", "pins", "channel_pins", "ttl_s"}
 
 
-class ThreadSidecar:
-    """A sidecar on 127.0.0.1:<free port>, served from a thread with its own loop."""
+@dataclass(frozen=True)
+class Agent:
+    """An agent's side of a sidecar served from a thread (`orca_cli.testing.sidecar_thread`)."""
 
-    def __init__(self, cfg: Config, state: StateConfig,
-                 request_log: TraceSink | None = None) -> None:
-        self.cfg, self.state = cfg, state
-        self.request_log = request_log
-        self.base = ""
-        self.token = ""
-        self._ready = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="orca-test-sidecar", daemon=True)
-
-    def __enter__(self) -> ThreadSidecar:
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("the sidecar did not start within 10 s")
-        if self._error is not None:
-            raise self._error
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(15)
-
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._main())
-        except BaseException as e:  # surfaced to the test by __enter__
-            self._error = e
-            self._ready.set()
-
-    async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
-        clock = SystemClock()
-        token = self.token = write_admin_token()
-        store = open_store(self.state, clock=clock)
-        sock = bind_socket("127.0.0.1", 0)
-        port = sock.getsockname()[1]
-        rt = Runtime.build(self.cfg, store, clock=clock, admin_token=token)
-        if self.request_log is not None:
-            rt.trace_sinks.append(self.request_log.emit)
-        policy = GuardPolicy.from_config(self.cfg.server, port=port, admin_token=token)
-        server, task = await serve_in_background(OrcaApp(rt, policy, admin=admin_handler),
-                                                 self.cfg.server, "127.0.0.1", port, sock=sock)
-        self.base = f"http://127.0.0.1:{port}"
-        self._ready.set()
-        await self._stop.wait()
-        await stop_server(server, task)
+    base: str
+    token: str = ""
 
     def turn(self, session: str, n: int = 1, **headers: str) -> httpx.Response:
         msgs: list[dict[str, Any]] = list(MSGS)
@@ -109,10 +56,19 @@ def _cfg() -> Config:
     return loads(example_text(), source="example")
 
 
+@contextlib.contextmanager
+def serving(cfg: Config, state: StateConfig, sink: TraceSink | None = None) -> Iterator[Agent]:
+    """A sidecar served from a thread, its finished traces also sent to `sink`."""
+    with sidecar_thread(cfg, state=state, admin_token=write_admin_token()) as served:
+        if sink is not None:
+            served.runtime.trace_sinks.append(sink.emit)
+        yield Agent(served.url, served.admin_token)
+
+
 @pytest.fixture
-def sidecar() -> Iterator[ThreadSidecar]:
-    with ThreadSidecar(_cfg(), StateConfig()) as sc:
-        yield sc
+def sidecar() -> Iterator[Agent]:
+    with serving(_cfg(), StateConfig()) as agent:
+        yield agent
 
 
 def orca(*args: str) -> tuple[int, str, str]:
@@ -120,7 +76,7 @@ def orca(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_escalate_once_serves_the_next_request_strong(sidecar: ThreadSidecar) -> None:
+def test_escalate_once_serves_the_next_request_strong(sidecar: Agent) -> None:
     sidecar.turn("agent-1")
     code, out, err = orca("escalate", "--once", "--reason", "stuck", "--url", sidecar.base)
     assert code == 0, err
@@ -132,7 +88,7 @@ def test_escalate_once_serves_the_next_request_strong(sidecar: ThreadSidecar) ->
     assert code == 1 and "max_per_session" in err and out == ""
 
 
-def test_explain_of_a_real_request_prints_the_tree(sidecar: ThreadSidecar) -> None:
+def test_explain_of_a_real_request_prints_the_tree(sidecar: Agent) -> None:
     rid = sidecar.turn("agent-2", 1, **{"x-request-id": "client-77"}).headers["x-orca-request-id"]
     code, out, err = orca("explain", rid, "--url", sidecar.base)
     assert code == 0, err
@@ -152,7 +108,7 @@ def test_explain_of_a_real_request_prints_the_tree(sidecar: ThreadSidecar) -> No
     assert code == 1 and "no trace for request id" in err and out == ""
 
 
-def test_session_show_and_list_json_keys(sidecar: ThreadSidecar) -> None:
+def test_session_show_and_list_json_keys(sidecar: Agent) -> None:
     sidecar.turn("agent-3")
     code, out, err = orca("session", "show", "agent-3", "--json", "--url", sidecar.base)
     assert code == 0, err
@@ -170,7 +126,7 @@ def test_session_show_and_list_json_keys(sidecar: ThreadSidecar) -> None:
     assert code == 1 and "no such session" in err
 
 
-def test_several_recent_sessions_are_listed_and_exit_2(sidecar: ThreadSidecar) -> None:
+def test_several_recent_sessions_are_listed_and_exit_2(sidecar: Agent) -> None:
     sidecar.turn("agent-a")
     sidecar.turn("agent-b")
     code, out, err = orca("escalate", "--once", "--url", sidecar.base)
@@ -180,7 +136,7 @@ def test_several_recent_sessions_are_listed_and_exit_2(sidecar: ThreadSidecar) -
     assert code == 2
 
 
-def test_reset_already_strong_pins_audit_and_stats(sidecar: ThreadSidecar) -> None:
+def test_reset_already_strong_pins_audit_and_stats(sidecar: Agent) -> None:
     sidecar.turn("agent-s", 1, **{"x-orcarouter-tier": "strong"})
     code, out, _ = orca("escalate", "agent-s", "--url", sidecar.base)
     assert code == 0 and "already in the strong tier" in out
@@ -214,7 +170,7 @@ def test_reset_already_strong_pins_audit_and_stats(sidecar: ThreadSidecar) -> No
     assert code == 0 and "coding" in out and "50.0 %" in out
 
 
-def test_a_wrong_token_is_refused_with_exit_1(sidecar: ThreadSidecar) -> None:
+def test_a_wrong_token_is_refused_with_exit_1(sidecar: Agent) -> None:
     write_admin_token()  # a token of another run: the sidecar no longer accepts the file's
     code, out, err = orca("session", "list", "--url", sidecar.base)
     assert code == 1 and "refused the admin token" in err and out == ""
@@ -243,7 +199,8 @@ def test_redis_backend_without_a_sidecar_reads_the_store(tmp_path: Path) -> None
     path.write_text(text)
     cfg = loads(text, source=str(path))
     try:
-        with ThreadSidecar(cfg, cfg.state) as sc:
+        with sidecar_thread(cfg, admin_token=write_admin_token()) as served:
+            sc = Agent(served.url)
             sc.turn("agent-r")
         # The sidecar is gone; its token file stays behind and nothing listens on its port.
         code, out, err = orca("session", "show", "agent-r", "--json", "--config", str(path),

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from orca_cli.cli import app
 from orca_cli.config.schema import StateConfig
-from tests.cli.test_operator_cli import ThreadSidecar, _cfg, orca
+from tests.cli.test_operator_cli import Agent, serving, _cfg, orca
 
 COMMANDS = [["serve"], ["demo"], ["init"], ["score"], ["explain"], ["requests"],
             ["session", "list"], ["session", "show"], ["escalate"], ["reset"], ["pins", "dump"],
@@ -21,8 +21,8 @@ COMMANDS = [["serve"], ["demo"], ["init"], ["score"], ["explain"], ["requests"],
 
 
 @pytest.fixture
-def sidecar() -> Iterator[ThreadSidecar]:
-    with ThreadSidecar(_cfg(), StateConfig()) as sc:
+def sidecar() -> Iterator[Agent]:
+    with serving(_cfg(), StateConfig()) as sc:
         yield sc
 
 
@@ -41,7 +41,7 @@ def test_config_section_names_survive_in_help() -> None:
     assert "[server] host and port" in out
 
 
-def test_explain_of_a_refusal_prints_no_none(sidecar: ThreadSidecar) -> None:
+def test_explain_of_a_refusal_prints_no_none(sidecar: Agent) -> None:
     r = httpx.post(sidecar.base + "/v1/chat/completions", json={"model": "nope"}, timeout=10)
     assert r.status_code == 404
     code, out, err = orca("explain", "last", "--url", sidecar.base)
@@ -53,7 +53,7 @@ def test_explain_of_a_refusal_prints_no_none(sidecar: ThreadSidecar) -> None:
     assert code == 0 and "None" not in out
 
 
-def test_long_session_ids_are_cut_in_tables_and_whole_in_json(sidecar: ThreadSidecar) -> None:
+def test_long_session_ids_are_cut_in_tables_and_whole_in_json(sidecar: Agent) -> None:
     long_id = "claude-code-session-0f8e6c2a-5b1d-4e7f-9a3c-2d4b6f8a0c1e"
     sidecar.turn(long_id)
     code, out, _ = orca("session", "list", "--url", sidecar.base)
@@ -66,7 +66,7 @@ def test_long_session_ids_are_cut_in_tables_and_whole_in_json(sidecar: ThreadSid
 
 
 def test_stats_says_when_the_warm_up_allows_a_share_above_the_cap(
-        sidecar: ThreadSidecar) -> None:
+        sidecar: Agent) -> None:
     sidecar.turn("w1", 1, **{"x-orcarouter-tier": "strong"})
     sidecar.turn("w2")
     code, out, _ = orca("stats", "--url", sidecar.base)

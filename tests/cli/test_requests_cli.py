@@ -19,7 +19,7 @@ import pytest
 
 from orca_cli.config.schema import StateConfig
 from orca_cli.trace.log import RequestLog
-from tests.cli.test_operator_cli import ThreadSidecar, _cfg, orca
+from tests.cli.test_operator_cli import Agent, _cfg, orca, serving
 from tests.state.conftest import REDIS_URL, delete_prefix
 
 
@@ -49,14 +49,14 @@ def wait_for(cond: object, timeout: float = 5.0) -> None:
 
 
 @pytest.fixture
-def logged() -> Iterator[tuple[ThreadSidecar, LockedIO]]:
+def logged() -> Iterator[tuple[Agent, LockedIO]]:
     out = LockedIO()
-    with ThreadSidecar(_cfg(), StateConfig(), RequestLog(out, fmt="json")) as sc:
+    with serving(_cfg(), StateConfig(), RequestLog(out, fmt="json")) as sc:
         yield sc, out
 
 
 def test_request_log_has_one_line_per_request_refusals_included(
-        logged: tuple[ThreadSidecar, LockedIO]) -> None:
+        logged: tuple[Agent, LockedIO]) -> None:
     sc, out = logged
     rid = sc.turn("agent-log").headers["x-orca-request-id"]
     bad = httpx.post(sc.base + "/v1/chat/completions", json={"model": "nope"}, timeout=10)
@@ -73,12 +73,12 @@ def test_request_log_has_one_line_per_request_refusals_included(
 
 
 @pytest.fixture
-def sidecar() -> Iterator[ThreadSidecar]:
-    with ThreadSidecar(_cfg(), StateConfig()) as sc:
+def sidecar() -> Iterator[Agent]:
+    with serving(_cfg(), StateConfig()) as sc:
         yield sc
 
 
-def test_requests_lists_newest_first_and_filters(sidecar: ThreadSidecar) -> None:
+def test_requests_lists_newest_first_and_filters(sidecar: Agent) -> None:
     a1 = sidecar.turn("agent-a").headers["x-orca-request-id"]
     b1 = sidecar.turn("agent-b").headers["x-orca-request-id"]
     a2 = sidecar.turn("agent-a", 2).headers["x-orca-request-id"]
@@ -99,7 +99,7 @@ def test_requests_lists_newest_first_and_filters(sidecar: ThreadSidecar) -> None
     assert code == 2 and "since must be a duration" in err
 
 
-def test_explain_last_session_and_short_id(sidecar: ThreadSidecar) -> None:
+def test_explain_last_session_and_short_id(sidecar: Agent) -> None:
     a = sidecar.turn("agent-x").headers["x-orca-request-id"]
     b = sidecar.turn("agent-y").headers["x-orca-request-id"]
     code, out, err = orca("explain", "last", "--url", sidecar.base)
@@ -114,7 +114,7 @@ def test_explain_last_session_and_short_id(sidecar: ThreadSidecar) -> None:
     assert code == 1 and "no request found for session 'nobody'" in err
 
 
-def test_follow_prints_requests_as_they_finish(sidecar: ThreadSidecar, tmp_path: Path) -> None:
+def test_follow_prints_requests_as_they_finish(sidecar: Agent, tmp_path: Path) -> None:
     """The real `orca` process: only what finished after it started, one line each."""
     old = sidecar.turn("agent-old").headers["x-orca-request-id"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
@@ -141,7 +141,7 @@ def test_session_show_carries_the_running_figures(backend: str) -> None:
     if backend == "redis":
         state = StateConfig(backend="redis", redis_url=REDIS_URL, key_prefix=prefix)
     try:
-        with ThreadSidecar(_cfg(), state) as sc:
+        with serving(_cfg(), state) as sc:
             sc.turn("agent-f")
             sc.turn("agent-f", 2)
             code, out, err = orca("session", "show", "agent-f", "--json", "--url", sc.base)

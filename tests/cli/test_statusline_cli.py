@@ -16,7 +16,7 @@ import pytest
 from orca_cli.config.schema import StateConfig
 from orca_cli.proxy.token import SidecarRecord, write_sidecar_record
 from orca_cli.statusline import format_status
-from tests.cli.test_operator_cli import ThreadSidecar, _cfg, orca
+from tests.cli.test_operator_cli import Agent, serving, _cfg, orca
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,18 +30,18 @@ def run_orca(*args: str, stdin: str = "", env: dict[str, str] | None = None) -> 
 
 
 @pytest.fixture
-def sidecar() -> Iterator[ThreadSidecar]:
-    with ThreadSidecar(_cfg(), StateConfig()) as sc:
+def sidecar() -> Iterator[Agent]:
+    with serving(_cfg(), StateConfig()) as sc:
         yield sc
 
 
-def _record(sc: ThreadSidecar) -> None:
+def _record(sc: Agent) -> None:
     port = int(sc.base.rsplit(":", 1)[1])
     write_sidecar_record(SidecarRecord(url=sc.base, port=port, pid=os.getpid(), token=sc.token,
                                        started_at=time.time()))
 
 
-def test_statusline_reads_claude_code_json_and_shows_the_session(sidecar: ThreadSidecar) -> None:
+def test_statusline_reads_claude_code_json_and_shows_the_session(sidecar: Agent) -> None:
     sidecar.turn("cc-session-1")
     sidecar.turn("cc-session-1", 2, **{"x-orcarouter-tier": "strong"})
     stdin = json.dumps({"session_id": "cc-session-1", "model": {"id": "claude-sonnet-4-5",
@@ -86,8 +86,8 @@ def test_format_status_shows_share_against_cap_after_warm_up() -> None:
 
 
 def test_operator_cli_finds_the_right_sidecar_by_record_url_and_token(tmp_path: Path) -> None:
-    with ThreadSidecar(_cfg(), StateConfig()) as first, \
-            ThreadSidecar(_cfg(), StateConfig()) as second:
+    with serving(_cfg(), StateConfig()) as first, \
+            serving(_cfg(), StateConfig()) as second:
         first.turn("on-first")
         second.turn("on-second")
         _record(first)
@@ -111,7 +111,7 @@ def test_operator_cli_finds_the_right_sidecar_by_record_url_and_token(tmp_path: 
         assert code == 0 and json.loads(out)[0]["session_id"] == "on-first"
 
 
-def test_operator_commands_load_a_config_whose_keys_are_unset(sidecar: ThreadSidecar,
+def test_operator_commands_load_a_config_whose_keys_are_unset(sidecar: Agent,
                                                              tmp_path: Path) -> None:
     port = sidecar.base.rsplit(":", 1)[1]
     text = _config_text().replace("port = 8787", f"port = {port}", 1)

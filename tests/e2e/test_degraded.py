@@ -5,10 +5,8 @@ sidecar recovers by itself when the store answers again."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import shutil
-import socket
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 
@@ -23,7 +21,7 @@ from orca_cli.config.template import example_text
 from orca_cli.proxy.sim import SimTransport
 from orca_cli.state.base import Store
 from orca_cli.state.factory import open_store
-from tests.e2e.harness import Sidecar, Stack, sidecar_server
+from orca_cli.testing import Sidecar, closed_port, eventually, free_port, sidecar
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -43,17 +41,17 @@ def cfg() -> Config:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def server() -> AsyncIterator[Sidecar]:
-    async with sidecar_server() as sc:
+    async with sidecar() as sc:
         yield sc
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def stack(server: Sidecar, cfg: Config) -> AsyncIterator[Stack]:
+async def stack(server: Sidecar, cfg: Config) -> AsyncIterator[Sidecar]:
     async with server.use(cfg, store=down_store()) as st:
         yield st
 
 
-async def chat(st: Stack, session: str, **headers: str) -> dict[str, str]:
+async def chat(st: Sidecar, session: str, **headers: str) -> dict[str, str]:
     r = await st.http.post("/v1/chat/completions", content=orjson.dumps(
         {"model": "orca/coding", "messages": MSGS}), headers={
         "content-type": "application/json", "x-orca-session": session, **headers})
@@ -62,13 +60,13 @@ async def chat(st: Stack, session: str, **headers: str) -> dict[str, str]:
     return dict(r.headers)
 
 
-def last_key_fp(st: Stack, channel: str) -> str:
+def last_key_fp(st: Sidecar, channel: str) -> str:
     sim = st.rt.transports[channel]
     assert isinstance(sim, SimTransport)
     return sim.calls[-1].key_fp
 
 
-async def test_requests_are_served_base_with_reason_degraded(stack: Stack) -> None:
+async def test_requests_are_served_base_with_reason_degraded(stack: Sidecar) -> None:
     h = await chat(stack, "deg-1")
     assert h["x-orca-session-tier"] == "base; reason=degraded"
     assert h["x-orca-model"] in stack.rt.cfg.routers["coding"].base_pool
@@ -81,7 +79,7 @@ async def test_requests_are_served_base_with_reason_degraded(stack: Stack) -> No
     assert "orca_store_degraded 1" in metrics.splitlines()
 
 
-async def test_no_escalation_while_degraded(stack: Stack) -> None:
+async def test_no_escalation_while_degraded(stack: Sidecar) -> None:
     for ask in ("strong", "once"):
         h = await chat(stack, f"deg-ask-{ask}", **{"x-orcarouter-tier": ask})
         assert h["x-orca-session-tier"] == "base; reason=degraded"
@@ -89,7 +87,7 @@ async def test_no_escalation_while_degraded(stack: Stack) -> None:
 
 
 async def test_a_session_keeps_its_model_channel_and_key_from_the_in_process_pins(
-        stack: Stack) -> None:
+        stack: Sidecar) -> None:
     first = await chat(stack, "deg-pin")
     key = last_key_fp(stack, first["x-orca-channel"])
     assert len(stack.rt.gate.degraded_pins) == 1
@@ -101,7 +99,7 @@ async def test_a_session_keeps_its_model_channel_and_key_from_the_in_process_pin
 
 
 async def test_the_store_is_skipped_once_known_down_and_logged_once(
-        stack: Stack, caplog: pytest.LogCaptureFixture) -> None:
+        stack: Sidecar, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="orca")
     for i in range(5):
         await chat(stack, f"deg-skip-{i}")
@@ -110,7 +108,7 @@ async def test_the_store_is_skipped_once_known_down_and_logged_once(
     assert len(lines) == 1
 
 
-async def test_an_anthropic_stream_is_served_while_degraded(stack: Stack) -> None:
+async def test_an_anthropic_stream_is_served_while_degraded(stack: Sidecar) -> None:
     body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "stream": True, "messages": MSGS}
     r = await stack.http.post("/v1/messages", content=orjson.dumps(body), headers={
         "content-type": "application/json", "x-orca-session": "deg-an"})
@@ -122,12 +120,6 @@ async def test_an_anthropic_stream_is_served_while_degraded(stack: Stack) -> Non
 # --- recovery (needs a redis-server binary; one private server on a free port) -------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def redis_later() -> Iterator[tuple[int, list[subprocess.Popen[bytes]]]]:
     """A port nothing listens on yet, and a list the test appends the server it starts to."""
@@ -135,7 +127,7 @@ def redis_later() -> Iterator[tuple[int, list[subprocess.Popen[bytes]]]]:
         pytest.skip("redis-server is not installed")
     started: list[subprocess.Popen[bytes]] = []
     try:
-        yield _free_port(), started
+        yield free_port(), started
     finally:
         for proc in started:
             proc.terminate()
@@ -153,9 +145,10 @@ async def test_the_sidecar_recovers_by_itself_when_the_store_answers_again(
         started.append(subprocess.Popen(
             ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        async with asyncio.timeout(WAIT_S):
-            while (await st.http.get("/healthz")).json()["status"] != "ok":
-                await asyncio.sleep(0.05)
+        async def healthy() -> bool:
+            return (await st.healthz())["status"] == "ok"
+
+        await eventually(healthy, WAIT_S, 0.05, what="/healthz says ok")
         assert len(st.rt.gate.degraded_pins) == 0, "the degraded table outlived the outage"
         h = await chat(st, "rec-1")
         assert h["x-orca-session-tier"] == "base; reason=default"
@@ -165,36 +158,10 @@ async def test_the_sidecar_recovers_by_itself_when_the_store_answers_again(
 
 async def test_healthz_is_degraded_from_startup_when_the_store_is_down() -> None:
     """The gate pings the store at lifespan startup: no request needed to learn it is down."""
-    import socket
-
-    import httpx
-
-    from orca_cli.clock import SystemClock
-    from orca_cli.config.load import loads
-    from orca_cli.config.schema import StateConfig
-    from orca_cli.config.template import example_text
-    from orca_cli.proxy.app import OrcaApp
-    from orca_cli.proxy.guard import GuardPolicy
-    from orca_cli.proxy.runtime import Runtime
-    from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
-    from orca_cli.state.factory import open_store
-
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    dead = probe.getsockname()[1]
-    probe.close()
     cfg = loads(example_text(), source="example")
-    clock = SystemClock()
-    store = open_store(StateConfig(backend="redis", redis_url=f"redis://127.0.0.1:{dead}/15",
-                                   timeout_ms=100), clock=clock)
-    sock = bind_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    rt = Runtime.build(cfg, store, clock=clock)
-    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token="t"))
-    server, task = await serve_in_background(app, cfg.server, "127.0.0.1", port, sock=sock)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-            doc = (await http.get("/healthz")).json()
-        assert doc["status"] == "degraded" and doc["store"]["healthy"] is False
-    finally:
-        await stop_server(server, task)
+    store = open_store(StateConfig(backend="redis",
+                                   redis_url=f"redis://127.0.0.1:{closed_port()}/15",
+                                   timeout_ms=100), clock=SystemClock())
+    async with sidecar(cfg, store=store) as sc:
+        doc = await sc.healthz()
+    assert doc["status"] == "degraded" and doc["store"]["healthy"] is False

@@ -9,7 +9,6 @@ audit events and the tier state read back through the store interface.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import openai
 import pytest

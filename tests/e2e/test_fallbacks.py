@@ -22,17 +22,8 @@ from orca_cli.proxy.transport import (
     UpstreamRequest,
     UpstreamTimeout,
 )
-from tests.e2e.harness import (
-    Reply,
-    ScriptedResponse,
-    ScriptedTransport,
-    Sidecar,
-    Stack,
-    anthropic_json,
-    openai_sse,
-    sidecar_server,
-    sse_events,
-)
+from orca_cli.testing import Sidecar, anthropic_json, eventually, openai_sse, sidecar, sse_events
+from tests.e2e.scripted import Reply, ScriptedResponse, ScriptedTransport
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -90,17 +81,17 @@ def ups() -> dict[str, ScriptedTransport]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def server() -> AsyncIterator[Sidecar]:
-    async with sidecar_server() as sc:
+    async with sidecar() as sc:
         yield sc
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def stack(server: Sidecar, ups: dict[str, ScriptedTransport]) -> AsyncIterator[Stack]:
+async def stack(server: Sidecar, ups: dict[str, ScriptedTransport]) -> AsyncIterator[Sidecar]:
     async with server.use(loads(CONFIG, source="test"), transports=ups) as st:
         yield st
 
 
-async def chat(st: Stack, model: str = "orca/r", *, stream: bool = False,
+async def chat(st: Sidecar, model: str = "orca/r", *, stream: bool = False,
                session: str | None = None) -> tuple[int, dict[str, str], bytes]:
     body = {"model": model, "messages": MSGS, "stream": stream}
     headers = {"content-type": "application/json",
@@ -126,7 +117,7 @@ FAILURES = {
 
 @pytest.mark.parametrize("kind", list(FAILURES))
 async def test_a_retryable_failure_is_served_by_the_next_key(
-        stack: Stack, ups: dict[str, ScriptedTransport], kind: str) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport], kind: str) -> None:
     ups["a"].script = [FAILURES[kind]]
     status, headers, body = await chat(stack)
     assert status == 200 and orjson.loads(body)["choices"][0]["message"]["content"] == "done"
@@ -141,7 +132,7 @@ async def test_a_retryable_failure_is_served_by_the_next_key(
 
 
 async def test_a_failed_channel_falls_to_the_next_channel(
-        stack: Stack, ups: dict[str, ScriptedTransport]) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport]) -> None:
     ups["a"].script = [FAILURES["503"], FAILURES["500"]]
     status, headers, _ = await chat(stack)
     assert status == 200
@@ -152,7 +143,7 @@ async def test_a_failed_channel_falls_to_the_next_channel(
 
 
 async def test_then_the_routers_fallback_model(
-        stack: Stack, ups: dict[str, ScriptedTransport]) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport]) -> None:
     ups["a"].script = [FAILURES["503"], FAILURES["503"]]
     ups["b"].script = [FAILURES["502"]]
     status, headers, _ = await chat(stack)
@@ -162,7 +153,7 @@ async def test_then_the_routers_fallback_model(
 
 
 async def test_a_stream_that_fails_before_its_first_byte_is_retried(
-        stack: Stack, ups: dict[str, ScriptedTransport]) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport]) -> None:
     ups["a"].script = [Reply(chunks=tuple(openai_sse()), break_after=0,
                              headers=(("content-type", "text/event-stream"),))]
     status, headers, body = await chat(stack, stream=True)
@@ -174,7 +165,7 @@ async def test_a_stream_that_fails_before_its_first_byte_is_retried(
 
 
 async def test_every_attempt_failed_returns_the_last_upstream_error_unmodified(
-        stack: Stack, ups: dict[str, ScriptedTransport]) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport]) -> None:
     ups["a"].script = [FAILURES["503"], FAILURES["503"]]
     ups["b"].script = [FAILURES["500"]]
     last_body = b'{"error":{"message":"Rate limit reached for m2 in org-x","code":"rate_limit"}}'
@@ -194,7 +185,7 @@ async def test_every_attempt_failed_returns_the_last_upstream_error_unmodified(
 
 
 async def test_an_anthropic_clients_sdk_sees_the_upstream_error_as_sent(
-        stack: Stack, ups: dict[str, ScriptedTransport]) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport]) -> None:
     upstream = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     ups["d"].script = [Reply(529, orjson.dumps(upstream), headers=(
         ("content-type", "application/json"), ("retry-after", "11"),
@@ -213,7 +204,7 @@ async def test_an_anthropic_clients_sdk_sees_the_upstream_error_as_sent(
 
 @pytest.mark.parametrize("code", [400, 403, 404, 413, 422])
 async def test_a_client_error_returns_at_once_without_another_attempt(
-        stack: Stack, ups: dict[str, ScriptedTransport], code: int) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport], code: int) -> None:
     sent = b'{"error":{"message":"messages[0].content: bad","type":"invalid_request_error"}}'
     ups["a"].script = [Reply(code, sent)]
     status, headers, body = await chat(stack)
@@ -224,7 +215,7 @@ async def test_a_client_error_returns_at_once_without_another_attempt(
 
 @pytest.mark.parametrize("code", [401, 402])
 async def test_a_key_error_cools_that_key_and_the_next_key_serves(
-        stack: Stack, ups: dict[str, ScriptedTransport], code: int) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport], code: int) -> None:
     ups["a"].script = [Reply(code, b'{"error":{"message":"invalid api key"}}')]
     status, headers, _ = await chat(stack)
     assert status == 200 and headers["x-orca-channel"] == "a"
@@ -239,7 +230,7 @@ async def test_a_key_error_cools_that_key_and_the_next_key_serves(
 
 
 async def test_nothing_attemptable_is_orcas_own_503_that_says_do_not_retry(
-        stack: Stack, ups: dict[str, ScriptedTransport]) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport]) -> None:
     unauthorized = b'{"error":{"message":"Incorrect API key provided"}}'
     for name in "abc":
         ups[name].then = Reply(401, unauthorized)
@@ -258,7 +249,7 @@ async def test_nothing_attemptable_is_orcas_own_503_that_says_do_not_retry(
 
 
 async def test_nothing_attemptable_speaks_the_anthropic_shape_too(
-        stack: Stack, ups: dict[str, ScriptedTransport]) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport]) -> None:
     ups["d"].then = Reply(401, b'{"type":"error","error":{"type":"authentication_error",'
                                b'"message":"invalid x-api-key"}}')
     req = {"model": "am", "max_tokens": 16, "messages": MSGS}
@@ -273,7 +264,7 @@ async def test_nothing_attemptable_speaks_the_anthropic_shape_too(
 
 
 async def test_a_provider_qualified_model_never_crosses_channels(
-        stack: Stack, ups: dict[str, ScriptedTransport]) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport]) -> None:
     ups["a"].then = FAILURES["503"]
     status, headers, body = await chat(stack, "a:m1")
     assert status == 503 and body == FAILURES["503"].body
@@ -286,7 +277,7 @@ async def test_a_provider_qualified_model_never_crosses_channels(
 
 
 async def test_the_anthropic_format_is_served_only_by_an_anthropic_channel(
-        stack: Stack, ups: dict[str, ScriptedTransport]) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport]) -> None:
     ups["d"].then = Reply(body=anthropic_json("hi", "am"))
     r = await stack.http.post("/v1/messages", content=orjson.dumps(
         {"model": "am", "max_tokens": 16, "messages": MSGS}),
@@ -324,15 +315,13 @@ async def test_an_outage_does_not_multiply_traffic(server: Sidecar) -> None:
     transports: dict[str, Transport] = {name: outage for name in "abcd"}
     async with server.use(loads(CONFIG, source="test"), transports=transports) as st:
         tasks = [asyncio.ensure_future(chat(st)) for _ in range(n)]
-        async with asyncio.timeout(5):
-            while outage.calls < n:
-                await asyncio.sleep(0.005)
+        await eventually(lambda: outage.calls >= n, 5, 0.005, what="every first attempt")
         outage.first.set()
-        async with asyncio.timeout(5):
-            while sum(t.done() for t in tasks) + (outage.calls - n) < n:
-                await asyncio.sleep(0.005)
+        await eventually(lambda: sum(t.done() for t in tasks) + (outage.calls - n) >= n, 5,
+                         0.005, what="each request answered or retried")
         retries_in_flight = outage.calls - n
-        await asyncio.sleep(0.05)  # nothing more arrives while those retries are pending
+        # An absence is checked over a window: nothing more arrives while those retries wait.
+        await asyncio.sleep(0.05)
         assert outage.calls - n == retries_in_flight
         assert 1 <= retries_in_flight <= 3 + 0.2 * n
         outage.later.set()
@@ -389,7 +378,7 @@ async def test_a_key_that_failed_its_credential_is_not_reused_for_a_fallback_mod
 
 @pytest.mark.parametrize("retry_after", ["30", None])
 async def test_a_429_benches_its_key_only_for_its_retry_after(
-        stack: Stack, ups: dict[str, ScriptedTransport], retry_after: str | None) -> None:
+        stack: Sidecar, ups: dict[str, ScriptedTransport], retry_after: str | None) -> None:
     """SPEC §7: 429 honours Retry-After and does not lower health on its own."""
     headers = (("content-type", "application/json"),)
     if retry_after is not None:

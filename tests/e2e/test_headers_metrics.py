@@ -17,7 +17,7 @@ import pytest_asyncio
 from orca_cli.config.load import loads
 from orca_cli.config.schema import Config, FaultConfig
 from orca_cli.config.template import example_text
-from tests.e2e.harness import Sidecar, Stack, sidecar_server
+from orca_cli.testing import Sidecar, sidecar
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -27,7 +27,7 @@ NO_SESSION = "base; reason=no_session"
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def server() -> AsyncIterator[Sidecar]:
-    async with sidecar_server() as sc:
+    async with sidecar() as sc:
         yield sc
 
 
@@ -36,12 +36,12 @@ def example() -> Config:
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def stack(server: Sidecar) -> AsyncIterator[Stack]:
+async def stack(server: Sidecar) -> AsyncIterator[Sidecar]:
     async with server.use(example()) as st:
         yield st
 
 
-async def post(st: Stack, path: str, body: dict[str, Any], **headers: str) -> Any:
+async def post(st: Sidecar, path: str, body: dict[str, Any], **headers: str) -> Any:
     return await st.http.post(path, content=orjson.dumps(body),
                               headers={"content-type": "application/json", **headers})
 
@@ -49,7 +49,7 @@ async def post(st: Stack, path: str, body: dict[str, Any], **headers: str) -> An
 @pytest.mark.parametrize("ask", [None, "strong", "once", "base"])
 @pytest.mark.parametrize("model", ["orca/background", "background"])
 async def test_a_router_that_is_not_session_aware_says_no_session(
-        stack: Stack, model: str, ask: str | None) -> None:
+        stack: Sidecar, model: str, ask: str | None) -> None:
     headers = {"x-orca-session": "hdr-bg", "x-claude-code-session-id": "cc-1"}
     if ask is not None:
         headers["x-orcarouter-tier"] = ask
@@ -60,7 +60,7 @@ async def test_a_router_that_is_not_session_aware_says_no_session(
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
-async def test_a_body_opting_out_of_affinity_says_no_session(stack: Stack, api: str) -> None:
+async def test_a_body_opting_out_of_affinity_says_no_session(stack: Sidecar, api: str) -> None:
     if api == "openai":
         path, body = "/v1/chat/completions", {"model": "orca/coding", "messages": MSGS}
     else:  # claude-sonnet-* is an alias of orca/coding in the example
@@ -74,7 +74,7 @@ async def test_a_body_opting_out_of_affinity_says_no_session(stack: Stack, api: 
     assert r.headers["x-orca-model"] not in stack.rt.cfg.routers["coding"].escalation_pool
 
 
-async def test_the_same_request_with_a_session_is_not_no_session(stack: Stack) -> None:
+async def test_the_same_request_with_a_session_is_not_no_session(stack: Sidecar) -> None:
     r = await post(stack, "/v1/chat/completions", {"model": "orca/coding", "messages": MSGS},
                    **{"x-orca-session": "hdr-with"})
     assert r.headers["x-orca-session-tier"] == "base; reason=default"
@@ -86,7 +86,7 @@ async def test_the_same_request_with_a_session_is_not_no_session(stack: Stack) -
 @pytest.mark.parametrize(("model", "header"), [("deepseek-chat", "base; reason=default"),
                                                ("gpt-4.1", "strong; reason=default")])
 async def test_a_concrete_model_is_labelled_with_its_tier(
-        stack: Stack, model: str, header: str) -> None:
+        stack: Sidecar, model: str, header: str) -> None:
     r = await post(stack, "/v1/chat/completions", {"model": model, "messages": MSGS})
     assert r.status_code == 200
     assert r.headers["x-orca-session-tier"] == header
@@ -129,7 +129,7 @@ def count(text: str, family: str, **labels: str) -> float:
     return sum(v for k, v in samples(text, family).items() if want <= k)
 
 
-async def test_metrics_count_every_answered_request(stack: Stack) -> None:
+async def test_metrics_count_every_answered_request(stack: Sidecar) -> None:
     before = (await stack.http.get("/metrics")).text
     for i in range(3):
         await post(stack, "/v1/chat/completions", {"model": "orca/coding", "messages": MSGS},

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 
 import openai
 import orjson
@@ -22,71 +21,29 @@ from aiohttp import web
 
 from orca_cli.config.load import loads
 from orca_cli.state.base import SlotRef
-from tests.e2e.harness import (
+from orca_cli.testing import (
+    FakeUpstream,
+    Handler,
+    Seen,
     Sidecar,
-    Stack,
     anthropic_sse,
+    eventually,
+    fake_upstream,
     openai_json,
     openai_sse,
-    sidecar_server,
+    sidecar,
     sse_events,
 )
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 WAIT_S = 5.0  # the bound on every wait for the other side; a passing test waits far less
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@dataclass
-class Seen:
-    path: str
-    headers: list[tuple[str, str]]
-    body: bytes
-
-    def header(self, name: str) -> str | None:
-        return next((v for k, v in self.headers if k == name), None)
-
-    @property
-    def json(self) -> dict[str, object]:
-        doc = orjson.loads(self.body)
-        assert isinstance(doc, dict)
-        return doc
-
-
-@dataclass
-class FakeProvider:
-    base_url: str = ""
-    handler: Handler | None = None
-    seen: list[Seen] = field(default_factory=list)
-    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def provider() -> AsyncIterator[FakeProvider]:
-    fake = FakeProvider()
-
-    async def entry(request: web.Request) -> web.StreamResponse:
-        fake.seen.append(Seen(request.path, [(k.lower(), v) for k, v in request.headers.items()],
-                              await request.read()))
-        assert fake.handler is not None
-        try:
-            return await fake.handler(request)
-        except asyncio.CancelledError:
-            fake.cancelled.set()  # the sidecar closed the connection under us
-            raise
-
-    app = web.Application()
-    app.router.add_route("POST", "/{tail:.*}", entry)
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    fake.base_url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    try:
+async def provider() -> AsyncIterator[FakeUpstream]:
+    async with fake_upstream() as fake:
         yield fake
-    finally:
-        await runner.cleanup()
 
 
 CONFIG = """
@@ -148,15 +105,15 @@ AGENT_SECRET = "agent-own-credential-123"
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def server() -> AsyncIterator[Sidecar]:
-    async with sidecar_server() as sc:
+    async with sidecar() as sc:
         yield sc
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def stack(server: Sidecar, provider: FakeProvider) -> AsyncIterator[Stack]:
+async def stack(server: Sidecar, provider: FakeUpstream) -> AsyncIterator[Sidecar]:
     provider.seen.clear()
     provider.handler = None
-    provider.cancelled = asyncio.Event()
+    provider.gone = asyncio.Event()
     cfg = loads(CONFIG.format(up=provider.base_url), source="test")
     async with server.use(cfg) as st:  # transports=None: the live AiohttpTransport
         yield st
@@ -168,7 +125,8 @@ def sse_response(request: web.Request) -> web.StreamResponse:
 
 
 def no_agent_secret(seen: Seen) -> None:
-    assert all(AGENT_SECRET not in v for _, v in seen.headers), "the agent's credential leaked"
+    assert all(AGENT_SECRET not in v for v in seen.headers.values()), \
+        "the agent's credential leaked"
 
 
 OPENAI_BODY = {
@@ -192,7 +150,7 @@ OPENAI_BODY = {
 
 
 async def test_openai_upstream_sees_the_channel_key_and_the_body_unchanged_but_model(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeUpstream) -> None:
     answer = openai_json("renamed", "gpt-x-2026-01")
 
     async def handler(request: web.Request) -> web.StreamResponse:
@@ -214,7 +172,7 @@ async def test_openai_upstream_sees_the_channel_key_and_the_body_unchanged_but_m
     assert seen.path == "/v1/chat/completions"
     assert seen.header("authorization") in {"Bearer sk-live-oa-0", "Bearer sk-live-oa-1"}
     no_agent_secret(seen)
-    sent = seen.json
+    sent = seen.body
     assert sent == {**OPENAI_BODY, "model": "gpt-x-2026-01"}
     assert list(sent) == list(OPENAI_BODY), "the body's key order changed"
     assert "stream_options" not in sent
@@ -222,7 +180,7 @@ async def test_openai_upstream_sees_the_channel_key_and_the_body_unchanged_but_m
 
 @pytest.mark.parametrize("client_asks_usage", [False, True])
 async def test_openai_stream_is_relayed_event_by_event_with_include_usage_upstream(
-        stack: Stack, provider: FakeProvider, client_asks_usage: bool) -> None:
+        stack: Sidecar, provider: FakeUpstream, client_asks_usage: bool) -> None:
     events = openai_sse(("hel", "lo"), "gpt-x-2026-01", usage=True)
     release = asyncio.Event()
     sent_last = asyncio.Event()
@@ -262,7 +220,7 @@ async def test_openai_stream_is_relayed_event_by_event_with_include_usage_upstre
     usage_chunks = [c for c in chunks if not c.choices]
     assert len(usage_chunks) == (1 if client_asks_usage else 0)
     (seen,) = provider.seen
-    assert seen.json["stream_options"] == {"include_usage": True}
+    assert seen.body["stream_options"] == {"include_usage": True}
     assert seen.header("authorization") in {"Bearer sk-live-oa-0", "Bearer sk-live-oa-1"}
     no_agent_secret(seen)
 
@@ -289,7 +247,7 @@ BETA = "prompt-caching-2024-07-31,interleaved-thinking-2025-05-14"
 
 
 async def test_anthropic_upstream_gets_x_api_key_and_the_anthropic_headers_as_sent(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeUpstream) -> None:
     events = anthropic_sse(("hel", "lo"), "claude-x")
     release = asyncio.Event()
     sent_last = asyncio.Event()
@@ -330,12 +288,12 @@ async def test_anthropic_upstream_gets_x_api_key_and_the_anthropic_headers_as_se
     assert seen.header("anthropic-version") == "2023-06-01"
     assert seen.header("anthropic-beta") == BETA
     no_agent_secret(seen)
-    assert seen.json == {**ANTHROPIC_BODY, "model": "claude-x"}
-    assert list(seen.json) == list(ANTHROPIC_BODY)
+    assert seen.body == {**ANTHROPIC_BODY, "model": "claude-x"}
+    assert list(seen.body) == list(ANTHROPIC_BODY)
 
 
 async def test_anthropic_version_is_supplied_when_the_client_sent_none(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeUpstream) -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         return web.Response(body=orjson.dumps({
             "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
@@ -353,7 +311,7 @@ async def test_anthropic_version_is_supplied_when_the_client_sent_none(
 
 
 async def test_a_client_disconnect_mid_stream_cancels_the_upstream_request(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeUpstream) -> None:
     never = asyncio.Event()
 
     async def handler(request: web.Request) -> web.StreamResponse:
@@ -375,13 +333,12 @@ async def test_a_client_disconnect_mid_stream_cancels_the_upstream_request(
                 assert b"hel" in part
                 break  # leaving the block closes the connection mid-stream
     async with asyncio.timeout(WAIT_S):
-        await provider.cancelled.wait()
+        await provider.gone.wait()
     assert len(provider.seen) == 1
-    trace = None
-    async with asyncio.timeout(WAIT_S):
-        while trace is None:  # the handler writes it once its upstream call is torn down
-            trace = await stack.rt.gate.store.get_trace(rid)
-            await asyncio.sleep(0.01)
+    # the handler writes it once its upstream call is torn down
+    trace = await eventually(lambda: stack.rt.gate.store.get_trace(rid), WAIT_S,
+                             what="the cancelled request's trace")
+    assert isinstance(trace, dict)
     assert trace["committed"] is False
     pin = await stack.rt.gate.store.get(SlotRef.of_session("r", "live-cancel"), "pin:base")
     assert pin is None, "a cancelled request wrote a pin"
@@ -402,7 +359,7 @@ def _abort_after_first_event(first: bytes) -> Handler:
 
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_an_upstream_failure_after_the_first_byte_ends_with_the_apis_error_event(
-        stack: Stack, provider: FakeProvider, api: str) -> None:
+        stack: Sidecar, provider: FakeUpstream, api: str) -> None:
     if api == "openai":
         first = b"".join(openai_sse(("hel",), "gpt-x")[:2])
         path, body = "/v1/chat/completions", {"model": "orca/r", "stream": True,
@@ -432,7 +389,7 @@ async def test_an_upstream_failure_after_the_first_byte_ends_with_the_apis_error
 
 
 async def test_a_stream_that_ends_without_its_final_event_says_so(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeUpstream) -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         resp = sse_response(request)
         await resp.prepare(request)
@@ -451,7 +408,7 @@ async def test_a_stream_that_ends_without_its_final_event_says_so(
 
 
 async def test_live_upstream_errors_reach_the_client_unmodified_after_every_key(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeUpstream) -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         body = orjson.dumps({"error": {"message": f"Rate limit reached on {request.path}",
                                        "type": "requests", "code": "rate_limit_exceeded"}})
@@ -470,7 +427,7 @@ async def test_live_upstream_errors_reach_the_client_unmodified_after_every_key(
 
 
 async def test_a_refused_connect_falls_to_the_next_channel(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeUpstream) -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         return web.Response(body=openai_json("ok", "gpt-d"), content_type="application/json")
 
@@ -488,7 +445,7 @@ async def test_a_refused_connect_falls_to_the_next_channel(
 
 
 async def test_a_client_that_leaves_before_the_answer_cancels_the_upstream_request(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeUpstream) -> None:
     never = asyncio.Event()
 
     async def handler(request: web.Request) -> web.StreamResponse:
@@ -500,19 +457,17 @@ async def test_a_client_that_leaves_before_the_answer_cancels_the_upstream_reque
     post = asyncio.ensure_future(stack.http.post(
         "/v1/chat/completions", content=orjson.dumps(OPENAI_BODY),
         headers={"content-type": "application/json", "x-orca-session": "live-leave"}))
-    async with asyncio.timeout(WAIT_S):
-        while not provider.seen:
-            await asyncio.sleep(0.005)
+    await eventually(lambda: provider.seen, WAIT_S, 0.005, what="the upstream call")
     post.cancel()  # the agent gives up: its connection closes
     with pytest.raises(asyncio.CancelledError):
         await post
     async with asyncio.timeout(WAIT_S):
-        await provider.cancelled.wait()
+        await provider.gone.wait()
     assert len(provider.seen) == 1, "the sidecar tried another upstream for a departed client"
 
 
 async def test_a_pass_through_channel_forwards_the_agents_own_credential(
-        stack: Stack, provider: FakeProvider) -> None:
+        stack: Sidecar, provider: FakeUpstream) -> None:
     async def handler(request: web.Request) -> web.StreamResponse:
         return web.Response(body=openai_json("ok", "gpt-pt"), content_type="application/json")
 
@@ -527,7 +482,7 @@ async def test_a_pass_through_channel_forwards_the_agents_own_credential(
 
 
 async def test_a_first_byte_timeout_and_an_empty_200_are_retried_on_the_next_key(
-        server: Sidecar, stack: Stack, provider: FakeProvider) -> None:
+        server: Sidecar, stack: Sidecar, provider: FakeUpstream) -> None:
     calls = 0
 
     async def handler(request: web.Request) -> web.StreamResponse:

@@ -22,7 +22,8 @@ from orca_cli.proxy.transport import Timeouts, Transport, UpstreamRequest, Upstr
 from orca_cli.routing.candidates import key_slots
 from orca_cli.state.base import SlotRef
 from orca_cli.state.memory import MemoryStore
-from tests.e2e.harness import Reply, ScriptedResponse, Sidecar, Stack, sidecar_server
+from orca_cli.testing import Sidecar, sidecar
+from tests.e2e.scripted import Reply, ScriptedResponse
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -105,12 +106,12 @@ def ups(cfg: Config) -> dict[str, Switchable]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def server() -> AsyncIterator[Sidecar]:
-    async with sidecar_server() as sc:
+    async with sidecar() as sc:
         yield sc
 
 
 @pytest_asyncio.fixture(loop_scope="module")
-async def stack(server: Sidecar, cfg: Config, ups: dict[str, Switchable]) -> AsyncIterator[Stack]:
+async def stack(server: Sidecar, cfg: Config, ups: dict[str, Switchable]) -> AsyncIterator[Sidecar]:
     transports: dict[str, Transport] = dict(ups)
     async with server.use(cfg, transports=transports) as st:
         yield st
@@ -125,7 +126,7 @@ def turn(n: int, hard: bool = False) -> list[dict[str, Any]]:
     return msgs
 
 
-async def post(st: Stack, body: dict[str, Any], **headers: str) -> tuple[dict[str, str],
+async def post(st: Sidecar, body: dict[str, Any], **headers: str) -> tuple[dict[str, str],
                                                                         dict[str, Any]]:
     r = await st.http.post("/v1/chat/completions", content=orjson.dumps(body),
                            headers={"content-type": "application/json", **headers})
@@ -141,14 +142,14 @@ def served(headers: dict[str, str], trace: dict[str, Any]) -> tuple[str, str, in
     return sel["model"], sel["channel"], sel["key_index"]
 
 
-async def pins(st: Stack, router: str, session: str) -> tuple[Any, Any]:
+async def pins(st: Sidecar, router: str, session: str) -> tuple[Any, Any]:
     slot = SlotRef.of_session(router, session)
     model = await st.rt.gate.store.get(slot, "pin:base")
     chan = await st.rt.gate.store.get(slot, "chan:base")
     return (model.value if model else None), (chan.value if chan else None)
 
 
-async def test_a_sessions_next_turns_go_to_the_same_model_channel_and_key(stack: Stack) -> None:
+async def test_a_sessions_next_turns_go_to_the_same_model_channel_and_key(stack: Sidecar) -> None:
     sid = f"pin-{next(_ids)}"
     h, tr = await post(stack, {"model": "orca/r", "messages": turn(0)}, **{"x-orca-session": sid})
     first = served(h, tr)
@@ -172,7 +173,7 @@ async def test_a_sessions_next_turns_go_to_the_same_model_channel_and_key(stack:
     assert served(h, tr)[0] == "m-strong"
 
 
-async def test_fresh_sessions_spread_over_channels_and_keys(stack: Stack) -> None:
+async def test_fresh_sessions_spread_over_channels_and_keys(stack: Sidecar) -> None:
     """The other half of the pin test: without a pin the choice really varies."""
     seen = set()
     for _ in range(30):
@@ -182,7 +183,7 @@ async def test_fresh_sessions_spread_over_channels_and_keys(stack: Stack) -> Non
     assert len(seen) > 1
 
 
-async def test_the_pin_ttl_is_the_channels_cache_window(stack: Stack) -> None:
+async def test_the_pin_ttl_is_the_channels_cache_window(stack: Sidecar) -> None:
     sid = f"ttl-{next(_ids)}"
     await post(stack, {"model": "orca/r", "messages": turn(0)}, **{"x-orca-session": sid})
     slot = SlotRef.of_session("r", sid)
@@ -192,7 +193,7 @@ async def test_the_pin_ttl_is_the_channels_cache_window(stack: Stack) -> None:
         assert 290 < entry.ttl_s <= 300  # sim channels: the unmapped 5-minute window
 
 
-async def test_an_anthropic_one_hour_cache_mark_stretches_the_pin_to_an_hour(stack: Stack) -> None:
+async def test_an_anthropic_one_hour_cache_mark_stretches_the_pin_to_an_hour(stack: Sidecar) -> None:
     """`cache_control: {"ttl": "1h"}` (Anthropic's extended cache) keeps the prefix warm an
     hour: the pins live that long. The same key in an OpenAI-format body is not a cache mark."""
     sid = f"ttl1h-{next(_ids)}"
@@ -211,7 +212,7 @@ async def test_an_anthropic_one_hour_cache_mark_stretches_the_pin_to_an_hour(sta
 
 
 async def test_after_its_upstream_failed_the_pin_follows_the_upstream_that_served(
-        stack: Stack, ups: dict[str, Switchable]) -> None:
+        stack: Sidecar, ups: dict[str, Switchable]) -> None:
     sid = f"move-{next(_ids)}"
     h, tr = await post(stack, {"model": "orca/r", "messages": turn(0)}, **{"x-orca-session": sid})
     _, old_channel, _ = served(h, tr)
@@ -227,7 +228,7 @@ async def test_after_its_upstream_failed_the_pin_follows_the_upstream_that_serve
     assert served(h, tr) == moved
 
 
-async def test_a_router_that_is_not_session_aware_pins_nothing(stack: Stack) -> None:
+async def test_a_router_that_is_not_session_aware_pins_nothing(stack: Sidecar) -> None:
     sid = f"bg-{next(_ids)}"
     for n in range(2):
         h, tr = await post(stack, {"model": "orca/bg", "messages": turn(n)},
@@ -237,7 +238,7 @@ async def test_a_router_that_is_not_session_aware_pins_nothing(stack: Stack) -> 
     assert await stack.rt.gate.store.scan("session", router="bg") == []
 
 
-async def test_a_body_that_opts_out_of_affinity_is_sessionless(stack: Stack) -> None:
+async def test_a_body_that_opts_out_of_affinity_is_sessionless(stack: Sidecar) -> None:
     sid = f"optout-{next(_ids)}"
     body = {"model": "orca/esc", "messages": turn(0), "routing": {"session_affinity": False}}
     h, _ = await post(stack, body, **{"x-orca-session": sid, "x-orcarouter-tier": "strong"})
@@ -255,7 +256,7 @@ async def test_a_body_that_opts_out_of_affinity_is_sessionless(stack: Stack) -> 
 
 @pytest.mark.parametrize("case", ["plain", "stream", "sessionless", "direct_model", "failed"])
 async def test_one_store_read_and_one_commit_per_request(
-        stack: Stack, ups: dict[str, Switchable], case: str) -> None:
+        stack: Sidecar, ups: dict[str, Switchable], case: str) -> None:
     store = stack.rt.gate.store
     body: dict[str, Any] = {"model": "orca/r", "messages": turn(0)}
     if case == "stream":
@@ -275,7 +276,7 @@ async def test_one_store_read_and_one_commit_per_request(
 
 
 async def test_a_sessionless_prefix_sticks_to_the_key_that_reported_a_cache_read(
-        stack: Stack) -> None:
+        stack: Sidecar) -> None:
     """Cache-aware affinity (SPEC §5): the sim caches per key, so once a request lands on a
     key that saw the prefix, every later request with that prefix follows it."""
     body = {"model": "orca/bg", "messages": [

@@ -9,10 +9,8 @@ read back through the store interface.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import os
-import socket
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -24,27 +22,24 @@ import orjson
 import pytest
 import tomli_w
 
-from orca_cli.admin.http import admin_handler
 from orca_cli.clock import FakeClock
 from orca_cli.config.load import loads
 from orca_cli.config.schema import Config, StateConfig
-from orca_cli.proxy.app import OrcaApp
-from orca_cli.proxy.guard import GuardPolicy
 from orca_cli.proxy.runtime import Runtime
-from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
 from orca_cli.proxy.sim import SimTransport
 from orca_cli.routing.caps import window_hours
 from orca_cli.routing.tiers import TierState
 from orca_cli.state.base import ReadRequest, Snapshot, Store
 from orca_cli.state.factory import open_store
 from orca_cli.state.memory import MemoryStore
+from orca_cli.testing import Sidecar, closed_port, sidecar
 
 __all__ = [
     "BASE_MODELS",
-    "Launch",
     "REDIS_URL",
     "ROUTER",
     "STRONG_MODEL",
+    "Launch",
     "Reply",
     "TierStack",
     "backend",
@@ -156,42 +151,25 @@ class Reply:
         return self.headers["x-orca-request-id"]
 
 
-class Quiesce:
-    """ASGI wrapper counting requests still inside the app. The sidecar commits after the
-    last byte reached the client (SPEC §3 step 9), so a client can read its answer before the
-    commit landed; a test that then looks at the store first waits for the app to be idle."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.inflight = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") != "http":
-            return await self.app(scope, receive, send)
-        self.inflight += 1
-        self._idle.clear()
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.inflight -= 1
-            if self.inflight == 0:
-                self._idle.set()
-
-    async def idle(self, timeout_s: float = 10.0) -> None:
-        async with asyncio.timeout(timeout_s):
-            await self._idle.wait()
-
-
 @dataclass
 class TierStack:
-    base_url: str
-    rt: Runtime
+    """A tier story's view of a served sidecar: turns on a fake clock, state read back."""
+
+    sidecar: Sidecar
     clock: FakeClock
-    http: httpx.AsyncClient
-    quiesce: Quiesce
     step_s: float = 1.0  # the fake clock moves this much before each request (turn order)
+
+    @property
+    def base_url(self) -> str:
+        return self.sidecar.url
+
+    @property
+    def rt(self) -> Runtime:
+        return self.sidecar.rt
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        return self.sidecar.http
 
     @property
     def store(self) -> Store:
@@ -216,7 +194,7 @@ class TierStack:
         async with self.http.stream("POST", "/v1/chat/completions", json=payload,
                                     headers=headers) as resp:
             raw = await resp.aread()
-        await self.quiesce.idle()  # its commit (and any racer's) has landed
+        await self.sidecar.idle()  # its commit (and any racer's) has landed
         parsed: Any = raw.decode(errors="replace")
         if not stream:
             try:
@@ -247,8 +225,7 @@ class TierStack:
 
     async def admin(self, method: str, path: str, body: Any = None) -> httpx.Response:
         """The operator's side: the admin API under /orca/v1/ with the admin token."""
-        return await self.http.request(method, "/orca/v1/" + path, json=body,
-                                       headers={"authorization": f"Bearer {ADMIN_TOKEN}"})
+        return await self.sidecar.admin(method, path, body)
 
     async def stat(self, name: str, router: str = ROUTER) -> float:
         """One field of the router's hourly stats, summed over the hours the store holds."""
@@ -323,33 +300,23 @@ test_store.__test__ = False  # type: ignore[attr-defined]  # a helper, not a tes
 
 def closed_port_store(clock: FakeClock) -> Store:
     """A RedisStore pointed at a loopback port nothing listens on (connections refused)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return open_store(StateConfig(backend="redis", redis_url=f"redis://127.0.0.1:{port}/15",
+    return open_store(StateConfig(backend="redis",
+                                  redis_url=f"redis://127.0.0.1:{closed_port()}/15",
                                   key_prefix="orca-down", timeout_ms=100), clock=clock)
 
 
 @asynccontextmanager
 async def tier_stack(cfg: Config, store: Store, clock: FakeClock) -> AsyncIterator[TierStack]:
     """A sidecar on a real loopback port (port 0) over `store`, timed by `clock`."""
-    sock = bind_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    rt = Runtime.build(cfg, store, clock=clock, admin_token=ADMIN_TOKEN)
-    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token=ADMIN_TOKEN),
-                  admin=admin_handler)
-    quiesce = Quiesce(app)
-    server, task = await serve_in_background(quiesce, cfg.server, "127.0.0.1", port, sock=sock)
-    base = f"http://127.0.0.1:{port}"
-    http = httpx.AsyncClient(base_url=base, timeout=30.0)
+    gates = []
     try:
-        yield TierStack(base, rt, clock, http, quiesce)
+        async with sidecar(cfg, store=store, clock=clock, admin_token=ADMIN_TOKEN) as sc:
+            gates.append(sc.rt.gate)
+            yield TierStack(sc, clock)
     finally:
-        await http.aclose()
-        await stop_server(server, task)
-        probe = rt.gate._probe  # noqa: SLF001 - stop the recovery probe a test left running
-        if probe is not None:
-            probe.cancel()
+        for gate in gates:  # stop the recovery probe a test left running
+            if gate._probe is not None:
+                gate._probe.cancel()
 
 
 Launch = Callable[..., Awaitable[TierStack]]

@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 
 from orca_cli.clock import FakeClock
+from orca_cli.compose import create_app
 from orca_cli.config.schema import Config
 from orca_cli.proxy import runtime as R
-from orca_cli.proxy.app import OrcaApp
-from orca_cli.proxy.guard import GuardPolicy
-from orca_cli.proxy.runtime import Runtime
 from orca_cli.state.base import CommitBatch, SetOp, SlotRef, SlotWrite
 from orca_cli.state.memory import MemoryStore
+from orca_cli.testing import eventually
 
 
 async def test_the_lifespan_runs_housekeeping_that_sweeps_an_idle_store(
@@ -26,8 +25,16 @@ async def test_the_lifespan_runs_housekeeping_that_sweeps_an_idle_store(
     await store.commit(CommitBatch("r0", (SlotWrite(SlotRef.of_session("coding", "a"),
                                                     (SetOp("pin:base", "m", 5),)),)))
     cfg = Config()
-    rt = Runtime.build(cfg, store, clock=clock, transports={})
-    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=8787, admin_token="t" * 32))
+    ticks: list[float] = []
+    sweep_if_due = store.sweep_if_due
+
+    def counted() -> Any:
+        ticks.append(clock.now())
+        return sweep_if_due()
+
+    monkeypatch.setattr(store, "sweep_if_due", counted)
+    app = create_app(cfg, store=store, clock=clock, transports={}, port=8787)
+    rt = app.rt
     inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     sent: list[str] = []
 
@@ -36,21 +43,14 @@ async def test_the_lifespan_runs_housekeeping_that_sweeps_an_idle_store(
 
     life = asyncio.create_task(app({"type": "lifespan"}, inbox.get, send))
     await inbox.put({"type": "lifespan.startup"})
-    for _ in range(100):
-        if sent:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: sent, 5, what="the lifespan startup")
     assert sent == ["lifespan.startup.complete"]
     task = rt._housekeeping
     assert task is not None and not task.done()
-    await asyncio.sleep(0.05)
+    await eventually(lambda: len(ticks) >= 3, 5, what="three housekeeping rounds")
     assert len(store) == 2  # nothing expired yet: the pin and the commit marker stay
     clock.advance(86_401)  # both expired, and a sweep is due; no request arrives
-    for _ in range(100):
-        if len(store) == 0:
-            break
-        await asyncio.sleep(0.01)
-    assert len(store) == 0
+    await eventually(lambda: len(store) == 0, 5, what="the idle sweep")
     await inbox.put({"type": "lifespan.shutdown"})
     await asyncio.wait_for(life, 5)
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator
 
@@ -20,8 +21,7 @@ from orca_cli.proxy.transport import (
     UpstreamTimeout,
     filter_response_headers,
 )
-
-from .conftest import FakeUpstream
+from orca_cli.testing import FakeUpstream
 
 KINDS = ["aiohttp", "httpx"]
 
@@ -67,7 +67,7 @@ async def test_status_headers_and_body_pass_through(
 
     upstream.handler = handler
     body = b'{"model":"m","messages":[]}' + b" " * 10_000
-    resp = await transport.send(request(upstream.url(), body), timeouts())
+    resp = await transport.send(request(upstream.endpoint(), body), timeouts())
     try:
         assert resp.status == 429
         assert await resp.read() == b'{"error":{"message":"slow down","type":"rate_limit_error"}}'
@@ -78,8 +78,8 @@ async def test_status_headers_and_body_pass_through(
     finally:
         await resp.aclose()
         await resp.aclose()  # twice is safe
-    seen = upstream.requests[0]
-    assert seen.body == body  # forwarded byte for byte
+    seen = upstream.seen[0]
+    assert seen.raw == body  # forwarded byte for byte
     assert seen.headers["Authorization"] == "Bearer sk-test"
     assert (
         seen.headers["Accept-Encoding"] == "identity"
@@ -101,7 +101,7 @@ async def test_stream_chunks_arrive_as_sent(transport: Transport, upstream: Fake
         return resp
 
     upstream.handler = handler
-    resp = await transport.send(request(upstream.url(), stream=True), timeouts())
+    resp = await transport.send(request(upstream.endpoint(), stream=True), timeouts())
     received: list[bytes] = []
     async with asyncio.timeout(5):
         async for chunk in resp.chunks():
@@ -132,7 +132,7 @@ async def test_first_byte_timeout(transport: Transport, upstream: FakeUpstream) 
 
     upstream.handler = handler
     with pytest.raises(UpstreamTimeout) as info:
-        await transport.send(request(upstream.url()), timeouts(first_byte=0.2))
+        await transport.send(request(upstream.endpoint()), timeouts(first_byte=0.2))
     assert info.value.phase == "first_byte"
     assert info.value.retryable
 
@@ -146,7 +146,7 @@ async def test_deadline_shorter_than_first_byte_reports_total(
 
     upstream.handler = handler
     with pytest.raises(UpstreamTimeout) as info:
-        await transport.send(request(upstream.url()), timeouts(first_byte=5, total=0.2))
+        await transport.send(request(upstream.endpoint()), timeouts(first_byte=5, total=0.2))
     assert info.value.phase == "total"
     assert not info.value.retryable
 
@@ -160,7 +160,7 @@ async def test_idle_timeout_mid_stream(transport: Transport, upstream: FakeUpstr
         return resp
 
     upstream.handler = handler
-    resp = await transport.send(request(upstream.url(), stream=True), timeouts(idle=0.3))
+    resp = await transport.send(request(upstream.endpoint(), stream=True), timeouts(idle=0.3))
     received: list[bytes] = []
     with pytest.raises(UpstreamTimeout) as info:
         async for chunk in resp.chunks():
@@ -183,7 +183,7 @@ async def test_dribbling_stream_is_ended_by_the_deadline(
         return resp
 
     upstream.handler = handler
-    resp = await transport.send(request(upstream.url(), stream=True), timeouts(idle=1, total=0.6))
+    resp = await transport.send(request(upstream.endpoint(), stream=True), timeouts(idle=1, total=0.6))
     with pytest.raises(UpstreamTimeout) as info:
         async for _ in resp.chunks():
             pass
@@ -203,11 +203,11 @@ async def test_aclose_mid_stream_cancels_the_upstream_handler(
         return resp
 
     upstream.handler = handler
-    resp = await transport.send(request(upstream.url(), stream=True), timeouts())
+    resp = await transport.send(request(upstream.endpoint(), stream=True), timeouts())
     async for _ in resp.chunks():
         break
     await resp.aclose()
-    await asyncio.wait_for(upstream.disconnected.wait(), 3)
+    await asyncio.wait_for(upstream.gone.wait(), 3)
     assert upstream.finished == 0
 
 
@@ -225,7 +225,7 @@ async def test_connection_drop_mid_body_is_a_stream_error(
         return resp
 
     upstream.handler = handler
-    resp = await transport.send(request(upstream.url(), stream=True), timeouts())
+    resp = await transport.send(request(upstream.endpoint(), stream=True), timeouts())
     received: list[bytes] = []
     with pytest.raises(UpstreamStreamError) as info:
         async for chunk in resp.chunks():
@@ -246,7 +246,7 @@ async def test_close_before_headers_is_a_retryable_connect_error(
 
     upstream.handler = handler
     with pytest.raises(UpstreamConnectError) as info:
-        await transport.send(request(upstream.url()), timeouts())
+        await transport.send(request(upstream.endpoint()), timeouts())
     assert info.value.retryable
 
 
@@ -254,11 +254,11 @@ async def test_sequential_requests_reuse_one_pooled_connection(
     transport: Transport, upstream: FakeUpstream
 ) -> None:
     for _ in range(3):
-        resp = await transport.send(request(upstream.url()), timeouts())
-        assert await resp.read() == b'{"ok": true}'
+        resp = await transport.send(request(upstream.endpoint()), timeouts())
+        assert json.loads(await resp.read())["object"] == "chat.completion"  # the default
         await resp.aclose()
-    ports = {seen.peer_port for seen in upstream.requests}
-    assert len(upstream.requests) == 3 and len(ports) == 1
+    ports = {seen.peer_port for seen in upstream.seen}
+    assert len(upstream.seen) == 3 and len(ports) == 1
 
 
 async def test_cancelling_the_wait_for_headers_aborts_the_upstream_call(
@@ -275,12 +275,12 @@ async def test_cancelling_the_wait_for_headers_aborts_the_upstream_call(
         return await handler(req)
 
     upstream.handler = handler_started
-    task = asyncio.create_task(transport.send(request(upstream.url()), timeouts()))
+    task = asyncio.create_task(transport.send(request(upstream.endpoint()), timeouts()))
     await asyncio.wait_for(handling.wait(), 3)  # the upstream is now handling the call
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.wait_for(upstream.disconnected.wait(), 3)  # S10: the upstream saw the cancel
+    await asyncio.wait_for(upstream.gone.wait(), 3)  # S10: the upstream saw the cancel
 
 
 async def test_cancelled_non_streaming_read_then_aclose_aborts_the_upstream(
@@ -295,11 +295,11 @@ async def test_cancelled_non_streaming_read_then_aclose_aborts_the_upstream(
         return resp
 
     upstream.handler = handler
-    resp = await transport.send(request(upstream.url()), timeouts())
+    resp = await transport.send(request(upstream.endpoint()), timeouts())
     reading = asyncio.create_task(resp.read())
     await asyncio.sleep(0.1)
     reading.cancel()
     with pytest.raises(asyncio.CancelledError):
         await reading
     await resp.aclose()
-    await asyncio.wait_for(upstream.disconnected.wait(), 3)
+    await asyncio.wait_for(upstream.gone.wait(), 3)

@@ -21,11 +21,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from orca_cli.testing import eventually_sync
 
 __all__ = [
     "ClusterProcs",
@@ -78,15 +79,18 @@ def free_port(*, with_bus: bool = False) -> int:
 
 
 def _wait(what: str, cond: Any, timeout_s: float, step_s: float = 0.02) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    """`eventually_sync` for a server still starting: a failing probe counts as "not yet"."""
+
+    def probe() -> bool:
         try:
-            if cond():
-                return
+            return bool(cond())
         except Exception:  # noqa: BLE001 - not up yet; poll again until the deadline
-            pass
-        time.sleep(step_s)
-    raise RuntimeError(f"{what} within {timeout_s} s")
+            return False
+
+    try:
+        eventually_sync(probe, timeout_s, step_s, what=what)
+    except AssertionError as exc:
+        raise RuntimeError(str(exc)) from None
 
 
 class RedisProc:

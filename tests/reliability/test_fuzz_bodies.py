@@ -23,50 +23,22 @@ from hypothesis import strategies as st
 from orca_cli.config.load import loads
 from orca_cli.proxy.sim import SimTransport
 from orca_cli.testing import Sidecar, sidecar
+from tests.reliability.configs import SIM_CODING_ROUTERS, sim_channels
 from tests.reliability.probes import state_keys
 
 pytestmark = pytest.mark.asyncio
 
-CONFIG = """
+CONFIG = f"""
 [server]
 max_body_mb = 1
 header_timeout_s = 5
 
-[[channels]]
-name = "sim-o"
-type = "sim"
-api = "openai"
-keys = ["sim-o-key-1", "sim-o-key-2"]
-models = ["small-o", "big-o"]
-
-[[channels]]
-name = "sim-a"
-type = "sim"
-api = "anthropic"
-keys = ["sim-a-key-1"]
-models = ["small-a", "big-a"]
-
+{sim_channels(o_keys=2, o_models=("small-o", "big-o"), a_models=("small-a", "big-a"))}
 [models.small-o]
 context_window = 2000000
 [models.small-a]
 context_window = 2000000
-[models.big-o]
-input = 5.0
-[models.big-a]
-input = 5.0
-
-[routers.coding]
-strategy = "cheapest"
-allowed_models = ["small-o", "big-o", "small-a", "big-a"]
-strong_pool = ["big-o", "big-a"]
-[routers.coding.escalation]
-mode = "auto"
-
-[routers.background]
-strategy = "cheapest"
-session_aware = false
-allowed_models = ["small-o", "small-a"]
-
+{SIM_CODING_ROUTERS.format(escalation="")}
 [aliases]
 "claude-*" = "orca/coding"
 """

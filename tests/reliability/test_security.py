@@ -39,6 +39,7 @@ from orca_cli.testing import (
     fake_upstream,
     sidecar,
 )
+from tests.reliability.configs import sim_channels
 from tests.reliability.probes import state_keys
 
 SIM_CONFIG = """
@@ -46,20 +47,7 @@ SIM_CONFIG = """
 header_timeout_s = 0.5
 {extra}
 
-[[channels]]
-name = "sim-o"
-type = "sim"
-api = "openai"
-keys = ["sim-o-key-1"]
-models = ["small-o"]
-
-[[channels]]
-name = "sim-a"
-type = "sim"
-api = "anthropic"
-keys = ["sim-a-key-1"]
-models = ["small-a"]
-
+""" + sim_channels().replace("{", "{{").replace("}", "}}") + """
 [routers.coding]
 strategy = "cheapest"
 allowed_models = ["small-o", "small-a"]

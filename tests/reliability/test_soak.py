@@ -23,6 +23,7 @@ import pytest
 from orca_cli.config.load import loads
 from orca_cli.proxy.sim import SimTransport
 from orca_cli.testing import sidecar, sse_events
+from tests.reliability.configs import SIM_CODING_ROUTERS, sim_channels
 from tests.reliability.probes import fd_count, rss_kib
 
 TOTAL = 3000
@@ -37,43 +38,13 @@ WALL_BOUND_S = 60.0
 # (kilobytes each) would not fit in it.
 RSS_SLACK_KIB = 8 * 1024
 
-CONFIG = """
+CONFIG = f"""
 [server]
 max_concurrency = 256
 trace_max = 500
 
-[[channels]]
-name = "sim-o"
-type = "sim"
-api = "openai"
-keys = ["sim-o-key-1", "sim-o-key-2"]
-models = ["small-o", "big-o"]
-
-[[channels]]
-name = "sim-a"
-type = "sim"
-api = "anthropic"
-keys = ["sim-a-key-1", "sim-a-key-2"]
-models = ["small-a", "big-a"]
-
-[models.big-o]
-input = 5.0
-[models.big-a]
-input = 5.0
-
-[routers.coding]
-strategy = "cheapest"
-allowed_models = ["small-o", "big-o", "small-a", "big-a"]
-strong_pool = ["big-o", "big-a"]
-[routers.coding.escalation]
-mode = "auto"
-max_per_session = 1
-
-[routers.background]
-strategy = "cheapest"
-session_aware = false
-allowed_models = ["small-o", "small-a"]
-"""
+{sim_channels(o_keys=2, a_keys=2, o_models=("small-o", "big-o"), a_models=("small-a", "big-a"))}
+{SIM_CODING_ROUTERS.format(escalation="max_per_session = 1")}"""
 
 TURNS = ["rename x to count in utils.py", "why does the cache test deadlock under load?",
          "[tool] run the tests again", "add a docstring to count"]

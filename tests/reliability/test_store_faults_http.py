@@ -13,7 +13,6 @@ Elapsed-time checks are bounds with a generous slack (the point is "one store ti
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 
 import pytest
@@ -30,6 +29,7 @@ from tests.reliability.agent import (
     serve_agent,
 )
 from tests.reliability.redis_procs import RedisFarm, RedisProc
+from tests.state.conftest import stalled as redis_stalled
 
 pytestmark = pytest.mark.slow
 
@@ -133,17 +133,6 @@ def _stall(redis: RedisProc, how: str, seconds: float) -> asyncio.Task[object]:
     return asyncio.create_task(asyncio.to_thread(redis.command, "DEBUG", "SLEEP", seconds))
 
 
-def _stalled(redis: RedisProc) -> bool:
-    """The server does not answer a PING within 50 ms (one try: no client retries)."""
-    with socket.create_connection(("127.0.0.1", redis.port), timeout=1) as conn:
-        conn.sendall(b"PING\r\n")
-        conn.settimeout(0.05)
-        try:
-            return not conn.recv(16)
-        except TimeoutError:
-            return True
-
-
 @pytest.mark.parametrize("how", ["pause", "sleep"])
 async def test_a_stalled_redis_costs_a_request_at_most_one_store_timeout(
     farm: RedisFarm, prefix: str, how: str
@@ -154,7 +143,8 @@ async def test_a_stalled_redis_costs_a_request_at_most_one_store_timeout(
         assert (await sc.chat("slow", tier="strong")).tier == "strong; reason=explicit"
         stall = _stall(redis, how, 1.5)
         if how == "sleep":  # CLIENT PAUSE holds from its reply; DEBUG SLEEP from a thread
-            await eventually(lambda: asyncio.to_thread(_stalled, redis), 2, what="the stall")
+            await eventually(lambda: asyncio.to_thread(redis_stalled, redis.port), 2,
+                             what="the stall")
         started = time.monotonic()
         stalled = await asyncio.gather(*[sc.chat(f"slow-{i}") for i in range(8)],
                                        sc.chat("slow"))

@@ -24,10 +24,10 @@ from orca_cli.testing import (
     FakeUpstream,
     Sidecar,
     closed_port,
-    fake_upstream,
     sidecar,
     sse_events,
 )
+from tests.reliability.configs import Channel, fault_config
 from tests.reliability.probes import tier_doc
 
 pytestmark = pytest.mark.asyncio
@@ -35,92 +35,21 @@ pytestmark = pytest.mark.asyncio
 _sessions = itertools.count()
 
 
+CHANNELS: tuple[Channel, ...] = (
+    ("a", "openai", "sk-test-a0-4c1d9e", "m1"), ("b", "openai", "sk-test-b0-77aa01", "m1"),
+    ("c", "openai", "sk-test-c0-0b2f11", "m2"),
+    ("x", "anthropic", "sk-ant-test-x0-19ce", "am1"),
+    ("y", "anthropic", "sk-ant-test-y0-5e2a", "am1"),
+    ("z", "anthropic", "sk-ant-test-z0-d00d", "am2"))
+SERVER = {"connect_timeout_s": 1, "first_byte_timeout_s": 0.4, "idle_timeout_s": 0.4,
+          "total_timeout_s": 8, "header_timeout_s": 5}
+
+
 def config_text(up: FakeUpstream, *, a_url: str | None = None, b_url: str | None = None) -> str:
     """Router `r` (OpenAI format): model m1 on channels a then b (price mode orders equal
     channels by name), strong pool m2 on c. Router `ra` (Anthropic): am1 on x then y, strong
     pool am2 on z. Both escalate (`auto`), so every billed turn runs strike evaluation."""
-    return f"""
-[server]
-connect_timeout_s = 1
-first_byte_timeout_s = 0.4
-idle_timeout_s = 0.4
-total_timeout_s = 8
-header_timeout_s = 5
-
-[[channels]]
-name = "a"
-type = "openai-compatible"
-base_url = "{a_url or up.url('a')}"
-keys = ["sk-test-a0-4c1d9e"]
-models = ["m1"]
-
-[[channels]]
-name = "b"
-type = "openai-compatible"
-base_url = "{b_url or up.url('b')}"
-keys = ["sk-test-b0-77aa01"]
-models = ["m1"]
-
-[[channels]]
-name = "c"
-type = "openai-compatible"
-base_url = "{up.url('c')}"
-keys = ["sk-test-c0-0b2f11"]
-models = ["m2"]
-
-[[channels]]
-name = "x"
-type = "anthropic"
-base_url = "{up.url('x', versioned=False)}"
-keys = ["sk-ant-test-x0-19ce"]
-models = ["am1"]
-
-[[channels]]
-name = "y"
-type = "anthropic"
-base_url = "{up.url('y', versioned=False)}"
-keys = ["sk-ant-test-y0-5e2a"]
-models = ["am1"]
-
-[[channels]]
-name = "z"
-type = "anthropic"
-base_url = "{up.url('z', versioned=False)}"
-keys = ["sk-ant-test-z0-d00d"]
-models = ["am2"]
-
-[models.m1]
-input = 1.0
-[models.m2]
-input = 5.0
-[models.am1]
-input = 1.0
-[models.am2]
-input = 5.0
-
-[routers.r]
-strategy = "cheapest"
-mode = "price"
-allowed_models = ["m1", "m2"]
-strong_pool = ["m2"]
-[routers.r.escalation]
-mode = "auto"
-strikes = 2
-
-[routers.ra]
-strategy = "cheapest"
-mode = "price"
-allowed_models = ["am1", "am2"]
-strong_pool = ["am2"]
-[routers.ra.escalation]
-mode = "auto"
-"""
-
-
-@pytest.fixture
-async def up() -> AsyncIterator[FakeUpstream]:
-    async with fake_upstream() as fake:
-        yield fake
+    return fault_config(up, CHANNELS, server=SERVER, strikes=2, urls={"a": a_url, "b": b_url})
 
 
 @pytest.fixture

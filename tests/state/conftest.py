@@ -31,6 +31,7 @@ from orca_cli.clock import FakeClock
 from orca_cli.config.schema import StateConfig
 from orca_cli.state.base import Store
 from orca_cli.state.factory import open_store
+from orca_cli.testing import free_port  # also imported from here by the store tests
 
 REDIS_URL = os.environ.get("ORCA_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -147,12 +148,6 @@ async def redis_env(redis_url: str) -> AsyncIterator[StoreEnv]:
         delete_prefix(redis_url, prefix)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def free_cluster_port() -> int:
     """A free port whose cluster bus port (port + 10000) is valid and free too."""
     for _ in range(200):
@@ -168,6 +163,18 @@ def free_cluster_port() -> int:
                 continue
         return port
     raise RuntimeError("no free port pair for a cluster node")
+
+
+def stalled(port: int, within_s: float = 0.05) -> bool:
+    """The server on `port` does not answer a PING within `within_s` (paused or asleep).
+    One raw try: a client library would retry and hide the stall."""
+    with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+        conn.sendall(b"PING\r\n")
+        conn.settimeout(within_s)
+        try:
+            return not conn.recv(16)
+        except TimeoutError:
+            return True
 
 
 class RedisServer:

@@ -18,7 +18,8 @@ import pytest
 from orca_cli.clock import FakeClock
 from orca_cli.errors import StoreUnavailable
 from orca_cli.state.base import CommitBatch, IncrOp, ReadRequest, SetOp, SlotRef, SlotWrite
-from tests.state.conftest import RedisServer, StoreEnv, free_port
+from orca_cli.testing import eventually
+from tests.state.conftest import RedisServer, StoreEnv, free_port, stalled
 from tests.state.test_store_contract import ROUTER, read_session, tier_write
 
 SLACK_S = 1.0
@@ -118,7 +119,10 @@ async def test_a_stalled_redis_times_out_and_the_pool_recovers(
         assert time.monotonic() - started < 0.45  # gave up at its timeout, not at the pause's end
     finally:
         control.close()
-    await asyncio.sleep(0.6)
+    async def answers() -> bool:
+        return not await asyncio.to_thread(stalled, own_redis.port)
+
+    await eventually(answers, 5, 0.02, what="the end of the pause")
     for _ in range(20):
         assert (await read_session(store)).pins == {"base": "m1"}
 
@@ -136,14 +140,15 @@ async def test_a_commit_with_an_unknown_outcome_applies_exactly_once(
         sleeper = asyncio.create_task(
             asyncio.to_thread(control.execute_command, "DEBUG", "SLEEP", "0.5")
         )
-        await asyncio.sleep(0.1)  # the server is asleep now
+        await eventually(lambda: asyncio.to_thread(stalled, own_redis.port), 3,
+                         what="the server asleep")
         with pytest.raises(StoreUnavailable):
             await store.commit(batch)
         await sleeper
     finally:
         control.close()
-    await asyncio.sleep(0.05)
-    assert _counter(own_redis, own_env) == 1  # the timed-out commit did run on the server
+    # the timed-out commit did run on the server, once it woke up
+    await eventually(lambda: _counter(own_redis, own_env) == 1, 5, what="the late commit")
     again = await store.commit(batch)  # the caller's retry after an unknown outcome
     assert [r.status for r in again.results] == ["duplicate", "duplicate"]
     assert _counter(own_redis, own_env) == 1
@@ -240,7 +245,8 @@ async def test_the_pool_is_bounded_and_waiters_give_up_at_the_timeout(
         sleeper = asyncio.create_task(
             asyncio.to_thread(control.execute_command, "DEBUG", "SLEEP", "0.4")
         )
-        await asyncio.sleep(0.05)
+        await eventually(lambda: asyncio.to_thread(stalled, own_redis.port), 3,
+                         what="the server asleep")
         started = time.monotonic()
         outcomes = await asyncio.gather(
             *[quick.read(ReadRequest("coding", f"s{i}")) for i in range(20)], return_exceptions=True

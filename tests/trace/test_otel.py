@@ -21,9 +21,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from orca_cli.config.schema import StateConfig
+from orca_cli.testing import eventually_sync
 from orca_cli.trace.log import RequestLog, Tee
 from orca_cli.trace.otel import OtelSink, otlp_sink, span_attributes
-from tests.cli.test_operator_cli import MSGS, ThreadSidecar, _cfg
+from tests.cli.test_operator_cli import MSGS, Agent, _cfg, serving
 from tests.trace.test_log import _trace
 
 
@@ -43,24 +44,30 @@ def test_attributes_follow_the_genai_conventions_and_carry_no_content() -> None:
 
 
 @pytest.fixture
-def spans() -> Iterator[tuple[ThreadSidecar, InMemorySpanExporter]]:
+def spans() -> Iterator[tuple[Agent, InMemorySpanExporter]]:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     sink = Tee(RequestLog(io.StringIO()), OtelSink(provider))
-    with ThreadSidecar(_cfg(), StateConfig(), sink) as sc:
+    with serving(_cfg(), StateConfig(), sink) as sc:
         yield sc, exporter
     provider.shutdown()
 
 
 def test_a_real_sidecar_exports_one_span_per_request(
-        spans: tuple[ThreadSidecar, InMemorySpanExporter]) -> None:
+        spans: tuple[Agent, InMemorySpanExporter]) -> None:
     sc, exporter = spans
     rid = sc.turn("otel-session").headers["x-orca-request-id"]
     bad = httpx.post(sc.base + "/v1/chat/completions", json={"model": "nope"}, timeout=10)
     assert bad.status_code == 404
-    got = {s.attributes["orca.request_id"]: s for s in exporter.get_finished_spans()}
-    assert set(got) == {rid, bad.headers["x-orca-request-id"]}
+    want = {rid, bad.headers["x-orca-request-id"]}
+
+    def finished() -> dict[Any, Any] | None:
+        # Spans end after the response was sent: wait for them, bounded.
+        done = {s.attributes["orca.request_id"]: s for s in exporter.get_finished_spans()}
+        return done if set(done) == want else None
+
+    got = eventually_sync(finished, timeout=10, what="both spans exported")
     ok = got[rid]
     assert ok.name == "chat orca/coding"
     assert ok.attributes["orca.session_id"] == "otel-session"
