@@ -119,7 +119,7 @@ class RedisStore(RedisLink):
         cmds, layout = C.read_commands(self._prefix, req, read_only=self._read_only)
         epoch_at = len(cmds)
         cmds.append(("GET", K.epoch_key(self._prefix)))
-        recheck = self._recheck and self._mode != "cluster"
+        recheck = self.rechecking and self._mode != "cluster"
         if recheck:
             cmds.append(("INFO", "server"))
         res, _ = await self._run(cmds)

@@ -30,6 +30,7 @@ from orca_cli.state.scripts import ALL_SCRIPTS
 __all__ = ["RedisLink"]
 
 T = TypeVar("T")
+RECHECK_AFTER_ERROR_S = 30.0  # how long reads keep re-reading the run_id after an error
 
 
 class RedisLink:
@@ -60,6 +61,11 @@ class RedisLink:
         self._run_id: str | None = None
         self._epoch_token: str | None = None
         self._recheck = False
+        # After an error the server's run_id is re-read on every read for a while, not once:
+        # a Sentinel failover may move this link to the new primary only after the first
+        # re-check already ran against the old one.
+        self._recheck_until = 0.0
+        self._primary_seen: Any = None  # Sentinel: the primary's address the pool last found
         # EVALSHA_RO for the read script, once INFO shows Redis >= 7 (never on Cluster, where
         # redis-py would ask the server for the keys of every such command: a round trip each).
         self._read_only = False
@@ -92,6 +98,20 @@ class RedisLink:
     def _note_error(self) -> None:
         self.errors += 1
         self._recheck = True
+        self._recheck_until = self._clock.monotonic() + RECHECK_AFTER_ERROR_S
+
+    @property
+    def rechecking(self) -> bool:
+        """Whether the next read also reads INFO server (the run_id): after an error (see
+        `_note_error`), and when Sentinel's pool has moved to another primary, which may
+        happen without any error this link saw (a graceful failover)."""
+        pool = getattr(self._redis, "connection_pool", None)
+        primary = getattr(pool, "master_address", None)
+        if primary is not None and primary != self._primary_seen:
+            if self._primary_seen is not None:
+                self._recheck = True
+            self._primary_seen = primary
+        return self._recheck or self._clock.monotonic() < self._recheck_until
 
     async def _pipeline(self, cmds: Sequence[Cmd]) -> list[Any]:
         pipe = self._client().pipeline(transaction=False)
