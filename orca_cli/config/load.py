@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
+from orca_cli.config.auto import AutoConfig, post_auto, with_auto_router
 from orca_cli.config.schema import (
     DEFAULT_API_BY_TYPE,
     DEFAULT_BASE_URL_BY_TYPE,
@@ -179,7 +180,7 @@ def validate_doc(
     ctx = _Ctx(source, environ, [])
     built = _build(Config, doc, "", ctx)
     assert isinstance(built, Config)
-    cfg = dataclasses.replace(built, source=source)
+    cfg = with_auto_router(dataclasses.replace(built, source=source), ctx.error)
     _cross_check(cfg, ctx)
     return (None, ctx.errors) if ctx.errors else (cfg, [])
 
@@ -576,6 +577,7 @@ _POST: dict[type, Callable[[Any, Mapping[str, Any], str, _Ctx], Any]] = {
     ChannelConfig: _post_channel,
     EscalationConfig: _post_escalation,
     RouterConfig: _post_router,
+    AutoConfig: post_auto,
 }
 
 # ---------------------------------------------------------------------------- cross-references

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from orca_cli.config.auto import AutoConfig
+
 __all__ = [
     "Secret",
     "ServerConfig",
@@ -171,6 +173,7 @@ class ModelConfig:
     cache_write: float = 1.0  # multiplier on the input price for a cache write
     quality: float = 0.5
     context_window: int = 128000
+    quality_by_workload: dict[str, float] = field(default_factory=dict)  # SPEC §16
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +199,9 @@ class EscalationConfig:
 @dataclass(frozen=True, slots=True)
 class RouterConfig:
     name: str
-    strategy: Literal["cheapest", "quality", "balanced", "linucb", "gated_adaptive"] = (
+    strategy: Literal[
+        "cheapest", "quality", "balanced", "linucb", "gated_adaptive", "auto"
+    ] = (
         "gated_adaptive"
     )
     mode: Literal["balanced", "price", "latency", "throughput"] = "balanced"
@@ -261,6 +266,7 @@ class Config:
     aliases: dict[str, str] = field(default_factory=dict)
     workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
     difficulty: DifficultyConfig = field(default_factory=DifficultyConfig)
+    auto: AutoConfig = field(default_factory=AutoConfig)  # SPEC §16
     # The file this config came from (None for a built-in config); not a TOML key.
     source: str | None = None
 

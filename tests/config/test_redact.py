@@ -31,6 +31,6 @@ def test_redacted_is_the_whole_config_as_plain_data() -> None:
     out = redacted(cfg)
     assert json.loads(json.dumps(out)) == out
     assert set(out) == {"server", "state", "channels", "models", "routers", "aliases",
-                        "workspace", "difficulty", "source"}
+                        "workspace", "difficulty", "auto", "source"}
     assert out["source"] == "x.toml"
     assert out["routers"]["coding"]["escalation"]["share_cap"] == 0.2
