@@ -2,7 +2,7 @@
 
     [auto]
     objective = "balanced"          # balanced | quality | cost | latency
-    spend_profile = "standard"      # economy | standard | premium | any
+    spend_profile = "standard"      # economy | standard | premium | any (the default)
     # max_input = 0.5               # custom hard caps, $ per 1M tokens (override the profile)
     # max_output = 2.0
     models = ["anthropic/*", "openai/gpt-5*", "deepseek-chat"]   # default: every model
@@ -77,7 +77,7 @@ class AutoConfig:
 
     enabled: bool = False  # the loader sets it when the [auto] table is present
     objective: Objective = "balanced"
-    spend_profile: SpendProfile = "standard"
+    spend_profile: SpendProfile = "any"  # caps are opt-in: no [auto] key, no cap
     max_input: float = 0.0
     max_output: float = 0.0
     models: tuple[str, ...] = ()
