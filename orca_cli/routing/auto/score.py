@@ -142,7 +142,7 @@ def rank_auto(candidates: Sequence[Candidate], cfg: Config, auto: AutoConfig,
     """Eligible models ranked by the objective's weighted factors (module docstring)."""
     excluded: list[tuple[str, str]] = []
     passed: list[Candidate] = []
-    for c in dict((x.model, x) for x in candidates).values():
+    for c in {x.model: x for x in candidates}.values():
         why = _gate(c, cfg, auto)
         if why is None:
             passed.append(c)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from orca_cli.config.schema import Config, RouterConfig
 from orca_cli.routing.auto.classify import Classification, classify_local
@@ -36,7 +37,10 @@ def auto(
     if req is None:
         cls, measured = _UNKNOWN, {}
     else:
-        cls = req.classification or classify_local(req.body, req.delta, req.full)
+        cls = req.classification
+        if cls is None or not cls.workloads:  # none asked, or the model classifier failed
+            local = classify_local(req.body, req.delta, req.full)
+            cls = replace(local, fallback_reason=cls.fallback_reason) if cls else local
         measured = req.measured_latency_ms
     decision = rank_auto(candidates, cfg, cfg.auto, cls, measured)
     scores = {s.model: s.score for s in decision.ranked}
