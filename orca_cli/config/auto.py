@@ -143,7 +143,9 @@ def post_auto(a: AutoConfig, raw: Mapping[str, Any], path: str, ctx: _Errors) ->
         if not (math.isfinite(value) and value >= 0):
             ctx.error(where(key), f"must be >= 0 $ per 1M tokens (0 = the profile's cap), "
                       f"got {value:g}")
-            a = dataclasses.replace(a, **{key: 0.0})  # reported once: no follow-on error
+            # Reported once: the profile's cap stands in, so no follow-on error.
+            a = dataclasses.replace(a, max_input=0.0) if key == "max_input" else \
+                dataclasses.replace(a, max_output=0.0)
     if not 1 <= a.classifier_timeout_ms <= 60_000:
         ctx.error(where("classifier_timeout_ms"),
                   f"must be in [1, 60000], got {a.classifier_timeout_ms}")
