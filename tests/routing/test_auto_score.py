@@ -152,3 +152,9 @@ def test_candidate_exclusions_are_reported() -> None:
                              healthy=lambda ch, k: ch != "ch-best")
     d = rank_auto(cands, cfg, cfg.auto, GENERAL)
     assert ("best", "unhealthy") in d.excluded and "best" not in d.ordered
+
+
+def test_a_request_too_hard_for_every_model_gets_the_strongest_band() -> None:
+    d = _rank(_cfg(objective="cost"), Classification(("reasoning",), 0.95, 0.7))
+    assert d.capability_relaxed and d.ordered == ("best",)
+    assert {m for m, why in d.excluded if why == "capability"} == {"cheap", "mid", "fast"}

@@ -6,9 +6,11 @@ Eligibility, in order, over the pool's candidates (each exclusion is kept with i
 2. `pattern`   — matches none of `[auto] models`;
 3. `no_price`  — no `[models.X]` table: an unknown price is never a candidate;
 4. `price_cap` — input or output list price above the spend profile's (or custom) cap;
-5. `capability` — workload quality < complexity + capability_margin; applied only when at
-   least one model passes it, otherwise every model that passed 1-4 stays (and
-   `capability_relaxed` says so). Missing data never widens eligibility: 1-4 are hard.
+5. `capability` — workload quality < complexity + capability_margin. When no model passes
+   it, the floor is relaxed (`capability_relaxed`) to the most capable band that remains:
+   quality within `capability_margin` of the best remaining workload quality — a request too
+   hard for every eligible model gets the strongest of them, never the cheapest. Missing
+   data never widens eligibility: 1-4 are hard.
 
 Each eligible model gets four factors in [0, 1], higher is better:
 
@@ -152,10 +154,12 @@ def rank_auto(candidates: Sequence[Candidate], cfg: Config, auto: AutoConfig,
     floor = cls.complexity + auto.capability_margin
     able = [c for c in passed if quality[c.model] >= floor - 1e-12]
     relaxed = bool(passed) and not able
-    if not relaxed:
-        kept = {c.model for c in able}
-        excluded.extend((c.model, "capability") for c in passed if c.model not in kept)
-    pool = passed if relaxed else able
+    if relaxed:  # nothing is capable enough: the most capable band that remains
+        best = max(quality.values())
+        able = [c for c in passed if quality[c.model] >= best - auto.capability_margin - 1e-12]
+    kept = {c.model for c in able}
+    excluded.extend((c.model, "capability") for c in passed if c.model not in kept)
+    pool = able
     blended = {c.model: cfg.models[c.model].input + cfg.models[c.model].output for c in pool}
     dearest = max(blended.values(), default=0.0)
     lat = {c.model: _latency(c, cfg, measured or {}) for c in pool}
