@@ -39,9 +39,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from orca_cli.config.auto import AutoConfig, matches_patterns, price_caps
-from orca_cli.config.schema import Config, ModelConfig
+from orca_cli.config.schema import ChannelConfig, Config, ModelConfig
 from orca_cli.routing.auto.classify import Classification
 from orca_cli.routing.candidates import Candidate, key_slots
+from orca_cli.routing.candidates import _derived as derived  # the per-config memo
 
 __all__ = ["ALGORITHM", "WEIGHTS", "AutoDecision", "Scored", "rank_auto", "workload_quality"]
 
@@ -103,12 +104,11 @@ def workload_quality(m: ModelConfig, workloads: Sequence[str]) -> float:
     return sum(m.quality_by_workload.get(w, m.quality) for w in workloads) / len(workloads)
 
 
-def _gate(c: Candidate, cfg: Config, auto: AutoConfig) -> str | None:
-    if c.excluded is not None:
-        return c.excluded
-    if not matches_patterns(c.model, auto.models, cfg):
+def _static_gate(model: str, cfg: Config, auto: AutoConfig) -> str | None:
+    """The config-only part of eligibility (patterns, known price, caps)."""
+    if not matches_patterns(model, auto.models, cfg):
         return "pattern"
-    m = cfg.models.get(c.model)
+    m = cfg.models.get(model)
     if m is None:
         return "no_price"
     cap_in, cap_out = price_caps(auto)
@@ -117,12 +117,26 @@ def _gate(c: Candidate, cfg: Config, auto: AutoConfig) -> str | None:
     return None
 
 
+def _gate(c: Candidate, cfg: Config, auto: AutoConfig) -> str | None:
+    if c.excluded is not None:
+        return c.excluded
+    why: str | None = derived(cfg, ("auto-gate", c.model, auto),
+                              lambda: _static_gate(c.model, cfg, auto))
+    return why
+
+
+def _channels(cfg: Config) -> dict[str, ChannelConfig]:
+    by_name: dict[str, ChannelConfig] = derived(
+        cfg, ("auto-channels",), lambda: {ch.name: ch for ch in cfg.channels})
+    return by_name
+
+
 def _latency(c: Candidate, cfg: Config, measured: Mapping[str, float]) -> float | None:
     """The model's first channel's measured latency, else its expected_latency_ms."""
     for choice in c.channels:
         if measured.get(choice.channel, 0) > 0:
             return measured[choice.channel]
-        ch = cfg.channel(choice.channel)
+        ch = _channels(cfg).get(choice.channel)
         if ch is not None and ch.expected_latency_ms > 0:
             return ch.expected_latency_ms
     return None
@@ -132,9 +146,10 @@ def _health(c: Candidate, cfg: Config) -> float:
     healthy = sum(len(choice.keys) for choice in c.channels)
     names = [choice.channel for choice in c.channels]
     names += [name for name, why in c.filtered if why == "unhealthy"]
+    by_name = _channels(cfg)
     total = 0
     for name in names:
-        ch = cfg.channel(name)
+        ch = by_name.get(name)
         total += len(key_slots(ch)) if ch is not None else 0
     return healthy / total if total else 1.0
 
