@@ -43,6 +43,6 @@ async def classify_for_auto(classifier: ModelClassifier | None, auto: AutoConfig
                                              purpose=PURPOSE)
     except TimeoutError:
         return fallback("timeout")
-    except Exception as exc:  # any failure of the child request: local classifier instead
+    except Exception as exc:  # noqa: BLE001 — any failure of the child request: local instead
         return fallback(f"error: {type(exc).__name__}")
     return from_model_answer(text, auto.classifier, body)

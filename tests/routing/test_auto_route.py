@@ -30,11 +30,11 @@ def _cfg(**auto: Any) -> Config:
     return dataclasses.replace(cfg, auto=AutoConfig(enabled=True, objective="cost", **auto))
 
 
-def _plan(cfg: Config, snapshot: Snapshot = Snapshot()) -> RoutePlan:
+def _plan(cfg: Config, snapshot: Snapshot | None = None) -> RoutePlan:
     inp = RouteInput(target=resolve_target("orca/auto", cfg), api="openai", body=BODY,
                      delta=SCORER.delta(BODY, "openai"), est_tokens=100, session="s1",
                      dedupe_key="d1")
-    return plan_route(cfg, inp, snapshot, now=1_000_000.0, scorer=SCORER, rng=random.Random(1))
+    return plan_route(cfg, inp, snapshot or Snapshot(), now=1_000_000.0, scorer=SCORER, rng=random.Random(1))
 
 
 def test_the_ranking_is_the_attempt_order() -> None:
