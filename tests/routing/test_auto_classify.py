@@ -136,3 +136,11 @@ def test_to_json_is_content_free() -> None:
     doc = classify_local(body, SCORER.delta(body, "openai")).to_json()
     assert "hunter2" not in str(doc)
     assert set(doc) == {"workloads", "complexity", "confidence", "classifier"}
+
+
+def test_orca_score_shows_the_local_classification() -> None:
+    from orca_cli.cli.score import score_document
+
+    doc = score_document(_chat("Translate to French: hello"))
+    assert doc["workload"]["workloads"] == ["translation"]
+    assert doc["workload"]["classifier"] == "local"
