@@ -8,6 +8,7 @@ import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anthropic
 import openai
 import orjson
 import pytest
@@ -169,3 +170,24 @@ async def test_the_trace_explains_the_decision_without_content(server: Sidecar) 
     for c in auto["candidates"]:
         assert set(c["factors"]) == {"quality", "price", "latency", "health"}
     assert "hunter2" not in orjson.dumps(trace).decode()
+
+
+async def test_the_example_configs_auto_router_serves_both_sdks(server: Sidecar) -> None:
+    from orca_cli.config.template import example_text
+
+    cfg = loads(example_text(), source="example")
+    allowed = cfg.routers["auto"].allowed_models
+    async with server.use(cfg) as st:  # the example's sim channels answer
+        oa = openai.AsyncOpenAI(base_url=st.base + "/v1", api_key="agent", max_retries=0)
+        an = anthropic.AsyncAnthropic(base_url=st.base, api_key="agent", max_retries=0)
+        try:
+            raw = await oa.chat.completions.with_raw_response.create(
+                model="orca/auto", messages=[{"role": "user", "content": "Summarize: ok."}])
+            msg = await an.messages.with_raw_response.create(
+                model="orca/auto", max_tokens=50,
+                messages=[{"role": "user", "content": "Fix this: ```def f(: pass```"}])
+        finally:
+            await oa.close()
+            await an.close()
+    assert raw.parse().choices[0].message.content and (await msg.parse()).content
+    assert raw.headers["x-orca-model"] in allowed and msg.headers["x-orca-model"] in allowed
