@@ -86,7 +86,7 @@ def measure() -> dict[str, Any]:
     cands = build_candidates(router.allowed_models, "openai", full.tokens, cfg)
     rng = random.Random(0)
     signals = StrategySignals(full.score, delta.difficulty.values,
-                              AutoRequest(body, delta, full))
+                              request=AutoRequest(body, delta, full))
     strategy = STRATEGIES["auto"]
     cls = classify_local(body, delta, full)
     wide = dataclasses.replace(cfg, auto=dataclasses.replace(cfg.auto, spend_profile="any",

@@ -11,18 +11,17 @@ the response headers and the upstream's usage said.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from orca_cli.clock import SystemClock
+from orca_cli.compose import running
 from orca_cli.config.schema import Config
-from orca_cli.proxy.app import OrcaApp
-from orca_cli.proxy.guard import GuardPolicy
 from orca_cli.proxy.runtime import Runtime
-from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
 from orca_cli.state.memory import MemoryStore
 
 __all__ = ["DemoRow", "run_demo"]
@@ -99,20 +98,26 @@ def _loop_turn(turn: int, messages: list[dict[str, Any]]) -> None:
     messages.append({"role": "user", "content": "fix the build"})
 
 
-async def run_demo(cfg: Config, *, on_row: Callable[[DemoRow], None] | None = None
-                   ) -> list[DemoRow]:
-    """Serve `cfg` (its routers `coding` and `background`) on a free loopback port and run
-    the scripted sessions through it."""
+async def run_demo(cfg: Config, *, on_row: Callable[[DemoRow], None] | None = None,
+                   keep: Callable[[list[DemoRow], str], None] | None = None,
+                   port: int = 0) -> list[DemoRow]:
+    """Serve `cfg` (its routers `coding` and `background`) on a loopback port (`port`, 0 for
+    a free one) and run the scripted sessions through it. With `keep`, the sidecar also
+    serves the admin API (token and record written as `orca serve` does), `keep(rows, url)`
+    is called once the sessions are done, and the sidecar runs until the task is cancelled
+    (Ctrl-C), so `orca requests`, `orca explain` and `orca session show` work on the demo."""
     clock = SystemClock()
     store = MemoryStore(clock=clock, trace_max=cfg.server.trace_max)
-    sock = bind_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    rt = Runtime.build(cfg, store, clock=clock)
-    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token=""))
-    server, task = await serve_in_background(app, cfg.server, "127.0.0.1", port, sock=sock)
+    token: str | None = None
+    if keep is not None:
+        from orca_cli.proxy.token import write_admin_token
+
+        token = write_admin_token()
     rows: list[DemoRow] = []
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+    async with running(cfg, store=store, clock=clock, port=port,
+                       admin_token=token) as served:
+        rt = served.runtime
+        async with httpx.AsyncClient(base_url=served.url, timeout=30) as client:
             plans = [
                 ("trivial-edits", 5, _trivial_turn, None, "orca/coding"),
                 ("failure-loop", 6, _loop_turn, None, "orca/coding"),
@@ -125,10 +130,35 @@ async def run_demo(cfg: Config, *, on_row: Callable[[DemoRow], None] | None = No
                     rows.append(row)
                     if on_row is not None:
                         on_row(row)
-    finally:
-        await stop_server(server, task)
+        if keep is not None and token is not None:
+            from orca_cli.proxy.token import sidecar_record
+
+            # Ctrl-C and SIGTERM end the wait gracefully from before the record exists: a
+            # client that sees the record may stop the demo at once.
+            with _stop_on_signals() as stop:
+                keep(rows, served.url)
+                with sidecar_record("127.0.0.1", served.port, token, cfg.source):
+                    await stop.wait()
     return rows
 
 
-def run(cfg: Config, on_row: Callable[[DemoRow], None] | None = None) -> list[DemoRow]:
-    return asyncio.run(run_demo(cfg, on_row=on_row))
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[asyncio.Event]:
+    """An event Ctrl-C or SIGTERM sets (instead of ending the process) while inside."""
+    import signal
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        yield stop
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+def run(cfg: Config, on_row: Callable[[DemoRow], None] | None = None, *,
+        keep: Callable[[list[DemoRow], str], None] | None = None,
+        port: int = 0) -> list[DemoRow]:
+    return asyncio.run(run_demo(cfg, on_row=on_row, keep=keep, port=port))

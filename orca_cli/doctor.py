@@ -1,8 +1,8 @@
 """`orca doctor`: every check an operator needs before trusting the sidecar, each problem with
 its fix. Checks: the config loads and passes `config check`; the store answers (and whether it
 detected a state loss); each enabled channel's upstream accepts a TCP connection (`--probe`
-sends one real request per channel through the channel's own transport, spending one tiny
-request); the port is free or held by a sidecar that answers `/healthz`; the admin token file
+sends one tiny real request per format the channel speaks — Chat Completions, Messages or the
+Responses API); the port is free or held by a sidecar that answers `/healthz`; the admin token file
 exists with mode 0600.
 """
 
@@ -22,8 +22,9 @@ import httpx
 
 from orca_cli.clock import SystemClock
 from orca_cli.config.schema import ChannelConfig, Config
+from orca_cli.types import Api
 
-__all__ = ["Check", "run_checks"]
+__all__ = ["Check", "channel_apis", "run_checks"]
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -69,7 +70,7 @@ async def _store_check(cfg: Config) -> Check:
 async def _tcp(host: str, port: int, timeout: float) -> str | None:
     try:
         _r, w = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         return type(exc).__name__ if not str(exc) else str(exc)
     w.close()
     with contextlib.suppress(Exception):
@@ -96,27 +97,63 @@ async def _channel_check(ch: ChannelConfig, cfg: Config, probe: bool) -> Check:
     return await _probe(ch, name)
 
 
-async def _probe(ch: ChannelConfig, name: str) -> Check:
-    from orca_cli.proxy.transport import anthropic_version_header, auth_headers, upstream_url
+def _probe_request(ch: ChannelConfig, api: Api, model: str) -> tuple[str, dict[str, Any]]:
+    """(endpoint path, body) of the smallest request of format `api` to `model`."""
+    upstream = ch.upstream_model(model)
+    if api == "responses":
+        # 16 is the Responses API's smallest max_output_tokens; store: false keeps nothing
+        return "/v1/responses", {"model": upstream, "input": "ping",
+                                 "max_output_tokens": 16, "store": False}
+    path = "/v1/messages" if api == "anthropic" else "/v1/chat/completions"
+    return path, {"model": upstream, "max_tokens": 1,
+                  "messages": [{"role": "user", "content": "ping"}]}
 
+
+def channel_apis(ch: ChannelConfig) -> tuple[Api, ...]:
+    """The formats a channel speaks: `apis` when the config lists several, else `api`."""
+    apis = getattr(ch, "apis", None)
+    if isinstance(apis, (tuple, list)) and apis:
+        return tuple(apis)
+    return (ch.api,)
+
+
+async def _probe(ch: ChannelConfig, name: str) -> Check:
+    """One tiny request per format the channel speaks (Chat Completions, Messages, Responses):
+    a channel listing `["responses", "openai"]` must answer both endpoints."""
     model = ch.models[0] if ch.models else ""
-    path = "/v1/messages" if ch.api == "anthropic" else "/v1/chat/completions"
-    body = {"model": ch.upstream_model(model), "max_tokens": 1,
-            "messages": [{"role": "user", "content": "ping"}]}
-    headers = dict(auth_headers(ch.api, ch.keys[0].reveal())) if ch.keys else {}
-    if ch.api == "anthropic":
+    answered: list[str] = []
+    for api in channel_apis(ch):
+        result = await _probe_one(ch, name, api, model)
+        if isinstance(result, Check):
+            return result
+        answered.append(f"{result} ({api})")
+    return Check(name, "ok", f"probe of {model} answered {', '.join(answered)}")
+
+
+async def _probe_one(ch: ChannelConfig, name: str, api: Api, model: str) -> Check | int:
+    """The success status, or the failed check."""
+    from orca_cli.proxy.transport import (
+        anthropic_version_header,
+        auth_headers,
+        upstream_url,
+    )
+
+    path, body = _probe_request(ch, api, model)
+    headers = dict(auth_headers(api, ch.keys[0].reveal())) if ch.keys else {}
+    if api == "anthropic":
         headers.update(anthropic_version_header(()))
     try:
         async with httpx.AsyncClient(timeout=20) as client:
-            r = await client.post(upstream_url(ch, ch.api, path), json=body, headers=headers)
+            r = await client.post(upstream_url(ch, api, path), json=body, headers=headers)
     except httpx.HTTPError as exc:
-        return Check(name, "fail", f"probe failed: {type(exc).__name__}", "check the network")
+        return Check(name, "fail", f"{api} probe failed: {type(exc).__name__}",
+                     "check the network")
     if r.status_code < 300:
-        return Check(name, "ok", f"probe of {model} answered {r.status_code}")
+        return r.status_code
     fix = {401: "the key is rejected: rotate it", 402: "the account needs credit",
-           404: f"the model {model!r} is unknown upstream: check models / model_map"}.get(
-        r.status_code, "see the provider's status page")
-    return Check(name, "fail", f"probe of {model} answered {r.status_code}", fix)
+           404: f"the model {model!r} or the {path} endpoint is unknown upstream: check "
+                f"models / model_map / api"}.get(r.status_code, "see the provider's status page")
+    return Check(name, "fail", f"{api} probe of {model} answered {r.status_code}", fix)
 
 
 def _port_check(cfg: Config) -> Check:

@@ -59,7 +59,7 @@ async def session_status(store: Store, cfg: Config, session: str, *, router: str
 async def _status(store: Store, cfg: Config, v: dict[str, Any], now: float) -> dict[str, Any]:
     esc = cfg.routers[v["router"]].escalation
     tier = v["tier"]
-    pin = v["pins"].get(tier) or v["pins"].get("base")
+    pin = v["pins"].get(tier)  # None once it expired: the next request picks afresh
     snap = await store.read(ReadRequest(router=v["router"],
                                         share_hours=window_hours(now, esc.share_window_h),
                                         workspace=False))

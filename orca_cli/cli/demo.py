@@ -14,12 +14,18 @@ def register(app: typer.Typer) -> None:
         config: str | None = typer.Option(None, "--config", help="Config to serve (default: "
                                           "the built-in example, sim channels only)."),
         as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
+        keep: bool = typer.Option(False, "--keep", help="Leave the demo's sidecar running "
+                                  "(until Ctrl-C) so orca requests, explain and session show "
+                                  "work on what it did."),
+        port: int = typer.Option(0, "--port", help="The demo sidecar's port (default: a free "
+                                 "one)."),
     ) -> None:
         """Run an offline demo over real HTTP with simulated upstreams (no API key).
 
         \b
         Example:
             orca demo
+            orca demo --keep      # then, in another terminal: orca requests
         """
         from dataclasses import asdict
 
@@ -35,14 +41,30 @@ def register(app: typer.Typer) -> None:
         if not {"coding", "background"} <= set(cfg.routers):
             fail("the demo drives routers `coding` and `background`; the config has "
                  f"{sorted(cfg.routers)} — run it without --config to use the built-in example")
-        rows = run(cfg)
+        if keep:
+            def kept(rows: list, url: str) -> None:  # type: ignore[type-arg]
+                if as_json:
+                    print_json([asdict(r) for r in rows])
+                else:
+                    _render(rows, url)
+                import sys
+
+                sys.stderr.write(f"orca: the demo sidecar keeps running at {url}; Ctrl-C "
+                                 "stops it\n")
+
+            try:
+                run(cfg, keep=kept, port=port)
+            except KeyboardInterrupt:
+                return
+            return
+        rows = run(cfg, port=port)
         if as_json:
             print_json([asdict(r) for r in rows])
             return
         _render(rows)
 
 
-def _render(rows: list) -> None:  # type: ignore[type-arg]
+def _render(rows: list, kept_url: str | None = None) -> None:  # type: ignore[type-arg]
     from rich.table import Table
 
     console = out_console()
@@ -62,7 +84,14 @@ def _render(rows: list) -> None:  # type: ignore[type-arg]
     strong = sum(1 for r in rows if r.tier.startswith("strong"))
     prompt = sum(r.prompt_tokens for r in rows) or 1
     cached = sum(r.cached_tokens for r in rows)
-    console.print(f"{len(rows)} requests, {strong} served strong, cache-hit tokens "
-                  f"{cached / prompt:.0%}, total ${sum(r.cost_usd for r in rows):.4f}. "
-                  f"`orca explain {rows[-1].request_id}` works while a sidecar keeps its traces; "
-                  "start one with `orca serve`.")
+    summary = (f"{len(rows)} requests, {strong} served strong, cache-hit tokens "
+               f"{cached / prompt:.0%}, total ${sum(r.cost_usd for r in rows):.4f}.")
+    if kept_url is None:
+        console.print(summary + " Run `orca demo --keep` to leave its sidecar running and "
+                      "look at it with `orca requests`, `orca explain last` and "
+                      "`orca session show`.")
+    else:
+        console.print(summary + f" Its sidecar keeps running at {kept_url}: try "
+                      f"`orca requests`, `orca explain {rows[-1].request_id[4:12]}`, "
+                      f"`orca session show failure-loop` or `orca statusline --session "
+                      "failure-loop` in another terminal.")

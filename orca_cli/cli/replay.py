@@ -37,6 +37,15 @@ def register(app: typer.Typer) -> None:
                                   "`orca serve` on loopback with sim channels (wall clock)."),
         http_concurrency: int = typer.Option(8, "--http-concurrency", min=1, max=256,
                                              help="Sessions in flight at once with --http."),
+        corpus: str | None = typer.Option(None, "--corpus", metavar="FILE", help="Replay "
+                                          "the sessions of a JSON-lines file (one request "
+                                          "a line: session, body, optional api, "
+                                          "needs_strong, archetype) instead of the "
+                                          "built-in corpus."),
+        agent_shaped: bool = typer.Option(False, "--agent-shaped", help="Give every session "
+                                          "a real agent's prefix (Claude-Code-sized 20 KB "
+                                          "and 17 tools, Codex-sized 10 KB and 8 tools) and "
+                                          "its tool-result loop."),
         as_json: bool = typer.Option(False, "--json", help="Print every figure as JSON."),
     ) -> None:
         """Replay the seeded corpus through the real decision code and a real store.
@@ -47,6 +56,8 @@ def register(app: typer.Typer) -> None:
             orca replay --sweep --adversarial --json
             orca replay --plots figures/
             orca replay --http --sessions 100
+            orca replay --corpus my-sessions.jsonl --json
+            orca replay --agent-shaped
         """
         from orca_cli.config.load import load, loads
         from orca_cli.errors import ConfigError
@@ -67,7 +78,15 @@ def register(app: typer.Typer) -> None:
                 require()
             except PlotsUnavailable as exc:
                 fail(str(exc))
-        opts = ReplayOptions(sessions=sessions, seed=seed, agent_loop=agent_loop,
+        if corpus is not None:
+            from orca_cli.replay.corpus_file import CorpusError, load_corpus
+
+            try:
+                load_corpus(corpus)  # one-sentence errors before any progress bar
+            except CorpusError as exc:
+                fail(str(exc))
+        opts = ReplayOptions(sessions=sessions, seed=seed, agent_loop=agent_loop, corpus=corpus,
+                             agent_shaped=agent_shaped,
                              state=state.value, redis_url=redis_url,
                              sweep=sweep or plots is not None,
                              adversarial=adversarial or plots is not None,
@@ -108,7 +127,8 @@ def _render(doc: dict[str, Any]) -> None:
     if not console.is_terminal:
         console.width = max(console.width, 110)
     c = doc["config"]
-    console.print(f"replay: {c['sessions']} sessions, {c['turns']} requests, seed {c['seed']}, "
+    console.print(f"replay: {c['sessions']} sessions ({c.get('corpus', 'built-in')} corpus), "
+                  f"{c['turns']} requests, seed {c['seed']}, "
                   f"{c['source']}; share caps off for these figures")
     t = Table(title="outcomes by archetype", title_justify="left")
     for col in ("archetype", "sessions", "escalated", "by trigger", "first turn",
@@ -126,6 +146,16 @@ def _render(doc: dict[str, Any]) -> None:
         p.add_row(name, f"{v['cost_per_1k']:.2f}", f"{v['strong_share']:.1%}",
                   f"{v['coverage']:.1%}")
     console.print(p)
+    bands = doc.get("bands")
+    if bands:
+        b = Table(title=f"base-tier turns by band (banding score, t1={bands['t1']:g}, "
+                        f"t2={bands['t2']:g})", title_justify="left")
+        for col in ("archetype", "base turns", "weak", "mid", "strong"):
+            b.add_column(col)
+        for name, v in [*bands["archetypes"].items(), ("all", bands["all"])]:
+            b.add_row(name, str(v["base_turns"]), f"{v['weak']:.1%}", f"{v['mid']:.1%}",
+                      f"{v['strong']:.1%}")
+        console.print(b)
     lat = doc["latency"]
     console.print(f"escalation latency: {lat['mean_hard_turns_served_cheap']} hard turns served "
                   f"cheap on average before the ratchet fired (max {lat['max']}, "

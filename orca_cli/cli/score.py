@@ -1,7 +1,9 @@
 """`orca score [FILE|-] [--api openai|anthropic] [--json] [--config PATH]` (SPEC §1.1, §4).
 
 Scores one request body with both scorers — the full transcript and the delta (the latest
-turn) — and shows every feature's raw value, cap, weight and contribution. The wire format is
+turn) — and shows every feature's raw value, cap, weight and contribution; beside them the
+banding score `gated_adaptive` bands on (the conversation without the agent's system prompt
+and tool schemas, SPEC §19). The wire format is
 detected from the body (a top-level `system` or Anthropic-only content blocks mean Anthropic)
 unless `--api` says it. Weights and caps come from the effective config (`[difficulty.*]`);
 with no config file anywhere, the SPEC §4 defaults.
@@ -71,12 +73,15 @@ def score_document(
     scorer = Scorer(difficulty)
     full = scorer.full(body, chosen)  # type: ignore[arg-type]
     delta = scorer.delta(body, chosen)  # type: ignore[arg-type]
+    banding = scorer.banding(body, chosen)  # type: ignore[arg-type]
     return {
         "full": full.to_json(),
         "delta": delta.difficulty.to_json(),
+        "banding": banding.to_json(),
         "tokens_estimated": True,
         "tokens_method": "chars/4",
-        "tokens": {"full": full.tokens, "delta": delta.difficulty.tokens},
+        "tokens": {"full": full.tokens, "delta": delta.difficulty.tokens,
+                   "banding": banding.tokens},
         "api": chosen,
         "api_detected": api is None,
         "turn": _turn_json(delta),
@@ -160,6 +165,8 @@ def _render(doc: dict[str, Any]) -> None:
             table.add_row(name, f"{fv['value']:.3f}", f"{w['cap']:.3f}", f"{w['weight']:.2f}",
                           f"{fv['contribution']:.3f}")
         console.print(table)
+    console.print(f"banding score (gated_adaptive: the conversation without the system "
+                  f"prompt and tool schemas): {doc['banding']['score']:.3f}")
     console.print(f"tokens estimated as chars/4: full {doc['tokens']['full']}, "
                   f"delta {doc['tokens']['delta']}; the delta's maximum is "
                   f"{doc['delta_max']:.2f} (the system-prompt term is fixed at 0 there)")

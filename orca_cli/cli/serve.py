@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+from typing import Any
 
 import typer
 
@@ -31,6 +30,10 @@ def register(app: typer.Typer) -> None:
                                        help="The request log on stdout: one aligned line per "
                                             "request (coloured on a terminal) or JSON lines."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No request log."),
+        otlp_endpoint: str | None = typer.Option(
+            None, "--otlp-endpoint", metavar="URL", envvar="ORCA_OTLP_ENDPOINT",
+            help="Export one OpenTelemetry span per request over OTLP/HTTP to this collector "
+                 "(default \\[telemetry].otlp_endpoint; needs the otel extra)."),
     ) -> None:
         """Start the sidecar proxy next to your coding agent.
 
@@ -65,24 +68,21 @@ def register(app: typer.Typer) -> None:
                      "as Authorization: Bearer … or x-api-key)")
         if log_format not in ("text", "json"):
             fail(f"--log-format must be text or json, got {log_format!r}", 2)
-        _run(cfg, bind, bind_port, log_level, None if quiet else log_format)
+        endpoint = otlp_endpoint or getattr(getattr(cfg, "telemetry", None), "otlp_endpoint",
+                                            None)
+        _run(cfg, bind, bind_port, log_level, None if quiet else log_format, endpoint or None)
 
 
 def _run(cfg: object, host: str, port: int, log_level: str,
-         log_format: str | None = "text") -> None:
+         log_format: str | None = "text", otlp_endpoint: str | None = None) -> None:
     import asyncio
     import gc
     import logging
 
-    from orca_cli.admin.http import admin_handler
-    from orca_cli.clock import SystemClock
+    from orca_cli.compose import create_app
     from orca_cli.config.schema import Config
-    from orca_cli.proxy.app import OrcaApp
-    from orca_cli.proxy.guard import GuardPolicy
-    from orca_cli.proxy.runtime import Runtime
     from orca_cli.proxy.server import bind_socket, build_server
-    from orca_cli.proxy.token import admin_token_path, write_admin_token
-    from orca_cli.state.factory import open_store
+    from orca_cli.proxy.token import admin_token_path, sidecar_record, write_admin_token
 
     assert isinstance(cfg, Config)
     logging.basicConfig(level=logging.WARNING, format="orca: %(message)s")
@@ -92,17 +92,11 @@ def _run(cfg: object, host: str, port: int, log_level: str,
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port "
              "or stop what holds it")
     real_port = sock.getsockname()[1]
-    clock = SystemClock()
-    store = open_store(cfg.state, clock=clock, trace_max=cfg.server.trace_max,
-                       trace_ttl_s=cfg.server.trace_ttl_s)
     token = write_admin_token()
-    rt = Runtime.build(cfg, store, clock=clock, admin_token=token)
-    if log_format is not None:
-        from orca_cli.trace.log import RequestLog
-
-        rt.trace_sinks.append(RequestLog(fmt="json" if log_format == "json" else "text").emit)
-    policy = GuardPolicy.from_config(cfg.server, port=real_port, admin_token=token)
-    app = OrcaApp(rt, policy, admin=admin_handler)
+    app = create_app(cfg, admin_token=token, port=real_port)
+    sink = _trace_sinks(log_format, otlp_endpoint)
+    if sink is not None:
+        app.rt.trace_sinks.append(sink.emit)
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{real_port}"
     con = _Plain()
@@ -119,27 +113,25 @@ def _run(cfg: object, host: str, port: int, log_level: str,
     # rather than 700 (measured: 15-24 µs a request in collections at the default, 5-6).
     gc.freeze()
     gc.set_threshold(20_000, 50, 100)
-    with _sidecar_record(host, real_port, token, cfg.source):
+    with sidecar_record(host, real_port, token, cfg.source):
         asyncio.run(server.serve(sockets=[sock]))
 
 
-@contextlib.contextmanager
-def _sidecar_record(host: str, port: int, token: str, config: str | None) -> Iterator[None]:
-    """This sidecar's record (URL, pid, token) for the operator CLI, removed on exit."""
-    import os
-    import time
+def _trace_sinks(log_format: str | None, otlp_endpoint: str | None) -> Any:
+    """The request log and the OpenTelemetry export, each when asked for (SPEC §15)."""
+    from orca_cli.errors import ConfigError
+    from orca_cli.trace.log import RequestLog, Tee, TraceSink
 
-    from orca_cli.proxy.token import (
-        SidecarRecord,
-        remove_sidecar_record,
-        write_sidecar_record,
-    )
+    sinks: list[TraceSink] = []
+    if log_format is not None:
+        sinks.append(RequestLog(fmt="json" if log_format == "json" else "text"))
+    if otlp_endpoint:
+        from orca_cli.trace.otel import otlp_sink
 
-    near = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
-    shown = f"[{near}]" if ":" in near else near
-    write_sidecar_record(SidecarRecord(url=f"http://{shown}:{port}", port=port, pid=os.getpid(),
-                                       token=token, config=config, started_at=time.time()))
-    try:
-        yield
-    finally:
-        remove_sidecar_record(port, os.getpid())
+        try:
+            sinks.append(otlp_sink(otlp_endpoint))
+        except ConfigError as exc:
+            fail(str(exc))
+    if not sinks:
+        return None
+    return sinks[0] if len(sinks) == 1 else Tee(*sinks)

@@ -106,7 +106,8 @@ def matches_patterns(model: str, patterns: tuple[str, ...], cfg: Config) -> bool
     """Whether `model` or `<channel>/<model>` (any enabled channel serving it) matches."""
     if not patterns:
         return True
-    names = [model] + [f"{ch.name}/{model}" for ch in cfg.enabled_channels() if model in ch.models]
+    names = [model] + [f"{ch.name}/{model}" for ch in cfg.compiled.by_model.get(model, ())
+                       if ch.enabled]
     return any(fnmatchcase(n, p) for p in patterns for n in names)
 
 

@@ -7,36 +7,43 @@ so a field added here is automatically a known key with a known type.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Literal
 
 from orca_cli.config.auto import AutoConfig
+from orca_cli.config.compiled import CompiledConfig
+from orca_cli.config.housekeeping import DEFAULT_HOUSEKEEPING, HousekeepingRule
+from orca_cli.types import Api
 
 __all__ = [
+    "CHANNEL_TYPES",
+    "DEFAULT_API_BY_TYPE",
+    "DEFAULT_BASE_URL_BY_TYPE",
+    "DEFAULT_CACHE_TTL_BY_TYPE",
+    "ChannelConfig",
+    "Config",
+    "DifficultyConfig",
+    "EscalationConfig",
+    "FaultConfig",
+    "FeatureConfig",
+    "HousekeepingRule",
+    "ModelConfig",
+    "RouterConfig",
+    "RoutingConfig",
     "Secret",
     "ServerConfig",
     "StateConfig",
-    "FaultConfig",
-    "ChannelConfig",
-    "ModelConfig",
-    "EscalationConfig",
-    "RouterConfig",
+    "TelemetryConfig",
+    "TranslationConfig",
     "WorkspaceConfig",
-    "FeatureConfig",
-    "DifficultyConfig",
-    "Config",
-    "CHANNEL_TYPES",
-    "DEFAULT_API_BY_TYPE",
-    "DEFAULT_CACHE_TTL_BY_TYPE",
-    "DEFAULT_BASE_URL_BY_TYPE",
 ]
 
 ChannelType = Literal[
     "openai", "anthropic", "deepseek", "gemini", "openrouter", "openai-compatible", "sim"
 ]
-Api = Literal["openai", "anthropic"]
 
 CHANNEL_TYPES: tuple[str, ...] = (
     "openai",
@@ -116,6 +123,10 @@ class ServerConfig:
     inbound_token: str = ""
     trace_max: int = 20000
     trace_ttl_s: int = 86400
+    # The `model` a response names for a router or alias target: the name the client sent
+    # ("requested") or the model that served it ("served"). A concrete model is always itself.
+    response_model: Literal["requested", "served"] = "requested"
+    max_response_mb: float = 64  # a non-stream upstream body larger than this fails (502)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,9 +154,16 @@ class FaultConfig:
 
 @dataclass(frozen=True, slots=True)
 class ChannelConfig:
+    """One upstream account. `api` is the format requests are translated to; `apis` every
+    format the channel speaks, `api` first (TOML: `api = "openai"` or
+    `api = ["responses", "openai"]`). In code, give `api` (and `apis` for several formats):
+    `apis` is normalised to start with `api`, and to `(api,)` when it does not list it."""
+
     name: str
     type: ChannelType = "openai"
-    api: Api = "openai"  # the loader fills the per-type default when the key is absent
+    # The loader fills the per-type default when the key is absent; TOML accepts one format or
+    # an array of them (`toml_type`), the first being the translation target.
+    api: Api = field(default="openai", metadata={"toml_type": Api | tuple[Api, ...]})
     base_url: str = ""  # the loader fills the per-type default when empty
     keys: tuple[Secret, ...] = ()
     weight: float = 1
@@ -160,9 +178,24 @@ class ChannelConfig:
     # is better). Optional; without them the ordering falls back to weight.
     expected_latency_ms: float = 0
     expected_tps: float = 0
+    # Every format the channel speaks, `api` first; filled from `api` (not a TOML key).
+    apis: tuple[Api, ...] = field(default=(), metadata={"derived": True, "shown": False})
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.api, str):
+            return  # the loader's intermediate value (an array); its rule normalises it
+        if self.api not in self.apis:
+            object.__setattr__(self, "apis", (self.api,))
+        elif self.apis[0] != self.api:
+            object.__setattr__(self, "apis", (self.api, *(a for a in self.apis if a != self.api)))
 
     def upstream_model(self, model: str) -> str:
         return self.model_map.get(model, model)
+
+    def accepts(self, api: str) -> bool:
+        """Whether the channel serves requests of this inbound wire format (`sim` speaks
+        every format, SPEC §2)."""
+        return self.type == "sim" or api in self.apis
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +290,41 @@ class DifficultyConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RoutingConfig:
+    """`[routing]`: request-level routing settings (SPEC §14.1).
+
+    `side_router`: where side requests (housekeeping, see `[[housekeeping]]`) go, as
+    "orca/<router>" or a router name. The loader's default is "orca/background" when a router
+    named `background` exists, else "" — the session's base pin, read-only."""
+
+    side_router: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryConfig:
+    """`[telemetry]`: OpenTelemetry export (SPEC §17); off while `otlp_endpoint` is empty."""
+
+    otlp_endpoint: str = ""
+    service_name: str = "orca"
+
+
+@dataclass(frozen=True, slots=True)
+class TranslationConfig:
+    """`[translation]`: serving a request through a channel of another wire format (§13.2)."""
+
+    enabled: bool = True
+    anthropic_cache: Literal["auto", "off"] = "auto"
+    foreign_reasoning: Literal["drop", "as_text"] = "drop"
+
+
+@dataclass(frozen=True)
 class Config:
+    """The whole effective config. Frozen; the indices the request path reads are built once
+    per object (`compiled`, see `compiled.py`), so `channel()` and friends are O(1).
+
+    Not `slots=True`: `compiled` is a `cached_property`, which keeps its value in the
+    instance `__dict__` (a frozen dataclass still allows that)."""
+
     server: ServerConfig = field(default_factory=ServerConfig)
     state: StateConfig = field(default_factory=StateConfig)
     channels: tuple[ChannelConfig, ...] = ()
@@ -267,29 +334,30 @@ class Config:
     workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
     difficulty: DifficultyConfig = field(default_factory=DifficultyConfig)
     auto: AutoConfig = field(default_factory=AutoConfig)  # SPEC §16
+    routing: RoutingConfig = field(default_factory=RoutingConfig)
+    # The effective side-request rules: the shipped defaults unless the file has its own
+    # `[[housekeeping]]` (which replace them all; `housekeeping = []` turns detection off).
+    housekeeping: tuple[HousekeepingRule, ...] = DEFAULT_HOUSEKEEPING
+    telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
+    translation: TranslationConfig = field(default_factory=TranslationConfig)
     # The file this config came from (None for a built-in config); not a TOML key.
-    source: str | None = None
+    source: str | None = field(default=None, metadata={"derived": True})
+
+    @functools.cached_property
+    def compiled(self) -> CompiledConfig:
+        """The request path's indices of this config, built on first use (`load` builds them)."""
+        return CompiledConfig(self)
 
     def channel(self, name: str) -> ChannelConfig | None:
-        for ch in self.channels:
-            if ch.name == name:
-                return ch
-        return None
+        return self.compiled.channel_index.get(name)
 
     def enabled_channels(self) -> tuple[ChannelConfig, ...]:
-        return tuple(ch for ch in self.channels if ch.enabled)
+        return self.compiled.enabled_channels
 
     def model_ids(self) -> tuple[str, ...]:
         """Every concrete model some enabled channel serves, in config order."""
-        seen: dict[str, None] = {}
-        for ch in self.enabled_channels():
-            for m in ch.models:
-                seen.setdefault(m, None)
-        return tuple(seen)
+        return self.compiled.model_ids
 
     def strong_models(self) -> frozenset[str]:
         """Models in any router's strong tier: served directly they count as strong (§1.3)."""
-        out: set[str] = set()
-        for r in self.routers.values():
-            out.update(r.escalation_pool)
-        return frozenset(out)
+        return self.compiled.strong_models

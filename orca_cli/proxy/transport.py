@@ -25,9 +25,11 @@ from typing import Literal, Protocol
 
 from orca_cli.config.schema import ChannelConfig, ServerConfig
 from orca_cli.errors import UpstreamError
+from orca_cli.types import Api
 
 __all__ = [
     "ANTHROPIC_VERSION",
+    "API_PATHS",
     "ENDPOINTS",
     "RESPONSE_HEADER_ALLOWLIST",
     "RESPONSE_HEADER_PREFIXES",
@@ -51,11 +53,18 @@ Headers = tuple[tuple[str, str], ...]
 TimeoutPhase = Literal["connect", "first_byte", "idle", "total"]
 ANTHROPIC_VERSION = "2023-06-01"
 
-# The three forwarded endpoints (SPEC §1.2) and the wire format each one speaks.
-ENDPOINTS: dict[str, Literal["openai", "anthropic"]] = {
+# The forwarded endpoints (SPEC §1.2, §13.1) and the wire format each one speaks.
+ENDPOINTS: dict[str, Api] = {
     "/v1/chat/completions": "openai",
     "/v1/messages": "anthropic",
     "/v1/messages/count_tokens": "anthropic",
+    "/v1/responses": "responses",
+}
+# The endpoint a request of each format is sent to (count_tokens is a side endpoint).
+API_PATHS: dict[Api, str] = {
+    "openai": "/v1/chat/completions",
+    "anthropic": "/v1/messages",
+    "responses": "/v1/responses",
 }
 
 
@@ -194,8 +203,8 @@ def header_value(headers: Iterable[tuple[str, str]], name: str) -> str | None:
 # --- request side (SPEC §1.2, §11) ----------------------------------------------------------
 
 
-def auth_headers(api: Literal["openai", "anthropic"], key: str) -> Headers:
-    """The upstream credential in the format's own header."""
+def auth_headers(api: Api, key: str) -> Headers:
+    """The upstream credential in the format's own header (Bearer for both OpenAI formats)."""
     if api == "anthropic":
         return (("x-api-key", key),)
     return (("authorization", f"Bearer {key}"),)
@@ -208,8 +217,9 @@ def anthropic_version_header(client_headers: Iterable[tuple[str, str]]) -> Heade
     return ()
 
 
-def upstream_url(channel_cfg: ChannelConfig, api: Literal["openai", "anthropic"], path: str) -> str:
-    """The upstream URL of endpoint `path` on a channel (one of `ENDPOINTS`).
+def upstream_url(channel_cfg: ChannelConfig, api: Api, path: str) -> str:
+    """The upstream URL of endpoint `path` on a channel (one of `ENDPOINTS`): OpenAI's
+    `https://api.openai.com/v1` + `/v1/responses` → `https://api.openai.com/v1/responses`.
 
     A base URL whose path already names an API version (`…/v1`, Gemini's `…/v1beta/openai`)
     gets the endpoint without its `/v1` prefix.

@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from orca_cli.replay import pastes, texts
+from orca_cli.replay import agents, pastes, texts
 from orca_cli.replay.scenarios import REPOS, SCENARIOS, Repo, Scenario
 from orca_cli.replay.wire import Conversation
 from orca_cli.wire.transcript import Api
@@ -244,6 +244,34 @@ class _Writer:
         else:
             conv.assistant(reply)
 
+    def side_request(self, index: int, conv: Conversation, text: str) -> None:
+        """A request under the same session id that is not the main conversation (a title
+        request, a sub-agent): never labelled as needing strong."""
+        conv.user(text)
+        tokens = (conv.chars + 3) // 4
+        self.turns.append(Turn(self.conv.session_id, self.archetype, index, "user",
+                               conv.body(), False, tokens, 0, tokens))
+
+    def title_request(self, first_ask: str) -> None:
+        """Claude Code names the session from its first ask with a small side request."""
+        conv = Conversation(self.rng, self.conv.api, self.conv.session_id,
+                            agents.TITLE_SYSTEM, ())
+        self.side_request(0, conv, first_ask[:2000])
+
+    def sub_agent(self, index: int) -> None:
+        """A search sub-agent (its own prompt and conversation, the same session id): its
+        ask, then one file read it continues with."""
+        rng, repo = self.rng, self.repo
+        conv = Conversation(rng, self.conv.api, self.conv.session_id, agents.SUB_AGENT_SYSTEM)
+        func = repo.funcs[rng.randrange(len(repo.funcs))]
+        self.side_request(index, conv, f"Find every caller of {func} in the repository and "
+                                       "report each file and line. Do not change anything.")
+        call = conv.tool_call("", "read_file", {"path": repo.files[0], "limit": 40})
+        conv.tool_result(call, pastes.file_read(rng, self.sc, 40))
+        tokens = (conv.chars + 3) // 4
+        self.turns.append(Turn(self.conv.session_id, self.archetype, index, "tool",
+                               conv.body(), False, tokens, 0, tokens))
+
     def _continuation(self, index: int, step: Step, c: int, label: bool) -> None:
         rng, conv, repo = self.rng, self.conv, self.repo
         if step == "loop" and c == 1 and index > 1:
@@ -262,18 +290,29 @@ class _Writer:
 
 
 def _session(rng: random.Random, sid: str, archetype: Archetype, api: Api,
-             script: tuple[Step, ...], agent_loop: bool) -> Session:
+             script: tuple[Step, ...], agent_loop: bool, agent_shaped: bool = False) -> Session:
     sc = SCENARIOS[rng.randrange(len(SCENARIOS))]
     system = texts.SYSTEM_PROMPTS[rng.randrange(len(texts.SYSTEM_PROMPTS))]
-    writer = _Writer(rng, Conversation(rng, api, sid, system), archetype, sc, agent_loop)
+    if agent_shaped:
+        agent: agents.Agent = "claude-code" if api == "anthropic" else "codex"
+        conv = Conversation(rng, api, sid, agents.agent_system(agent, system),
+                            agents.agent_tools(agent))
+    else:
+        conv = Conversation(rng, api, sid, system)
+    writer = _Writer(rng, conv, archetype, sc, agent_loop or agent_shaped)
     for index, step in enumerate(script, 1):
         stuck = step == "loop" and index >= LOOP_STUCK_FROM
         writer.user_turn(index, step, step == "hard" or stuck)
+        if agent_shaped and index == 1:
+            writer.title_request(str(writer.turns[0].body["messages"][-1]["content"]))
+        if agent_shaped and step == "hard" and rng.random() < 0.5:
+            writer.sub_agent(index)
     return Session(sid, archetype, api, tuple(writer.turns))
 
 
 def generate(*, sessions: int = DEFAULT_SESSIONS, seed: int = DEFAULT_SEED,
-             agent_loop: bool = False, hard_share: float | None = None) -> list[Session]:
+             agent_loop: bool = False, hard_share: float | None = None,
+             agent_shaped: bool = False) -> list[Session]:
     """The corpus: `sessions` sessions in a seeded random order (archetypes interleaved, as
     traffic is). The same arguments give byte-identical bodies."""
     rng = random.Random(seed)
@@ -286,5 +325,6 @@ def generate(*, sessions: int = DEFAULT_SESSIONS, seed: int = DEFAULT_SEED,
     out: list[Session] = []
     for i, (archetype, script, api) in enumerate(plan):
         child = random.Random(rng.getrandbits(64))
-        out.append(_session(child, f"replay-{seed}-{i:04d}", archetype, api, script, agent_loop))
+        out.append(_session(child, f"replay-{seed}-{i:04d}", archetype, api, script, agent_loop,
+                            agent_shaped))
     return out

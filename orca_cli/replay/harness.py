@@ -50,13 +50,15 @@ class Prepared:
     turn: Turn
     delta: Delta
     full: Difficulty
+    banding: float = 0.0  # `Scorer.banding`: what gated_adaptive bands the base tier on
 
 
 def prepare(corpus: Sequence[Session], scorer: Scorer,
             progress: Callable[[int], None] | None = None) -> list[list[Prepared]]:
     out = []
     for s in corpus:
-        rows = [Prepared(t, scorer.delta(t.body, s.api), scorer.full(t.body, s.api))
+        rows = [Prepared(t, scorer.delta(t.body, s.api), scorer.full(t.body, s.api),
+                         scorer.banding(t.body, s.api).score)
                 for t in s.turns]
         out.append(rows)
         if progress is not None:
@@ -232,6 +234,31 @@ def archetype_outcomes(run: EscalationRun) -> dict[str, dict[str, Any]]:
         out[name] = {**a, "by_trigger": dict(a["by_trigger"]),
                      "first_turn": round(statistics.mean(ft), 2) if ft else None}
     return out
+
+
+def band_shares(run: EscalationRun, prepared: Sequence[Sequence[Prepared]],
+                cfg: Config) -> dict[str, Any]:
+    """The weak / mid / strong band shares of the turns served from the base tier, by the
+    banding score and the router's t1 / t2 (what `gated_adaptive` would pick), overall and
+    per archetype."""
+    from orca_cli.routing.strategies.gated_adaptive import BAND_NAMES, band_index
+
+    router = _router(cfg)
+    acc: dict[str, Counter[str]] = defaultdict(Counter)
+    for name, turns, rows in zip(run.archetypes, run.turns, prepared):
+        for t, p in zip(turns, rows):
+            if not t.strong:
+                acc[name][BAND_NAMES[band_index(p.banding, router)]] += 1
+
+    def shares(c: Counter[str]) -> dict[str, Any]:
+        n = sum(c.values())
+        return {"base_turns": n, **{b: round(c[b] / n, 4) if n else 0.0 for b in BAND_NAMES}}
+
+    total: Counter[str] = Counter()
+    for c in acc.values():
+        total.update(c)
+    return {"t1": router.t1, "t2": router.t2, "all": shares(total),
+            "archetypes": {name: shares(c) for name, c in acc.items()}}
 
 
 def escalation_latency(run: EscalationRun) -> dict[str, Any]:

@@ -87,22 +87,13 @@ async def run_http(cfg: Config, corpus: Sequence[Session], *,
                    concurrency: int = DEFAULT_CONCURRENCY,
                    progress: Callable[[int], None] | None = None) -> HttpRun:
     """Serve `caps_off(cfg)` on a free loopback port with a memory store and replay `corpus`."""
-    from orca_cli.proxy.app import OrcaApp
-    from orca_cli.proxy.guard import GuardPolicy
-    from orca_cli.proxy.runtime import Runtime
-    from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
+    from orca_cli.compose import running
     from orca_cli.state.memory import MemoryStore
 
     served_cfg = caps_off(cfg)
     total = sum(len(s.turns) for s in corpus)
     clock = SystemClock()
     store = MemoryStore(clock=clock, trace_max=max(served_cfg.server.trace_max, total))
-    sock = bind_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    rt = Runtime.build(served_cfg, store, clock=clock)
-    app = OrcaApp(rt, GuardPolicy.from_config(served_cfg.server, port=port, admin_token=""))
-    server, task = await serve_in_background(app, served_cfg.server, "127.0.0.1", port,
-                                             sock=sock)
     results: list[list[TurnResult]] = [[] for _ in corpus]
     models: dict[str, int] = {}
     queue: asyncio.Queue[int] = asyncio.Queue()
@@ -119,16 +110,13 @@ async def run_http(cfg: Config, corpus: Sequence[Session], *,
     workers = max(1, min(concurrency, len(corpus)))
     limits = httpx.Limits(max_connections=workers, max_keepalive_connections=workers)
     timeout = httpx.Timeout(60.0)
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=timeout,
-                                     limits=limits) as client:
-            start = time.perf_counter()
-            async with asyncio.TaskGroup() as group:  # one failure cancels the rest
-                for _ in range(workers):
-                    group.create_task(worker(client))
-            elapsed = time.perf_counter() - start
-    finally:
-        await stop_server(server, task)
+    async with (running(served_cfg, store=store, clock=clock) as served,
+                httpx.AsyncClient(base_url=served.url, timeout=timeout, limits=limits) as client):
+        start = time.perf_counter()
+        async with asyncio.TaskGroup() as group:  # one failure cancels the rest
+            for _ in range(workers):
+                group.create_task(worker(client))
+        elapsed = time.perf_counter() - start
     run = EscalationRun(turns=results, archetypes=[s.archetype for s in corpus])
     return HttpRun(run=run, requests=total, elapsed_s=elapsed, concurrency=workers,
                    models=dict(sorted(models.items())))

@@ -4,7 +4,7 @@ adversarial; one JSON document with every figure (SPEC §1.1a `replay --json`)."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,8 @@ class ReplayOptions:
     prevalence: bool = True
     http: bool = False
     http_concurrency: int = 8
+    corpus: str | None = None  # a JSON-lines corpus file (`replay/corpus_file.py`)
+    agent_shaped: bool = False  # agent-sized prefixes and loops (`replay/agents.py`)
 
 
 async def _store(opts: ReplayOptions, clock: FakeClock, tag: str) -> Store:
@@ -47,7 +49,7 @@ async def _store(opts: ReplayOptions, clock: FakeClock, tag: str) -> Store:
     return open_store(StateConfig(backend="memory"), clock=clock, audit_max=200_000)
 
 
-async def _escalation(cfg: Config, prepared: Any, archetypes: list[str], opts: ReplayOptions,
+async def _escalation(cfg: Config, prepared: Any, archetypes: Sequence[str], opts: ReplayOptions,
                       tag: str, **kw: Any) -> H.EscalationRun:
     clock = FakeClock()
     store = await _store(opts, clock, tag)
@@ -76,7 +78,13 @@ async def _wipe(url: str, prefix: str) -> None:
 async def _replay(cfg: Config, opts: ReplayOptions,
                   progress: Callable[[str, int, int], None]) -> dict[str, Any]:
     scorer = Scorer(cfg.difficulty)
-    corpus = generate(sessions=opts.sessions, seed=opts.seed, agent_loop=opts.agent_loop)
+    if opts.corpus is not None:
+        from orca_cli.replay.corpus_file import load_corpus
+
+        corpus = load_corpus(opts.corpus)
+    else:
+        corpus = generate(sessions=opts.sessions, seed=opts.seed, agent_loop=opts.agent_loop,
+                          agent_shaped=opts.agent_shaped)
     total = sum(len(s.turns) for s in corpus)
     done = [0]
 
@@ -95,8 +103,10 @@ async def _replay(cfg: Config, opts: ReplayOptions,
     policies["escalation"] = main.summary(len(corpus))
     router = next(r for r in cfg.routers.values() if r.session_aware)
     doc: dict[str, Any] = {
-        "config": {"source": cfg.source, "sessions": opts.sessions, "seed": opts.seed,
+        "config": {"source": cfg.source, "sessions": len(corpus), "seed": opts.seed,
+                   "corpus": opts.corpus or "built-in",
                    "turns": total, "agent_loop": opts.agent_loop, "state": opts.state,
+                   "agent_shaped": opts.agent_shaped,
                    "t2": router.escalation.t2,
                    "share_caps": "off for the main figures, on for --adversarial"},
         "archetypes": H.archetype_outcomes(main),
@@ -104,6 +114,7 @@ async def _replay(cfg: Config, opts: ReplayOptions,
         "latency": H.escalation_latency(main),
         "difficulty_by_turn": difficulty_by_turn(prepared, archetypes),
         "drift": drift(prepared, archetypes),
+        "bands": H.band_shares(main, prepared, cfg),
         "prevalence": [],
     }
     if opts.http:
@@ -113,10 +124,11 @@ async def _replay(cfg: Config, opts: ReplayOptions,
         result = await run_http(cfg, corpus, concurrency=opts.http_concurrency,
                                 progress=tick("http"))
         doc["http"] = http_figures(result, doc["archetypes"], len(corpus))
-    if opts.prevalence:
+    if opts.prevalence and opts.corpus is None:  # prevalence re-mixes the built-in corpus
         for share in PREVALENCE:
             sub = generate(sessions=PREVALENCE_SESSIONS, seed=opts.seed,
-                           agent_loop=opts.agent_loop, hard_share=share)
+                           agent_loop=opts.agent_loop, hard_share=share,
+                           agent_shaped=opts.agent_shaped)
             prep = H.prepare(sub, scorer)
             run = await _escalation(cfg, prep, [s.archetype for s in sub], opts, f"p{share}")
             base = H.baseline_costs(cfg, sub, len(sub))

@@ -28,20 +28,22 @@ MODEL = "orca/coding"
 MAX_TOKENS = 8192
 
 
-def _tools(api: Api) -> list[dict[str, Any]]:
+def _tools(api: Api, specs: tuple[tuple[str, str, dict[str, Any]], ...] = TOOL_SPECS
+           ) -> list[dict[str, Any]]:
     if api == "anthropic":
-        return [{"name": n, "description": d, "input_schema": p} for n, d, p in TOOL_SPECS]
+        return [{"name": n, "description": d, "input_schema": p} for n, d, p in specs]
     return [{"type": "function", "function": {"name": n, "description": d, "parameters": p}}
-            for n, d, p in TOOL_SPECS]
+            for n, d, p in specs]
 
 
 class Conversation:
     """One session's history; `body()` is the request that sends all of it."""
 
     def __init__(self, rng: random.Random, api: Api, session_id: str,
-                 system: str) -> None:
+                 system: str, tool_specs: tuple[tuple[str, str, dict[str, Any]], ...] = TOOL_SPECS
+                 ) -> None:
         self.rng, self.api, self.session_id = rng, api, session_id
-        self._tools = _tools(api)
+        self._tools = _tools(api, tool_specs)
         self._metadata = {"session_id": session_id}
         self.messages: list[dict[str, Any]] = []
         self._system: list[dict[str, Any]] = []
@@ -54,12 +56,16 @@ class Conversation:
     def body(self) -> dict[str, Any]:
         """The request carrying the whole history so far (shares every message dict)."""
         if self.api == "openai":
-            return {"model": MODEL, "messages": list(self.messages), "tools": self._tools,
+            body = {"model": MODEL, "messages": list(self.messages), "tools": self._tools,
                     "max_tokens": MAX_TOKENS, "stream": True,
                     "stream_options": {"include_usage": True}, "metadata": self._metadata}
-        return {"model": MODEL, "max_tokens": MAX_TOKENS, "system": self._system,
-                "messages": list(self.messages), "tools": self._tools, "stream": True,
-                "metadata": self._metadata}
+        else:
+            body = {"model": MODEL, "max_tokens": MAX_TOKENS, "system": self._system,
+                    "messages": list(self.messages), "tools": self._tools, "stream": True,
+                    "metadata": self._metadata}
+        if not self._tools:  # a side request without tools (a title request)
+            del body["tools"]
+        return body
 
     def user(self, text: str, result: tuple[str, str] | None = None) -> None:
         """A user turn: `text`, after the output of a pending tool call when `result` is

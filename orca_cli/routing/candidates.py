@@ -22,8 +22,8 @@ in there. A channel without keys (`sim`, pass-through auth) has one implicit key
 with an empty fingerprint. Pure and I/O-free.
 
 What depends on the config alone (which channels serve a model and speak a format, the key
-slots of a channel) is derived once per config object and remembered (`_derived`); what a
-request brings (its size, the health view, the rng) is applied on every call.
+slots of a channel) is read from the config's compiled indices (`Config.compiled`, built once
+at load); what a request brings (its size, the health view, the rng) is applied on every call.
 """
 
 from __future__ import annotations
@@ -31,10 +31,11 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from orca_cli.config.schema import ChannelConfig, Config, ModelConfig
 from orca_cli.routing.target import Mode
+from orca_cli.types import Api
 
 __all__ = [
     "Api",
@@ -54,7 +55,6 @@ __all__ = [
     "speaks",
 ]
 
-Api = Literal["openai", "anthropic"]
 Healthy = Callable[[str, int], bool]
 
 _DEFAULT_MODEL = ModelConfig()
@@ -95,43 +95,22 @@ def model_config(model: str, cfg: Config) -> ModelConfig:
 
 
 def speaks(ch: ChannelConfig, api: str) -> bool:
-    """Whether the channel accepts the inbound wire format (`sim` speaks both, SPEC §2)."""
-    return ch.type == "sim" or ch.api == api
-
-
-_MEMO_MAX = 4096
-_memo: dict[tuple[Any, ...], tuple[Any, Any]] = {}
-
-
-def _derived(owner: Any, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
-    """`build()` remembered for `owner` (a frozen config object) and `key`. The memo holds
-    `owner` itself, so its id cannot be reused while the entry lives; it is bounded."""
-    full = (id(owner), *key)
-    hit = _memo.get(full)
-    if hit is not None and hit[0] is owner:
-        return hit[1]
-    if len(_memo) >= _MEMO_MAX:
-        _memo.clear()
-    value = build()
-    _memo[full] = (owner, value)
-    return value
+    """Whether the channel accepts the inbound wire format (`sim` speaks every one, SPEC §2)."""
+    return ch.accepts(api)
 
 
 def key_slots(ch: ChannelConfig) -> tuple[tuple[int, str], ...]:
     """(index, fingerprint) of every key; one implicit slot `(0, "")` for a keyless channel."""
-    return _derived(ch, ("slots",), lambda: ((0, ""),) if not ch.keys
-                    else tuple((i, k.fp) for i, k in enumerate(ch.keys)))
-
-
-def _fp_by_index(ch: ChannelConfig) -> dict[int, str]:
-    return _derived(ch, ("fps",), lambda: dict(key_slots(ch)))  # type: ignore[no-any-return]
+    if not ch.keys:
+        return ((0, ""),)
+    return tuple((i, k.fp) for i, k in enumerate(ch.keys))
 
 
 def key_fp(ch: ChannelConfig | None, key_index: int) -> str:
     """The fingerprint of the key at `key_index` ("" for a keyless channel or no such key)."""
-    if ch is None:
+    if ch is None or not 0 <= key_index < max(1, len(ch.keys)):
         return ""
-    return _fp_by_index(ch).get(key_index, "")
+    return ch.keys[key_index].fp if ch.keys else ""
 
 
 def order_keys(
@@ -142,7 +121,10 @@ def order_keys(
     Rotating from a random start spreads first attempts evenly over the healthy keys while
     the remaining keys stay in config order as the fallback sequence.
     """
-    good = tuple(i for i, _ in key_slots(ch) if healthy(ch.name, i))
+    return _rotate(tuple(i for i, _ in key_slots(ch) if healthy(ch.name, i)), rng)
+
+
+def _rotate(good: tuple[int, ...], rng: random.Random | None) -> tuple[int, ...]:
     if rng is None or len(good) < 2:
         return good
     start = rng.randrange(len(good))
@@ -229,39 +211,25 @@ class _Serving:
     excluded: str | None  # no_channel | format_mismatch, or None
     reason: str
     window: int
-    # One fitting channel with one key slot (the common case): the candidate when that key
-    # is healthy, the same every time, so it is built once.
-    single: Candidate | None = None
 
 
 def _serving(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
-    serving = [c for c in cfg.channels if model in c.models and (only is None or c.name == only)]
-    filtered: list[tuple[str, str]] = []
-    enabled = []
-    for c in serving:
-        if c.enabled:
-            enabled.append(c)
-        else:
-            filtered.append((c.name, "channel_disabled"))
     window = model_config(model, cfg).context_window
-    if not enabled:
-        why = f"no enabled channel serves {model!r}" + (f" via {only!r}" if only else "")
-        return _Serving((), tuple(filtered), "no_channel", why, window)
-    fitting = []
-    for c in enabled:
-        if speaks(c, api):
-            fitting.append(c)
-        else:
-            filtered.append((c.name, "format_mismatch"))
-    if not fitting:
+    if only is None:  # the common case: read from the compiled indices
+        c = cfg.compiled
+        fitting, filtered = c.serving_channels(model, api), c.left_out.get((model, api), ())
+    else:
+        listing = [ch for ch in cfg.compiled.by_model.get(model, ()) if ch.name == only]
+        fitting = tuple(ch for ch in listing if ch.enabled and ch.accepts(api))
+        filtered = tuple((ch.name, "channel_disabled") for ch in listing if not ch.enabled) + tuple(
+            (ch.name, "format_mismatch") for ch in listing if ch.enabled and not ch.accepts(api))
+    if fitting:
+        return _Serving(fitting, filtered, None, "ok", window)
+    if any(why == "format_mismatch" for _, why in filtered):
         why = f"no enabled channel serving {model!r} speaks the {api} format"
-        return _Serving((), tuple(filtered), "format_mismatch", why, window)
-    single = None
-    if len(fitting) == 1 and len(key_slots(fitting[0])) == 1:
-        c = fitting[0]
-        single = Candidate(model, (ChannelChoice(c.name, c.weight, (key_slots(c)[0][0],)),),
-                           None, "ok", tuple(filtered))
-    return _Serving(tuple(fitting), tuple(filtered), None, "ok", window, single)
+        return _Serving((), filtered, "format_mismatch", why, window)
+    why = f"no enabled channel serves {model!r}" + (f" via {only!r}" if only else "")
+    return _Serving((), filtered, "no_channel", why, window)
 
 
 def _candidate(
@@ -274,22 +242,24 @@ def _candidate(
     rng: random.Random | None,
     only: str | None,
 ) -> Candidate:
-    sv: _Serving = _derived(cfg, ("serving", model, api, only),
-                            lambda: _serving(model, api, cfg, only))
+    sv = _serving(model, api, cfg, only)
     if sv.excluded is not None:
         return Candidate(model, (), sv.excluded, sv.reason, sv.filtered)
     if sv.window < est_tokens:
         why = f"context_window {sv.window} < estimated {est_tokens} tokens"
         return Candidate(model, (), "context_window", why, sv.filtered)
-    one = sv.single
-    if one is not None and healthy(one.channels[0].channel, one.channels[0].keys[0]):
-        if rng is not None and mode == "balanced":
-            rng.random()  # the draw `order_channels` makes for one channel: same rng stream
-        return one
+    if len(sv.fitting) == 1 and len(sv.fitting[0].keys) <= 1:  # the common case, short path
+        c = sv.fitting[0]
+        if healthy(c.name, 0):
+            if rng is not None and mode == "balanced":
+                rng.random()  # the draw `order_channels` makes for one channel: same stream
+            return Candidate(model, (ChannelChoice(c.name, c.weight, (0,)),), None, "ok",
+                             sv.filtered)
     filtered = list(sv.filtered)
+    slots = cfg.compiled.key_slots
     alive = []
     for c in sv.fitting:
-        if any(healthy(c.name, i) for i, _ in key_slots(c)):
+        if any(healthy(c.name, i) for i, _ in slots[c.name]):
             alive.append(c)
         else:
             filtered.append((c.name, "unhealthy"))
@@ -298,7 +268,10 @@ def _candidate(
         return Candidate(model, (), "unhealthy", why, tuple(filtered))
     ordered, drained = order_channels(alive, mode, rng)
     filtered.extend((c.name, "drained") for c in drained)
-    choices = tuple(ChannelChoice(c.name, c.weight, order_keys(c, healthy, rng)) for c in ordered)
+    choices = tuple(
+        ChannelChoice(c.name, c.weight,
+                      _rotate(tuple(i for i, _ in slots[c.name] if healthy(c.name, i)), rng))
+        for c in ordered)
     return Candidate(model, choices, None, "ok", tuple(filtered))
 
 
@@ -330,15 +303,13 @@ def check_channel_pin(
     if not speaks(ch, api):
         return False, False, "format_mismatch"
     index = pin.get("key_index")
-    slots = _fp_by_index(ch)
+    slots = cfg.compiled.key_fps.get(ch.name, {})
     if not isinstance(index, int) or isinstance(index, bool) or index not in slots:
         return False, False, "key_missing"
     if slots[index] != str(pin.get("key_fp", "")):
         return False, False, "key_rotated"
     if ch.weight <= 0 and any(
-        c.enabled and c.weight > 0 and model in c.models and speaks(c, api)
-        for c in cfg.channels
-        if c.name != ch.name
+        c.weight > 0 and c.name != ch.name for c in cfg.compiled.serving_channels(model, api)
     ):
         return False, False, "channel_drained"
     if not healthy(ch.name, index):

@@ -18,6 +18,8 @@ How the wire fields reach `Usage` (`wire/usage.py`) and so how nothing is counte
   OpenAI itself does not). Both are parts *of* `prompt_tokens`, so
   uncached = prompt_tokens - cached_tokens - cache_write_tokens, which is
   prompt_tokens - cached_tokens whenever no write is reported.
+* Responses API: `input_tokens` is the whole prompt and `input_tokens_details.cached_tokens`
+  a part of it, exactly as in Chat Completions, so it is billed by the OpenAI rule.
 * Anthropic format: `input_tokens` (uncached), `cache_read_input_tokens` → `cached_tokens`
   and `cache_creation_input_tokens` → `cache_write_tokens` are reported apart, and the tap
   sets `prompt_tokens` = input + read + write. The same subtraction therefore gives back
@@ -42,9 +44,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
 
 from orca_cli.config.schema import ModelConfig
+from orca_cli.types import Api
 from orca_cli.wire.usage import Usage
 
 __all__ = [
@@ -71,21 +73,21 @@ class BillableTokens:
     output: int
 
 
-def billable_tokens(usage: Usage, api: Literal["openai", "anthropic"]) -> BillableTokens:
+def billable_tokens(usage: Usage, api: Api) -> BillableTokens:
     """Split normalised `usage` into billed parts (see the module docstring for the mapping)."""
     prompt = max(usage.prompt_tokens, 0)
     read = max(usage.cached_tokens, 0)
     write = max(usage.cache_write_tokens, 0)
     output = max(usage.output_tokens, 0)
-    if api == "openai":
+    if api in ("openai", "responses"):
         read = min(read, prompt)
         write = min(write, prompt - read)
     elif api != "anthropic":
-        raise ValueError(f"api: must be 'openai' or 'anthropic', got {api!r}")
+        raise ValueError(f"api: must be 'openai', 'anthropic' or 'responses', got {api!r}")
     return BillableTokens(max(prompt - read - write, 0), read, write, output)
 
 
-def request_cost(usage: Usage, api: Literal["openai", "anthropic"], model: ModelConfig) -> float:
+def request_cost(usage: Usage, api: Api, model: ModelConfig) -> float:
     """The dollar cost of one response from its reported usage (SPEC §10)."""
     t = billable_tokens(usage, api)
     p_in = model.input

@@ -14,7 +14,7 @@ B and C corroborate only within their own class. Every class obeys the caps (SPE
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from orca_cli.config.schema import EscalationConfig
@@ -31,7 +31,7 @@ from orca_cli.routing.intents import (
 from orca_cli.routing.strikes import request_strike
 from orca_cli.routing.tiers import Ask, Tier, TierState
 
-__all__ = ["TurnSignals", "TierDecision", "resolve_tier", "fresh_or_expired"]
+__all__ = ["TierDecision", "TurnSignals", "fresh_or_expired", "resolve_tier"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,10 @@ class TurnSignals:
     signatures: tuple[str, ...] = ()  # normalised error signatures of the tool results
     ask: Ask | None = None  # X-OrcaRouter-Tier
     actor: str = "client"
+    # The body holds no assistant message: a conversation's first request. On a session that
+    # already has turns it is a side request under the same session id (an agent's title
+    # request, a sub-agent's first ask) and is neutral for the difficulty streak.
+    fresh: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +105,92 @@ def _record(sig: TurnSignals, st: TierState, t2: float, scope: str = "main") -> 
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Ask:
+    """Class A: the header's ask, else a pending operator ask (consumed when acted on)."""
+
+    ask: Ask | None
+    actor: str
+    consume: tuple[Intent, ...] = ()
+
+
+def _explicit_ask(st: TierState, sig: TurnSignals) -> _Ask:
+    if sig.ask is None and st.pending is not None:
+        return _Ask(st.pending.ask, st.pending.actor, (ConsumePending(st.pending.id),))
+    return _Ask(sig.ask, sig.actor)
+
+
+@dataclass(frozen=True, slots=True)
+class _Engine:
+    """Classes B and C as evaluated on this turn, and what shadow mode records beside them."""
+
+    b: dict[str, Any]
+    c: dict[str, Any]
+    shadow: dict[str, Any] | None = None
+    shadow_intents: tuple[Intent, ...] = ()
+
+
+def _engine_triggers(st: TierState, sig: TurnSignals, esc: EscalationConfig, *, t2: float,
+                     dup: bool, now: float, strong_window_s: float) -> _Engine:
+    """B and C run on every evaluated turn (for the trace); in shadow mode on their own state,
+    recording what they would have done."""
+    if esc.mode != "shadow":
+        return _Engine(_evaluate_b(st, sig, esc, t2, dup), _evaluate_c(st, sig, esc, dup))
+    sh = st.shadow if st.shadow is not None else TierState(episode_started=now)
+    b = _evaluate_b(sh, sig, esc, t2, dup)
+    c = _evaluate_c(sh, sig, esc, dup)
+    would = ""
+    if sh.tier == "base" and sh.escalation_count < esc.max_per_session:
+        would = "difficulty" if b["fires"] else "strikes" if c["fires"] else ""
+    info = {"would": bool(would), "trigger": would or None,
+            "tier": "strong" if would else sh.tier}
+    intents: tuple[Intent, ...] = (_record(sig, sh, t2, "shadow"),)
+    if would:
+        intents += (Escalate(would, strong_window_s, "shadow", "shadow"),)
+    return _Engine(b, c, info, intents)
+
+
+def _deescalation(st: TierState, sig: TurnSignals, esc: EscalationConfig, ask: Ask | None,
+                  now: float) -> tuple[dict[str, Any], bool]:
+    """A strong session goes back to base when cold, easy and clean, unless asked otherwise."""
+    cold = now - st.last_success > st.window_s
+    ev = {"cold": cold, "clean_turns": st.clean_turns, "needed": esc.clean_turns,
+          "delta": round(sig.delta_score, 4), "t1": esc.t1}
+    fires = (ask is None and cold and sig.delta_score < esc.t1
+             and st.clean_turns >= esc.clean_turns)
+    return ev, fires
+
+
+def _escalation(a: _Ask, eng: _Engine, esc: EscalationConfig,
+                strong_window_s: float) -> tuple[str, Intent] | None:
+    """The base session's transition to strong this turn, if any: (trigger, intent)."""
+    if a.ask == "strong":
+        return "explicit", Escalate("explicit", strong_window_s, a.actor)
+    if a.ask == "once":
+        return "once", OnceBoost(a.actor)
+    if esc.mode == "auto" and (eng.b["fires"] or eng.c["fires"]):
+        trigger = "difficulty" if eng.b["fires"] else "strikes"
+        return trigger, Escalate(trigger, strong_window_s, "engine")
+    return None
+
+
+def _denial(st: TierState, caps: CapsView, esc: EscalationConfig, *, new: bool,
+            strong_available: bool) -> str:
+    """Every class obeys the caps (SPEC §6.4): the reason a strong tier is refused, or ""."""
+    if new and st.escalation_count >= esc.max_per_session:
+        return "session_cap"
+    if not strong_available:
+        return "no_candidate"
+    if caps.enabled:
+        after_loss = caps.state_lost_at is not None
+        if share_denied(caps.share, caps.share_cap, caps.warmup_requests, after_loss=after_loss):
+            return "share_cap"
+        if share_denied(caps.workspace_share, caps.workspace_cap, caps.warmup_requests,
+                        after_loss=after_loss):
+            return "workspace_cap"
+    return ""
+
+
 def resolve_tier(
     state: TierState | None,
     sig: TurnSignals,
@@ -114,91 +204,53 @@ def resolve_tier(
 ) -> TierDecision:
     """Decide this request's tier. `t2` is the effective delta gate (`caps.effective_t2`);
     `strong_window_s` the cache window of the strong tier's channel (recorded at escalation);
-    `strong_available` whether the strong tier has a candidate speaking the inbound format."""
+    `strong_available` whether the strong tier has a candidate speaking the inbound format.
+
+    A repeated turn (its dedupe key already in the ring) adds no evidence to B or C, but its
+    class A ask is acted on like any other: dedupe guards strikes and streaks, not asks."""
     st = state if state is not None else TierState(episode_started=now)
-    dup = st.seen(sig.dedupe_key)
-    pending = st.pending
-    ask: Ask | None = sig.ask
-    actor = sig.actor
-    consume: tuple[Intent, ...] = ()
-    if ask is None and pending is not None:
-        ask, actor = pending.ask, pending.actor
-        consume = (ConsumePending(pending.id),)
-    evals: dict[str, Any] = {"A": {"class": "A", "ask": ask, "actor": actor if ask else None,
-                                   "fires": ask is not None}}
+    if sig.fresh and sig.user_turn and st.turn > 0:
+        sig = replace(sig, user_turn=False)  # a side request neither extends nor resets B
+    a = _explicit_ask(st, sig)
+    evals: dict[str, Any] = {"A": {"class": "A", "ask": a.ask,
+                                   "actor": a.actor if a.ask else None,
+                                   "fires": a.ask is not None}}
     record = _record(sig, st, t2)
-    shadow_info: dict[str, Any] | None = None
-    shadow_intents: tuple[Intent, ...] = ()
 
     def decide(tier: Tier, reason: str, trigger: str = "", extra: tuple[Intent, ...] = (),
-               denied: str = "", state_tier: Tier | None = None) -> TierDecision:
-        intents = (record,) + shadow_intents + consume + extra
+               denied: str = "", state_tier: Tier | None = None,
+               eng: _Engine | None = None) -> TierDecision:
+        shadow_intents = eng.shadow_intents if eng is not None else ()
+        intents = (record, *shadow_intents, *a.consume, *extra)
         return TierDecision(tier=tier, reason=reason, trigger=trigger, intents=intents,
-                            denied=denied, evaluations=evals, shadow=shadow_info, t2=t2,
+                            denied=denied, evaluations=evals,
+                            shadow=eng.shadow if eng is not None else None, t2=t2,
                             state_tier=state_tier or st.tier)
 
-    # Class A: a reset works even inside the warm window and refunds nothing.
-    if ask == "base":
-        return decide("base", "reset", "reset", (Reset(actor),), state_tier="base")
+    if a.ask == "base":  # a reset works even inside the warm window and refunds nothing
+        return decide("base", "reset", "reset", (Reset(a.actor),), state_tier="base")
 
-    # B and C are evaluated on every evaluated turn (for the trace), in shadow on its own state.
-    if esc.mode == "shadow":
-        sh = st.shadow if st.shadow is not None else TierState(episode_started=now)
-        b = _evaluate_b(sh, sig, esc, t2, dup)
-        c = _evaluate_c(sh, sig, esc, dup)
-        would = ""
-        if sh.tier == "base" and sh.escalation_count < esc.max_per_session:
-            would = "difficulty" if b["fires"] else "strikes" if c["fires"] else ""
-        shadow_info = {"would": bool(would), "trigger": would or None,
-                       "tier": "strong" if would else sh.tier}
-        shadow_intents = (_record(sig, sh, t2, "shadow"),)
-        if would:
-            shadow_intents += (Escalate(would, strong_window_s, "shadow", "shadow"),)
-    else:
-        b = _evaluate_b(st, sig, esc, t2, dup)
-        c = _evaluate_c(st, sig, esc, dup)
-    evals["B"], evals["C"] = b, c
-
-    transition: Intent | None = None
+    eng = _engine_triggers(st, sig, esc, t2=t2, dup=st.seen(sig.dedupe_key), now=now,
+                           strong_window_s=strong_window_s)
+    evals["B"], evals["C"] = eng.b, eng.c
+    extra: tuple[Intent, ...] = ()
     if st.tier == "strong":
-        cold = now - st.last_success > st.window_s
-        evals["deescalation"] = {"cold": cold, "clean_turns": st.clean_turns,
-                                 "needed": esc.clean_turns, "delta": round(sig.delta_score, 4),
-                                 "t1": esc.t1}
-        if (ask is None and cold and sig.delta_score < esc.t1
-                and st.clean_turns >= esc.clean_turns):
-            return decide("base", "deescalated", "", (Deescalate(),), state_tier="base")
+        evals["deescalation"], cold_and_clean = _deescalation(st, sig, esc, a.ask, now)
+        if cold_and_clean:
+            return decide("base", "deescalated", "", (Deescalate(),), state_tier="base",
+                          eng=eng)
         trigger, new = (st.trigger or "explicit"), False
-    elif ask == "strong":
-        trigger, new = "explicit", True
-        transition = Escalate("explicit", strong_window_s, actor)
-    elif ask == "once":
-        trigger, new = "once", True
-        transition = OnceBoost(actor)
-    elif esc.mode == "auto" and (b["fires"] or c["fires"]):
-        trigger = "difficulty" if b["fires"] else "strikes"
-        new = True
-        transition = Escalate(trigger, strong_window_s, "engine")
     else:
-        return decide("base", "shadow" if esc.mode == "shadow" else "default")
+        up = _escalation(a, eng, esc, strong_window_s)
+        if up is None:
+            return decide("base", "shadow" if esc.mode == "shadow" else "default", eng=eng)
+        (trigger, transition), new = up, True
+        extra = (transition,)
 
-    # Every class obeys the caps.
-    denied = ""
-    if new and st.escalation_count >= esc.max_per_session:
-        denied = "session_cap"
-    elif not strong_available:
-        denied = "no_candidate"
-    elif caps.enabled:
-        after_loss = caps.state_lost_at is not None
-        if share_denied(caps.share, caps.share_cap, caps.warmup_requests, after_loss=after_loss):
-            denied = "share_cap"
-        elif share_denied(caps.workspace_share, caps.workspace_cap, caps.warmup_requests,
-                          after_loss=after_loss):
-            denied = "workspace_cap"
+    denied = _denial(st, caps, esc, new=new, strong_available=strong_available)
     evals["caps"] = {"new_transition": new, "session_count": st.escalation_count,
                      "max_per_session": esc.max_per_session, "denied": denied or None}
     if denied:
-        return decide("base", f"denied:{denied}", trigger, denied=denied)
-    extra: tuple[Intent, ...] = (transition,) if transition is not None else ()
-    state_tier: Tier = "base" if trigger == "once" else "strong"
-    return decide("strong", trigger, trigger, extra, state_tier=state_tier)
+        return decide("base", f"denied:{denied}", trigger, denied=denied, eng=eng)
+    return decide("strong", trigger, trigger, extra,
+                  state_tier="base" if trigger == "once" else "strong", eng=eng)

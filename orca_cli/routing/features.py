@@ -280,6 +280,27 @@ class Scorer:
         sample = _sample(t.texts)
         return self._difficulty(tokens, sample, len(t.system), t.has_tools)
 
+    def banding(self, body: Mapping[str, Any] | Any, api: Api) -> Difficulty:
+        """The banding score: the full score's formula on what varies between sessions —
+        the conversation (messages, tool results, tool-call arguments) — and not on the
+        agent's constant prefix: the system prompt and tool schemas are left out of the
+        length term, and the system-prompt and tools terms contribute 0.
+
+        Why: a coding agent sends the same prefix on every request — Claude Code 15–25 KB
+        of system prompt and 15+ tool schemas (≈ 60 KB), Codex ≈ 10 KB of instructions and
+        its tools. On the full score that prefix alone saturates log_prompt_tokens (0.20),
+        system_prompt_log_len (0.10) and has_tools (0.15): 0.45 before the first word of
+        the conversation, above the default t1 = 0.35, so every agent session banded mid.
+        Measured on agent-sized bodies (tests/routing/test_banding.py: a 20 KB system prompt
+        with 17 tools, 25 KB with 20, and a Codex-sized 10 KB with 8): the turns of an easy
+        session (one-line edits) score 0.44–0.49 full but 0.06–0.16 banding (weak); a hard
+        first ask (paragraphs of reasoning, with or without a pasted trace) 0.81–0.85 full
+        and 0.50–0.56 banding (mid; strong only when reasoning, code and maths all
+        saturate). A request without system prompt or tools scores the same on both."""
+        t = transcript(body, api)
+        chars = t.call_chars + sum(map(len, t.texts))
+        return self._difficulty(estimate_tokens(chars), _sample(t.texts), 0, False)
+
     def delta(self, body: Mapping[str, Any] | Any, api: Api) -> Delta:
         """The latest turn's difficulty (SPEC §4): reads nothing before the last assistant."""
         turn = latest_turn(body, api)

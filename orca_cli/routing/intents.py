@@ -78,7 +78,8 @@ class ConsumePending:
 class RecordTurn:
     """An evaluated, billed-success turn: advances the turn counter, the streak (user turns
     only), strike decay, the clean-turn counter, the dedupe ring and the seen signatures.
-    Skipped whole when its dedupe key is already in the ring (a retried turn)."""
+    Skipped when its dedupe key is already in the ring (a repeated turn); the other intents
+    of that commit still apply."""
 
     dedupe_key: str
     user_turn: bool

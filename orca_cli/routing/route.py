@@ -41,14 +41,20 @@ from orca_cli.routing.candidates import (
     check_model_pin,
     model_config,
 )
-from orca_cli.routing.caps import CapsView, ShareView, effective_t2, in_canary, share_denied
+from orca_cli.routing.caps import (
+    CapsView,
+    ShareView,
+    effective_t2,
+    in_canary,
+    share_denied,
+)
 from orca_cli.routing.escalation import TierDecision, TurnSignals, resolve_tier
 from orca_cli.routing.features import Delta, Difficulty, Scorer
+from orca_cli.routing.snapshot import Snapshot
 from orca_cli.routing.strategies import STRATEGIES, Ranking, StrategySignals
 from orca_cli.routing.strikes import error_signatures
 from orca_cli.routing.target import Target
 from orca_cli.routing.tiers import Ask, Tier, TierState
-from orca_cli.state.base import Snapshot
 
 __all__ = ["MAX_FALLBACK_MODELS", "Attempt", "PinRead", "RouteInput", "RoutePlan",
            "overflow_refusal", "plan_route"]
@@ -133,6 +139,14 @@ class RoutePlan:
                      if p.status == "dropped" and p.kind in prefix)
 
 
+def _fresh_conversation(body: Mapping[str, Any]) -> bool:
+    """No assistant message in the body (`messages`, or a Responses `input` list)."""
+    items = body.get("messages", body.get("input"))
+    if not isinstance(items, list):
+        return True
+    return not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in items)
+
+
 def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot) -> CapsView:
     esc = router.escalation
     return CapsView(
@@ -179,12 +193,15 @@ def plan_route(
     *,
     now: float,
     scorer: Scorer,
+    rng: random.Random,
     healthy: Healthy = all_healthy,
-    rng: random.Random | None = None,
     caps_enabled: bool = True,
 ) -> RoutePlan:
-    """Decide tier, model, channel and key order for one request (SPEC §3 steps 3-6)."""
-    c = _Ctx(cfg, inp, snapshot, scorer, healthy, rng or random.Random())
+    """Decide tier, model, channel and key order for one request (SPEC §3 steps 3-6).
+
+    `rng` is required: the core draws from the caller's generator only (seeded in tests,
+    replay and `explain`), never from one of its own."""
+    c = _Ctx(cfg, inp, snapshot, scorer, healthy, rng)
     t = inp.target
     if t.kind == "model":
         return _plan_model(c)
@@ -235,7 +252,8 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState, caps: CapsView,
     signatures = error_signatures(inp.delta.tool_result_texts)
     evidence["signatures"] = len(signatures)
     sig = TurnSignals(dedupe_key=inp.dedupe_key, delta_score=inp.delta.score,
-                      user_turn=inp.delta.is_user_turn, signatures=signatures, ask=inp.ask)
+                      user_turn=inp.delta.is_user_turn, signatures=signatures, ask=inp.ask,
+                      fresh=_fresh_conversation(inp.body))
     t2 = effective_t2(threshold=esc.threshold, t2=esc.t2, t1=esc.t1,
                       percentile=esc.percentile, samples=c.snapshot.percentile_samples)
     return resolve_tier(state, sig, caps, esc, now=now, t2=t2,
@@ -291,8 +309,10 @@ def _rank(c: _Ctx, router: RouterConfig, candidates: Sequence[Candidate],
     request = None
     if router.strategy == "auto":
         request = AutoRequest(inp.body, inp.delta, full, inp.classification, inp.latency_ms)
+    banding = (c.scorer.banding(inp.body, inp.api).score
+               if router.strategy == "gated_adaptive" else None)
     signals = StrategySignals(full.score if full else None, inp.delta.difficulty.values,
-                              request)
+                              banding_score=banding, request=request)
     return STRATEGIES[router.strategy](candidates, c.cfg, router, signals,
                                        c.snapshot.linucb, c.rng)
 

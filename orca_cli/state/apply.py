@@ -8,7 +8,8 @@ intent states a goal rather than a delta taken from stale state, re-applying is 
 * two racing identical escalations merge (the second finds the session strong: no-op);
 * a stale writer cannot clobber a committed escalation (its intents land on the fresh doc);
 * the per-session cap holds under races (an escalation finding the cap used is skipped);
-* a retried turn (dedupe key already in the ring) applies nothing but its success time.
+* a repeated turn (dedupe key already in the ring) records no new evidence (turn counter,
+  streak, strikes, clean turns, ring) but applies its transitions: asks are never swallowed.
 
 Order: the turn record first (so the escalating turn's evidence is counted, then consumed),
 then transitions, then the pending-ask bookkeeping.
@@ -64,17 +65,21 @@ def apply_to_state(state: TierState | None, intents: Sequence[Intent], now: floa
     main = [i for i in intents if getattr(i, "scope", "main") == "main"]
     shadow = [i for i in intents if getattr(i, "scope", "main") == "shadow"]
     record = next((i for i in main if isinstance(i, RecordTurn)), None)
-    if record is not None and st.seen(record.dedupe_key):
-        # A retried turn: its first attempt already counted. Only the success time moves.
-        return replace(st, last_success=max(st.last_success, now))
-    if record is not None:
+    # A repeated turn (its dedupe key already in the ring): its first attempt already counted
+    # its evidence, so the turn records are skipped (streaks and strikes cannot be farmed by
+    # re-sending a body) while its transitions still apply: an explicit ask is never
+    # swallowed, and a `once` re-sent counts against `max_per_session` again.
+    repeated = record is not None and st.seen(record.dedupe_key)
+    if repeated:
+        st = replace(st, last_success=max(st.last_success, now))
+    elif record is not None:
         st = _record_turn(st, record, now, esc)
     for intent in main:
         st = _transition(st, intent, now, esc)
     if shadow:
         sh = st.shadow if st.shadow is not None else TierState(episode_started=now)
         srec = next((i for i in shadow if isinstance(i, RecordTurn)), None)
-        if srec is not None:
+        if srec is not None and not repeated:
             sh = _record_turn(sh, srec, now, esc)
         for intent in shadow:
             sh = _transition(sh, intent, now, esc)

@@ -18,40 +18,45 @@ marker, all slots sent in one pipeline).
 Keys are given as *suffixes* inside a slot; `state/keys.py` builds the full hash-tagged name:
 `<prefix>:{r:<router>:s:<session>}:<suffix>`, `<prefix>:{r:<router>}:<suffix>`,
 `<prefix>:{w}:<suffix>`, `<prefix>:{t}:<suffix>`.
+
+`Snapshot`, `ShareCounts` and `TierDoc` are defined by the routing core
+(`routing/snapshot.py`) and re-exported here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
+# The routing side owns what a read hands over; re-exported here for the store backends.
+from orca_cli.routing.snapshot import ShareCounts, Snapshot, TierDoc
+
 __all__ = [
-    "TierDoc",
-    "Mutate",
-    "SlotRef",
-    "Op",
-    "SetOp",
-    "DelOp",
-    "IncrOp",
-    "HIncrOp",
-    "PushOp",
-    "ZAddOp",
-    "ExpireAtLeastOp",
-    "SlotWrite",
-    "CommitBatch",
-    "SlotResult",
-    "CommitResult",
-    "ReadRequest",
-    "Snapshot",
-    "ShareCounts",
-    "KeyEntry",
-    "Store",
     "MARKER_TTL_S",
     "MAX_CAS_ATTEMPTS",
+    "CommitBatch",
+    "CommitResult",
+    "DelOp",
+    "ExpireAtLeastOp",
+    "HIncrOp",
+    "IncrOp",
+    "KeyEntry",
+    "Mutate",
+    "Op",
+    "PushOp",
+    "ReadRequest",
+    "SetOp",
+    "ShareCounts",
+    "SlotRef",
+    "SlotResult",
+    "SlotWrite",
+    "Snapshot",
+    "Store",
+    "TierDoc",
+    "ZAddOp",
 ]
 
-TierDoc: TypeAlias = dict[str, Any]
 Mutate: TypeAlias = Callable[["TierDoc | None"], "TierDoc | None"]
 
 MARKER_TTL_S = 86400
@@ -178,12 +183,6 @@ class CommitResult:
 
 
 @dataclass(frozen=True, slots=True)
-class ShareCounts:
-    strong: float = 0.0
-    total: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
 class ReadRequest:
     router: str
     session: str | None = None
@@ -193,21 +192,6 @@ class ReadRequest:
     affinity_key: str | None = None  # sessionless cache-aware affinity (SPEC §5)
     linucb_arms: tuple[str, ...] = ()
     percentile_samples: int = 0  # how many of the newest samples to read (0 = none)
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    tier: TierDoc | None = None
-    tier_version: int = 0
-    pins: Mapping[str, str] = field(default_factory=dict)  # "base"/"strong" -> model
-    channel_pins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    share: ShareCounts = ShareCounts()
-    workspace_share: ShareCounts = ShareCounts()
-    affinity: Mapping[str, Any] | None = None
-    linucb: Mapping[str, Sequence[float]] = field(default_factory=dict)
-    percentile_samples: tuple[float, ...] = ()
-    # Set when the store detected a state loss; the time it was detected (SPEC §6.4, §9).
-    state_lost_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,8 @@ sidecar's housekeeping calls `sweep_if_due` (`Runtime.start`), so an idle store 
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 from orca_cli.clock import Clock
 from orca_cli.errors import StoreUnavailable
@@ -46,108 +44,27 @@ from orca_cli.state.codec import (
     audit_slot,
     check_ops,
     decode_doc,
-    decode_value,
     doc_version,
     dumps,
     encode_doc,
     vector_from_hash,
     vector_from_text,
 )
+from orca_cli.state.keyspace import (
+    KIND_OF_OP,
+    Keyspace,
+    ZSet,
+    decode_view,
+    floats,
+    kind_of,
+    num,
+)
 
 __all__ = ["MemoryStore"]
 
 
-class _ZSet:
-    """A sorted set ordered like Redis's: by score, then member.
 
-    Popping the lowest members (the trace index and audit streams trim their oldest on
-    every write once full) advances a head offset instead of shifting the list; the dead
-    prefix is dropped once it is the larger half, so a trim costs O(1) amortised."""
-
-    __slots__ = ("_items", "_head", "scores")
-
-    def __init__(self) -> None:
-        self._items: list[tuple[float, str]] = []
-        self._head = 0
-        self.scores: dict[str, float] = {}
-
-    def __len__(self) -> int:
-        return len(self._items) - self._head
-
-    @property
-    def items(self) -> list[tuple[float, str]]:
-        return self._items[self._head :]
-
-    def add(self, member: str, score: float) -> None:
-        old = self.scores.get(member)
-        if old is not None:
-            if old == score:
-                return
-            del self._items[bisect.bisect_left(self._items, (old, member), self._head)]
-        self.scores[member] = score
-        bisect.insort(self._items, (score, member), self._head)
-
-    def pop_lowest(self, n: int) -> list[str]:
-        if n <= 0:
-            return []
-        end = min(self._head + n, len(self._items))
-        gone = [m for _, m in self._items[self._head : end]]
-        self._head = end
-        for m in gone:
-            del self.scores[m]
-        if self._head * 2 > len(self._items):
-            del self._items[: self._head]
-            self._head = 0
-        return gone
-
-    def remove_below(self, score: float) -> list[str]:
-        below = bisect.bisect_left(self._items, (score, ""), self._head)
-        return self.pop_lowest(below - self._head)
-
-    def range_from(self, score: float) -> list[tuple[float, str]]:
-        return self._items[bisect.bisect_left(self._items, (score, ""), self._head) :]
-
-
-_Value: TypeAlias = str | float | dict[str, float] | list[str] | _ZSet
-_KIND_OF_OP: dict[type, str] = {IncrOp: "string", HIncrOp: "hash", PushOp: "list", ZAddOp: "zset"}
-
-
-_UNDECODED: Any = object()
-
-
-@dataclass(slots=True)
-class _Entry:
-    value: _Value
-    expires_at: float | None
-    # The JSON document a text value decodes to, kept from a read until the key is written
-    # again (a write replaces the whole entry). Readers share it and treat it as read-only.
-    doc: Any = _UNDECODED
-
-
-def _kind(value: _Value) -> str:
-    if isinstance(value, (str, float)):
-        return "string"
-    if isinstance(value, dict):
-        return "hash"
-    if isinstance(value, list):
-        return "list"
-    return "zset"
-
-
-def _decode(value: _Value) -> Any:
-    """The operator-side view, identical to what the Redis backend decodes."""
-    if isinstance(value, float):
-        return value
-    if isinstance(value, str):
-        return decode_value(value)
-    if isinstance(value, dict):
-        return {k: float(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [decode_value(v) for v in value]
-    return [[decode_value(m), s] for s, m in value.items]
-
-
-class MemoryStore:
+class MemoryStore(Keyspace):
     """The `memory` backend; also the fast fake every unit test uses (no fakeredis)."""
 
     backend = "memory"
@@ -163,86 +80,17 @@ class MemoryStore:
         sweep_every: int = 1024,
         sweep_interval_s: float = 60.0,
     ) -> None:
-        self._clock = clock
+        super().__init__(clock, sweep_every, sweep_interval_s)
         self._prefix = K.check_name(key_prefix, "state.key_prefix")
         self._trace_max = max(1, trace_max)
         self._trace_ttl_s = trace_ttl_s
         self._audit_max = audit_max
-        self._sweep_every = sweep_every
-        self._sweep_interval_s = sweep_interval_s
-        self._data: dict[str, _Entry] = {}
         # The share window's sums per slot tag and hour window, valid until a `share:` key of
         # that tag is written or the earliest of the summed buckets expires.
         self._share_sums: dict[str, dict[tuple[int, ...], tuple[ShareCounts, float]]] = {}
-        self._since_sweep = 0
-        self._last_sweep = clock.now()
         self.reads = 0
         self.commits = 0
         self.state_lost_at: float | None = None  # an embedded store never loses state on its own
-
-    # --- primitives (each mirrors one Redis command) ---------------------------------------
-
-    def _entry(self, key: str, now: float) -> _Entry | None:
-        e = self._data.get(key)
-        if e is not None and e.expires_at is not None and e.expires_at <= now:
-            del self._data[key]
-            return None
-        return e
-
-    def _value(self, key: str, now: float) -> _Value | None:
-        e = self._entry(key, now)
-        return None if e is None else e.value
-
-    def _text(self, key: str, now: float) -> str | None:
-        v = self._value(key, now)
-        return v if isinstance(v, str) else None
-
-    def _doc(self, key: str, now: float) -> dict[str, Any] | None:
-        """`decode_doc` of a text key, cached on its entry until the key is written again."""
-        e = self._entry(key, now)
-        if e is None:
-            return None
-        if e.doc is _UNDECODED:
-            e.doc = decode_doc(e.value) if isinstance(e.value, str) else None
-        return e.doc  # type: ignore[no-any-return]
-
-    def _put(self, key: str, value: _Value, ttl_s: float | None, now: float) -> None:
-        self._data[key] = _Entry(value, None if not ttl_s else now + ttl_s)
-
-    def _expire(self, key: str, ttl_s: float, now: float) -> None:
-        e = self._entry(key, now)
-        if e is not None:
-            e.expires_at = now + ttl_s
-
-    def sweep(self) -> int:
-        """Drop every expired key now; returns how many were dropped."""
-        now = self._clock.now()
-        dead = [
-            k for k, e in self._data.items() if e.expires_at is not None and e.expires_at <= now
-        ]
-        for k in dead:
-            del self._data[k]
-        self._since_sweep = 0
-        self._last_sweep = now
-        return len(dead)
-
-    def sweep_if_due(self) -> int:
-        """Sweep when `sweep_interval_s` passed since the last sweep; returns keys dropped."""
-        if self._clock.now() - self._last_sweep < self._sweep_interval_s:
-            return 0
-        return self.sweep()
-
-    def _maybe_sweep(self, now: float) -> None:
-        self._since_sweep += 1
-        if (
-            self._since_sweep >= self._sweep_every
-            or now - self._last_sweep >= self._sweep_interval_s
-        ):
-            self.sweep()
-
-    def __len__(self) -> int:
-        """Keys resident (expired ones included until touched or swept)."""
-        return len(self._data)
 
     # --- request path ----------------------------------------------------------------------
 
@@ -285,7 +133,7 @@ class MemoryStore:
             if req.percentile_samples > 0:
                 samples = self._value(rtag + K.PCT_KEY, now)
                 if isinstance(samples, list):
-                    pct = tuple(_floats(samples[: req.percentile_samples]))
+                    pct = tuple(floats(samples[: req.percentile_samples]))
         ws = ShareCounts()
         if req.workspace:
             ws = self._share(K.slot_tag(self._prefix, K.WORKSPACE), req.share_hours, now)
@@ -318,9 +166,9 @@ class MemoryStore:
                 if e.expires_at is not None:
                     until = min(until, e.expires_at)
                 if kind == "s":
-                    strong += _num(e.value)
+                    strong += num(e.value)
                 else:
-                    total += _num(e.value)
+                    total += num(e.value)
         if len(sums) >= 8:  # the window moved on: older windows are not read again
             sums.clear()
         counts = ShareCounts(strong, total)
@@ -393,7 +241,7 @@ class MemoryStore:
     def _check_types(self, tkey: str | None, keys: list[str], ops: tuple[Op, ...],
                      now: float) -> None:
         """WRONGTYPE before anything is written, as the Redis script checks first."""
-        kinds = _KIND_OF_OP
+        kinds = KIND_OF_OP
         wanted = [(tkey, "string")] if tkey else []
         wanted += [(key, kinds[type(op)]) for key, op in zip(keys, ops) if type(op) in kinds]
         data = self._data
@@ -401,7 +249,7 @@ class MemoryStore:
             e = data.get(key)
             if e is None or (e.expires_at is not None and e.expires_at <= now):
                 continue  # absent or expired: any type may be written
-            got = _kind(e.value)
+            got = kind_of(e.value)
             if got != kind:
                 raise StoreUnavailable(
                     f"store key {key} is a {got}, not a {kind}; nothing applied"
@@ -411,7 +259,7 @@ class MemoryStore:
         if isinstance(op, SetOp):
             self._put(key, op.value, op.ttl_s, now)
         elif isinstance(op, IncrOp):
-            self._put(key, _num(self._value(key, now)) + op.amount, op.ttl_s, now)
+            self._put(key, num(self._value(key, now)) + op.amount, op.ttl_s, now)
         elif isinstance(op, HIncrOp):
             h = self._value(key, now)
             fields: dict[str, float] = h if isinstance(h, dict) else {}
@@ -427,7 +275,7 @@ class MemoryStore:
             self._put(key, lst, op.ttl_s, now)
         elif isinstance(op, ZAddOp):
             z = self._value(key, now)
-            zs = z if isinstance(z, _ZSet) else _ZSet()
+            zs = z if isinstance(z, ZSet) else ZSet()
             zs.add(op.member, float(op.score))
             zs.pop_lowest(len(zs) - op.maxlen)
             self._put(key, zs, op.ttl_s, now)
@@ -439,7 +287,7 @@ class MemoryStore:
     def _append_audit(self, event: dict[str, Any], now: float) -> None:
         key = K.slot_tag(self._prefix, audit_slot(event["router"])) + K.AUDIT_KEY
         z = self._value(key, now)
-        zs = z if isinstance(z, _ZSet) else _ZSet()
+        zs = z if isinstance(z, ZSet) else ZSet()
         zs.add(audit_member(event), float(event["ts"]))
         zs.remove_below(now - AUDIT_MAX_AGE_S)
         zs.pop_lowest(len(zs) - self._audit_max)
@@ -459,7 +307,7 @@ class MemoryStore:
         ts = trace.get("ts")
         score = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else now
         z = self._value(tag + K.TRACE_INDEX_KEY, now)
-        idx = z if isinstance(z, _ZSet) else _ZSet()
+        idx = z if isinstance(z, ZSet) else ZSet()
         idx.add(member, score)
         idx.remove_below(now - ttl)
         for old in idx.pop_lowest(len(idx) - self._trace_max):
@@ -503,7 +351,7 @@ class MemoryStore:
         if e is None:
             return None
         ttl = None if e.expires_at is None else e.expires_at - now
-        return KeyEntry(slot, suffix, _decode(e.value), ttl)
+        return KeyEntry(slot, suffix, decode_view(e.value), ttl)
 
     async def get(self, slot: SlotRef, key: str) -> KeyEntry | None:
         full = K.slot_tag(self._prefix, slot) + key
@@ -532,7 +380,7 @@ class MemoryStore:
         events: list[tuple[float, str]] = []
         for key in streams:
             z = self._value(key, now)
-            if isinstance(z, _ZSet):
+            if isinstance(z, ZSet):
                 events += z.range_from(since) if since is not None else z.items
         return [decode_doc(m) or {} for _, m in sorted(events)]
 
@@ -548,22 +396,3 @@ def _is_router_audit(prefix: str, key: str) -> bool:
     return parsed is not None and parsed[0].kind == "router" and parsed[1] == K.AUDIT_KEY
 
 
-def _num(value: _Value | None) -> float:
-    if value is None:
-        return 0.0
-    if isinstance(value, float):
-        return value
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def _floats(items: list[str]) -> list[float]:
-    out = []
-    for s in items:
-        try:
-            out.append(float(s))
-        except ValueError:
-            continue
-    return out

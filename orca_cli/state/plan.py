@@ -26,7 +26,14 @@ import orjson
 
 from orca_cli.config.schema import EscalationConfig
 from orca_cli.routing.escalation import TierDecision
-from orca_cli.routing.intents import Escalate, Intent, OnceBoost, RecordTurn, Reset, Deescalate
+from orca_cli.routing.intents import (
+    Deescalate,
+    Escalate,
+    Intent,
+    OnceBoost,
+    RecordTurn,
+    Reset,
+)
 from orca_cli.routing.tiers import TierState
 from orca_cli.state import keys as K
 from orca_cli.state.apply import apply_intents
@@ -45,9 +52,20 @@ from orca_cli.state.base import (
     ZAddOp,
 )
 
-__all__ = ["TurnOutcome", "PlanContext", "TierMutate", "build_commit", "settle_batch",
-           "LONG_PIN_S", "STATS_TTL_S", "RECENT_MAX", "SETTLE_SUFFIX", "FIGURES_KEY",
-           "audit_event", "figures_ops"]
+__all__ = [
+    "FIGURES_KEY",
+    "LONG_PIN_S",
+    "RECENT_MAX",
+    "SETTLE_SUFFIX",
+    "STATS_TTL_S",
+    "PlanContext",
+    "TierMutate",
+    "TurnOutcome",
+    "audit_event",
+    "build_commit",
+    "figures_ops",
+    "settle_batch",
+]
 
 LONG_PIN_S = 30 * 86400
 STATS_TTL_S = 8 * 86400
@@ -168,15 +186,15 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
             if decision.shadow and decision.shadow.get("would"):
                 ops.append(HIncrOp(stats, "shadow_would_escalate", 1, STATS_TTL_S))
         if ctx.percentile_sample is not None:
-            ops.append(PushOp("pct", repr(round(ctx.percentile_sample, 6)), 1000, 30 * 86400))
+            ops.append(PushOp(K.PCT_KEY, repr(round(ctx.percentile_sample, 6)), 1000, 30 * 86400))
         for arm, inc in ctx.linucb.items():
-            ops.extend(HIncrOp(f"linucb:{arm}", str(j), v, 90 * 86400)
+            ops.extend(HIncrOp(K.linucb_key(arm), str(j), v, 90 * 86400)
                        for j, v in enumerate(inc) if v)
         if ctx.session is not None:
-            ops.append(ZAddOp("recent", ctx.session, ctx.now, RECENT_MAX, 7 * 86400))
+            ops.append(ZAddOp(K.RECENT_KEY, ctx.session, ctx.now, RECENT_MAX, 7 * 86400))
         if ctx.affinity is not None:
             key, pin, ttl = ctx.affinity
-            ops.append(SetOp(f"aff:{key}", orjson.dumps(dict(pin)).decode(), ttl))
+            ops.append(SetOp(K.affinity_key(key), orjson.dumps(dict(pin)).decode(), ttl))
         writes.append(SlotWrite(SlotRef.of_router(ctx.router), tuple(ops)))
 
     ws: list[Op] = [IncrOp(K.share_key(hour, "t"), 1, share_ttl)]
@@ -196,11 +214,11 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
             model_ttl = float(LONG_PIN_S)
         else:
             model_ttl = outcome.window_s
-        ops.append(SetOp(f"pin:{served}", outcome.model, model_ttl))
+        ops.append(SetOp(K.pin_key(served), outcome.model, model_ttl))
     if outcome.channel is not None and outcome.key_index is not None:
         pin = {"channel": outcome.channel, "key_index": outcome.key_index,
                "key_fp": outcome.key_fp}
-        ops.append(SetOp(f"chan:{served}", orjson.dumps(pin).decode(), outcome.window_s))
+        ops.append(SetOp(K.chan_key(served), orjson.dumps(pin).decode(), outcome.window_s))
     ops += figures_ops(outcome, max(float(ctx.esc.tier_ttl_s), outcome.window_s,
                                     float(LONG_PIN_S) if ctx.explicit_session
                                     and ctx.durable_store else 0.0))
@@ -209,7 +227,7 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
         intents = _with_response(decision.intents, outcome.response_strikes)
         mutate = TierMutate(intents, ctx.now, ctx.esc, base=(snapshot.tier, ctx.base_state))
         if decision.state_tier == "strong":
-            ops.append(ExpireAtLeastOp("pin:base", ctx.esc.tier_ttl_s))
+            ops.append(ExpireAtLeastOp(K.pin_key("base"), ctx.esc.tier_ttl_s))
     return SlotWrite(SlotRef.of_session(ctx.router, ctx.session), tuple(ops), mutate=mutate,
                      expected_version=snapshot.tier_version, base_doc=snapshot.tier,
                      tier_ttl_s=ctx.esc.tier_ttl_s)
@@ -233,7 +251,7 @@ class TierMutate:
     re-applies it onto the fresh document); `changed` tells what its latest call, the one
     that was written, did to the tier: `("escalated", trigger)` or `("deescalated", "")`."""
 
-    __slots__ = ("intents", "now", "esc", "changed", "base")
+    __slots__ = ("base", "changed", "esc", "intents", "now")
 
     def __init__(self, intents: tuple[Intent, ...], now: float, esc: EscalationConfig, *,
                  base: tuple[Any, TierState | None] | None = None) -> None:

@@ -24,11 +24,12 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, Protocol, TextIO
 
 import orjson
 
-__all__ = ["LogFormat", "RequestLog", "format_json", "format_line", "log_fields", "short_id"]
+__all__ = ["LogFormat", "RequestLog", "Tee", "TraceSink", "format_json", "format_line",
+           "log_fields", "short_id"]
 
 LogFormat = Literal["text", "json"]
 
@@ -40,6 +41,24 @@ _GREEN = "\x1b[32m"
 _YELLOW = "\x1b[33m"
 _RED = "\x1b[31m"
 _CYAN = "\x1b[36m"
+
+
+class TraceSink(Protocol):
+    """Where a finished request's trace goes besides the store: the request log, OpenTelemetry.
+    `emit` runs on the event loop after the response and must neither block nor raise."""
+
+    def emit(self, trace: Mapping[str, Any]) -> None: ...
+
+
+class Tee:
+    """Several sinks behind one `emit` (the request log and OpenTelemetry together)."""
+
+    def __init__(self, *sinks: TraceSink) -> None:
+        self.sinks = sinks
+
+    def emit(self, trace: Mapping[str, Any]) -> None:
+        for sink in self.sinks:
+            sink.emit(trace)
 
 
 def short_id(request_id: Any) -> str:
@@ -108,7 +127,7 @@ def format_line(trace: Mapping[str, Any], *, colour: bool = False) -> str:
     tier = trace.get("tier") or {}
     sel = trace.get("selected") or {}
     ts = _num(trace.get("ts"))
-    when = time.strftime("%H:%M:%S", time.localtime(ts)) if ts is not None else "--:--:--"
+    when = _clock_text(int(ts)) if ts is not None else "--:--:--"
     router = trace.get("router") or trace.get("requested_model")
     decision = tier.get("decision")
     tier_text = f"{decision}:{tier.get('reason')}" if decision else "-"
@@ -134,6 +153,15 @@ def format_line(trace: Mapping[str, Any], *, colour: bool = False) -> str:
     if trace.get("error"):
         cells[8] = _RED + cells[8] + _RESET
     return " ".join(cells)
+
+
+_last_second: list[Any] = [None, ""]  # one-entry memo: a burst of lines shares its second
+
+
+def _clock_text(second: int) -> str:
+    if _last_second[0] != second:
+        _last_second[:] = [second, time.strftime("%H:%M:%S", time.localtime(second))]
+    return str(_last_second[1])
 
 
 def _tail(trace: Mapping[str, Any]) -> str:

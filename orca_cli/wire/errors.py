@@ -5,13 +5,20 @@ Upstream errors are relayed unmodified; these bodies are only for errors orca it
 attemptable 503) and for the in-stream error that ends a stream that broke after its first
 byte. A message must never carry an untrusted header value: callers pass fixed text, and
 this module strips control characters and bounds the length as a second line of defence.
+
+The Responses API (SPEC §13.1) shares OpenAI's error body and type names. Its streams end in
+error with a `response.failed` event (the response with `status: "failed"` and an `error`
+object `{code, message}`), which Codex CLI reads as a failed turn; a stream so ended never
+gets a `response.completed` after it.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any
 
 import orjson
+
+from orca_cli.types import Api
 
 __all__ = [
     "ANTHROPIC_ERROR_TYPES",
@@ -19,10 +26,9 @@ __all__ = [
     "OPENAI_ERROR_TYPES",
     "error_body",
     "error_type",
+    "response_failed_event",
     "stream_error_event",
 ]
-
-Api = Literal["openai", "anthropic"]
 
 ANTHROPIC_ERROR_TYPES: dict[int, str] = {
     400: "invalid_request_error",
@@ -111,9 +117,22 @@ def error_body(
     )
 
 
-def stream_error_event(api: Api, message: str, kind: str | None = None) -> bytes:
+def stream_error_event(
+    api: Api,
+    message: str,
+    kind: str | None = None,
+    *,
+    response: dict[str, Any] | None = None,
+    sequence_number: int | None = None,
+) -> bytes:
     """The SSE bytes of an in-stream error (SPEC §7): Anthropic `event: error`, OpenAI
-    `data: {"error": …}`. A stream ended with this never gets a fake clean end after it."""
+    `data: {"error": …}`, Responses `event: response.failed` (see `response_failed_event`;
+    `response` and `sequence_number` feed it and are ignored by the other formats). A stream
+    ended with this never gets a fake clean end after it."""
+    if api == "responses":
+        return response_failed_event(
+            message, kind, response=response, sequence_number=sequence_number
+        )
     if api == "anthropic":
         payload = error_body("anthropic", 500, message, kind=kind or "api_error")
         return b"event: error\ndata: " + payload + b"\n\n"
@@ -128,3 +147,38 @@ def stream_error_event(api: Api, message: str, kind: str | None = None) -> bytes
         }
     )
     return b"data: " + payload + b"\n\n"
+
+
+def response_failed_event(
+    message: str,
+    code: str | None = None,
+    *,
+    response: dict[str, Any] | None = None,
+    sequence_number: int | None = None,
+) -> bytes:
+    """A Responses stream's `response.failed` event (SPEC §7, §13.1).
+
+    `response` is what the stream already told the client about its response (`id`,
+    `created_at`, `model`: `ResponseTap.response_head()` keeps them) so the failure names the
+    same response; its `status` becomes "failed", `error` is `{code, message}` with `code`
+    "server_error" unless given, and `output` / `usage` are emptied. `sequence_number`
+    continues the stream's numbering (the next number; 0 when unknown).
+    """
+    head = response or {}
+    failed: dict[str, Any] = {
+        "id": head.get("id") or "resp_orca_failed",
+        "object": "response",
+        "created_at": head.get("created_at") or 0,
+        "status": "failed",
+        "error": {"code": code or "server_error", "message": _clean(message)},
+        "incomplete_details": None,
+        "model": head.get("model") or "",
+        "output": [],
+        "usage": None,
+    }
+    event = {
+        "type": "response.failed",
+        "sequence_number": sequence_number or 0,
+        "response": failed,
+    }
+    return b"event: response.failed\ndata: " + orjson.dumps(event) + b"\n\n"

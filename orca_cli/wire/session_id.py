@@ -1,11 +1,21 @@
 """The session id chain of SPEC §1.4: pure, no I/O, never raises on a junk body.
 
 First that resolves wins: `X-Orca-Session` → the headers agents already send
-(`X-Claude-Code-Session-Id`, Codex's `session_id`, `x-opencode-session`, `X-Amp-Thread-Id`) →
-`X-Session-Id` → body `metadata.session_id` → OpenAI `prompt_cache_key` → Anthropic
-`metadata.user_id` (the part after `_session_`) → a derived id, `d:` + sha256 over router, tool
-names, system prompt and first user message (32 hex). Explicit ids are long-pin eligible; derived
-ones are not. The OpenAI `user` field names a person, never a conversation: it is never read.
+(`AGENT_SESSION_HEADERS`: Claude Code, Codex CLI, OpenCode, Amp) → `X-Session-Id` → body
+`metadata.session_id` → `prompt_cache_key` (Chat Completions and the Responses API; Codex CLI
+sets it to its conversation id) → Anthropic `metadata.user_id` (the part after `_session_`) → a
+derived id, `d:` + sha256 over router, tool names, system prompt and first user message (32
+hex). Explicit ids are long-pin eligible; derived ones are not. The OpenAI `user` field names a
+person, never a conversation: it is never read.
+
+Codex CLI sends its conversation id as `session_id` (older releases), `session-id` (current
+ones), and `conversation_id` / `thread-id` in some releases; all are read, in that order.
+
+For a Responses body the derived id reads `instructions` and the system / developer messages
+as the system prompt, and the first user text of `input` once injected blocks are stripped and
+Codex's own context parts (AGENTS.md, environment, …: `hygiene.is_agent_context`) are left
+out: Codex opens every conversation with such messages, which would otherwise make every
+conversation in one directory the same session.
 
 An id longer than 128 UTF-8 bytes or containing `{`, `}` or control characters becomes `h:` +
 its sha256 hex (it would break Redis hash-tag slots); the original is kept in `raw` for traces.
@@ -17,11 +27,16 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import orjson
 
+from orca_cli.types import Api
+from orca_cli.wire.hygiene import is_agent_context, strip_injected
+from orca_cli.wire.responses_input import input_items, item_kind
+
 __all__ = [
+    "AGENT_SESSION_HEADERS",
     "MAX_SESSION_ID_BYTES",
     "SESSION_HEADERS",
     "SessionId",
@@ -31,12 +46,20 @@ __all__ = [
 ]
 
 MAX_SESSION_ID_BYTES = 128
-SESSION_HEADERS = (
+# The session headers coding agents send on their own (lower-case name, agent), in chain order.
+AGENT_SESSION_HEADERS: tuple[tuple[str, str], ...] = (
+    ("x-claude-code-session-id", "claude-code"),
+    ("session_id", "codex"),
+    ("session-id", "codex"),
+    ("conversation_id", "codex"),
+    ("thread-id", "codex"),
+    ("x-opencode-session", "opencode"),
+    ("x-amp-thread-id", "amp"),
+)
+# Every header of the chain, in order: orca's own, the agents', then the generic one.
+SESSION_HEADERS: tuple[str, ...] = (
     "x-orca-session",
-    "x-claude-code-session-id",
-    "session_id",
-    "x-opencode-session",
-    "x-amp-thread-id",
+    *(name for name, _ in AGENT_SESSION_HEADERS),
     "x-session-id",
 )
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f{}]")
@@ -90,7 +113,7 @@ def resolve_session_id(
     body: Mapping[str, Any],
     *,
     router: str,
-    api: Literal["openai", "anthropic"],
+    api: Api,
 ) -> SessionId:
     """`headers` have lower-cased names. Always returns an id (derived as the last resort)."""
     for name in SESSION_HEADERS:
@@ -104,7 +127,7 @@ def resolve_session_id(
         value = _clean(metadata.get("session_id"))
         if value is not None:
             return _explicit(value, "body:metadata.session_id")
-    if api == "openai":
+    if api != "anthropic":
         value = _clean(body.get("prompt_cache_key"))
         if value is not None:
             return _explicit(value, "body:prompt_cache_key")
@@ -115,13 +138,15 @@ def resolve_session_id(
     return SessionId(derive_session_id(body, router=router, api=api), None, "derived", False)
 
 
-def derive_session_id(
-    body: Mapping[str, Any], *, router: str, api: Literal["openai", "anthropic"]
-) -> str:
+def derive_session_id(body: Mapping[str, Any], *, router: str, api: Api) -> str:
     """`d:` + sha256(router, tool names, system prompt text, first user message text)[:32].
 
     Stable across the turns of one conversation: every input is fixed by its first turn.
     """
+    if api == "responses":
+        r_system, r_first = _responses_material(body)
+        material = [router, _tool_names(body.get("tools")), r_system, r_first]
+        return "d:" + hashlib.sha256(orjson.dumps(material)).hexdigest()[:32]
     messages = body.get("messages")
     if messages is None and api == "openai":
         messages = body.get("input")  # the Responses API
@@ -146,6 +171,32 @@ def derive_session_id(
         first_user,
     ]
     return "d:" + hashlib.sha256(orjson.dumps(material)).hexdigest()[:32]
+
+
+def _responses_material(body: Mapping[str, Any]) -> tuple[str, str]:
+    """(system prompt, first user text) of a Responses body (see the module docstring)."""
+    system: list[str] = []
+    if isinstance(body.get("instructions"), str):
+        system.append(body["instructions"])
+    first_user = ""
+    for item in input_items(body):
+        if not isinstance(item, Mapping) or item_kind(item) != "message":
+            continue
+        role = item.get("role")
+        if role in ("system", "developer"):
+            system.append(_text(item.get("content")))
+        elif role == "user":
+            first_user = _authored_text(item.get("content"))
+            if first_user:
+                break
+    return "\n".join(s for s in system if s), first_user
+
+
+def _authored_text(content: Any) -> str:
+    """The message's text without injected blocks and without parts of agent context."""
+    parts = content if isinstance(content, list) else [content]
+    kept = (strip_injected(_text([p])) for p in parts)
+    return "\n".join(t for t in kept if t and not is_agent_context(t))
 
 
 def _text(content: Any) -> str:

@@ -19,20 +19,29 @@ Wire shapes read here:
   with `role` user / assistant, `content` a string or blocks: `text`, `tool_result` (whose
   `content` is a string or a list of blocks), `tool_use` (its `input` counts as tokens);
   `thinking`, `image` and anything else are ignored.
+* OpenAI Responses: `instructions` and `input` items, read by `wire/responses_input.py`.
 
-Hygiene (scoring only; the body is never mutated): `<system-reminder>…</system-reminder>`
-(Claude Code) and `<environment_context>…</environment_context>` (Codex) blocks are removed
-from every text before it is returned, because the agent injects them on every turn.
+Hygiene (scoring only; the body is never mutated; `wire/hygiene.py`): `<system-reminder>`
+(Claude Code), `<environment_context>` and `<user_instructions>` (Codex) blocks are removed
+from every text before it is returned, because the agent injects them on every turn; in
+Responses bodies, whole messages of Codex's own context (AGENTS.md, permissions, …) are not
+user-authored text.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import orjson
+
+from orca_cli.types import Api
+from orca_cli.wire.hygiene import strip_injected
+from orca_cli.wire.responses_input import (
+    read_responses_latest,
+    read_responses_transcript,
+)
 
 __all__ = [
     "Api",
@@ -45,14 +54,6 @@ __all__ = [
     "transcript",
 ]
 
-Api = Literal["openai", "anthropic"]
-
-_INJECTED_TAGS = ("system-reminder", "environment_context")
-_INJECTED_OPENERS = tuple(f"<{t}>" for t in _INJECTED_TAGS)
-_INJECTED = re.compile(
-    "|".join(f"<{t}>.*?</{t}>" for t in _INJECTED_TAGS),
-    re.DOTALL,
-)
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 _TOOL_ROLES = frozenset({"tool", "function"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -101,18 +102,8 @@ class Transcript:
         return len(self.system) + self.tools_chars + self.call_chars + sum(map(len, self.texts))
 
 
-def strip_injected(text: str) -> str:
-    """`text` without the per-turn blocks agents inject, and without the whitespace they
-    leave at its ends; a text without them is returned as is (the check is a substring
-    search, the regex runs only when a block is present)."""
-    for opener in _INJECTED_OPENERS:
-        if opener in text:
-            return _INJECTED.sub("", text).strip()
-    return text
-
-
 def has_tools(body: Any) -> bool:
-    """The request defines tools: a non-empty `tools` list (both formats)."""
+    """The request defines tools: a non-empty `tools` list (every format)."""
     if not isinstance(body, Mapping):
         return False
     tools = body.get("tools")
@@ -121,12 +112,15 @@ def has_tools(body: Any) -> bool:
 
 def detect_api(body: Any) -> Api:
     """SPEC §1.1: a top-level `system`, or content blocks only Anthropic has, mean Anthropic;
+    `input` or `instructions` without `messages` mean the Responses API;
     OpenAI-only shapes (tool / system / developer roles, `tool_calls`) and anything
     ambiguous mean OpenAI."""
     if not isinstance(body, Mapping):
         return "openai"
     if "system" in body:
         return "anthropic"
+    if "messages" not in body and ("input" in body or "instructions" in body):
+        return "responses"
     messages = body.get("messages")
     if not isinstance(messages, list):
         return "openai"
@@ -148,6 +142,11 @@ def detect_api(body: Any) -> Api:
 
 def latest_turn(body: Any, api: Api) -> Turn:
     """Walk back from the end of `messages` to the last assistant message (exclusive)."""
+    if api == "responses":
+        if not isinstance(body, Mapping):
+            return Turn((), (), 0)
+        r_users, r_tools, count = read_responses_latest(body, _keep)
+        return Turn(tuple(r_users), tuple(r_tools), count)
     messages = body.get("messages") if isinstance(body, Mapping) else None
     if not isinstance(messages, list):
         return Turn((), (), 0)
@@ -184,6 +183,8 @@ def transcript(body: Any, api: Api) -> Transcript:
     """The whole request, for the full-transcript score."""
     if not isinstance(body, Mapping):
         return Transcript("", (), 0, 0, False, 0)
+    if api == "responses":
+        return _responses_transcript(body)
     system: list[str] = []
     if api == "anthropic":
         _read_text(body.get("system"), system)
@@ -215,6 +216,20 @@ def transcript(body: Any, api: Api) -> Transcript:
         call_chars=call_chars,
         has_tools=tools_chars > 0,
         message_count=len(messages),
+    )
+
+
+def _responses_transcript(body: Mapping[str, Any]) -> Transcript:
+    system, texts, call_chars, count = read_responses_transcript(body, _keep)
+    tools = body.get("tools")
+    tools_chars = _json_size(tools) if isinstance(tools, list) and tools else 0
+    return Transcript(
+        system="\n".join(system),
+        texts=tuple(texts),
+        tools_chars=tools_chars,
+        call_chars=call_chars,
+        has_tools=tools_chars > 0,
+        message_count=count,
     )
 
 

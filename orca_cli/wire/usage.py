@@ -4,7 +4,9 @@
 for a JSON answer — and never alters or holds them. It reports normalised `Usage`, the finish
 reason, whether the clean end was seen (`[DONE]` / `message_stop` / a JSON body with a finish
 reason), whether the answer ended in error, and the response-side strike signals
-(`malformed_tool_json`, `empty_answer`, `refusal`, `truncated`).
+(`malformed_tool_json`, `empty_answer`, `refusal`, `truncated`). The Responses API's events
+and bodies are read by `usage_responses.py`: its clean end is `response.completed` or
+`response.incomplete`; a stream without either never ended cleanly.
 
 Cost: OpenAI streams are many small events, so an event's JSON is parsed only when its text
 can hold something the tap still needs (a non-null `finish_reason` or `refusal`, usage token
@@ -21,13 +23,20 @@ from typing import Any, Literal
 
 import orjson
 
+from orca_cli.types import Api
+from orca_cli.wire.errors import stream_error_event
 from orca_cli.wire.sse import SSEDecoder
+from orca_cli.wire.usage_responses import (
+    next_sequence_number,
+    responses_body,
+    responses_event,
+)
 
 __all__ = ["TRUNCATION_MIN_MAX_TOKENS", "ResponseTap", "Signal", "Usage"]
 
 Signal = Literal["malformed_tool_json", "empty_answer", "refusal", "truncated"]
 TRUNCATION_MIN_MAX_TOKENS = 1024  # SPEC §6.3: truncation strikes only on max_tokens >= 1,024
-_TRUNCATED = frozenset({"length", "max_tokens"})
+_TRUNCATED = frozenset({"length", "max_tokens", "max_output_tokens"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +80,8 @@ def _may_hold_value(text: str, needles: tuple[str, str, str, str, str]) -> bool:
 class ResponseTap:
     __slots__ = (
         "_decoder",
+        "_head",
+        "_last",
         "_tool_seen",
         "_tools",
         "_usage",
@@ -86,9 +97,7 @@ class ResponseTap:
         "stream",
     )
 
-    def __init__(
-        self, api: Literal["openai", "anthropic"], stream: bool, max_tokens: int | None
-    ) -> None:
+    def __init__(self, api: Api, stream: bool, max_tokens: int | None) -> None:
         self.api = api
         self.stream = stream
         self.max_tokens = max_tokens
@@ -103,6 +112,8 @@ class ResponseTap:
         self._tools: dict[int, list[str]] = {}  # tool call index -> argument fragments
         self._tool_seen = False
         self.bad_events = 0
+        self._head: dict[str, Any] = {}  # Responses: id, created_at, model of the response
+        self._last: str | None = None  # Responses: the last event's data
 
     # --- feeding -----------------------------------------------------------------------------
 
@@ -113,6 +124,10 @@ class ResponseTap:
             return
         events = decoder.feed_pairs(chunk)
         if not events:
+            return
+        if self.api == "responses":
+            for name, data in events:
+                responses_event(self, name, data)
             return
         on_event = self._openai_event if self.api == "openai" else self._anthropic_event
         for name, data in events:
@@ -130,6 +145,8 @@ class ResponseTap:
             return
         if self.api == "openai":
             self._openai_body(obj)
+        elif self.api == "responses":
+            responses_body(self, obj)
         else:
             self._anthropic_body(obj)
 
@@ -244,11 +261,7 @@ class ResponseTap:
 
     def _anthropic_event(self, name: str | None, d: str) -> None:
         if name == "content_block_delta":
-            if '"input_json_delta"' in d:
-                obj = self._load(d)
-                if obj is not None:
-                    self._anthropic_delta(obj)
-            elif not self.has_text and '"text_delta"' in d:
+            if '"input_json_delta"' in d or not self.has_text and '"text_delta"' in d:
                 obj = self._load(d)
                 if obj is not None:
                     self._anthropic_delta(obj)
@@ -374,6 +387,30 @@ class ResponseTap:
             cached_tokens=u.get("cached_tokens", 0),
             cache_write_tokens=u.get("cache_write_tokens", 0),
             output_tokens=u.get("output_tokens", 0),
+        )
+
+    def response_head(self) -> dict[str, Any]:
+        """Responses: the `id`, `created_at` and `model` the stream announced (for the
+        `response.failed` event that ends a broken stream, `wire/errors.py`)."""
+        return dict(self._head)
+
+    @property
+    def next_sequence_number(self) -> int:
+        """Responses: the `sequence_number` an event appended to the stream should carry."""
+        return next_sequence_number(self._last)
+
+    def stream_error_event(self, message: str, kind: str | None = None) -> bytes:
+        """The in-stream error that ends this tapped stream (`wire.errors.stream_error_event`):
+        for the Responses API a `response.failed` naming the response the stream announced,
+        numbered after its last event; the same bytes as the module function otherwise."""
+        if self.api != "responses":
+            return stream_error_event(self.api, message, kind)
+        return stream_error_event(
+            "responses",
+            message,
+            kind,
+            response=self.response_head(),
+            sequence_number=self.next_sequence_number,
         )
 
     @property

@@ -31,7 +31,7 @@ from orca_cli.proxy.runtime import Runtime
 from orca_cli.proxy.server import bind_socket, serve_in_background, stop_server
 from orca_cli.proxy.token import write_admin_token
 from orca_cli.state.factory import open_store
-from orca_cli.trace.log import RequestLog
+from orca_cli.trace.log import TraceSink
 from tests.state.conftest import REDIS_URL, delete_prefix
 
 MSGS = [{"role": "user", "content": "rename the variable x to count in utils.py"}]
@@ -43,7 +43,7 @@ class ThreadSidecar:
     """A sidecar on 127.0.0.1:<free port>, served from a thread with its own loop."""
 
     def __init__(self, cfg: Config, state: StateConfig,
-                 request_log: RequestLog | None = None) -> None:
+                 request_log: TraceSink | None = None) -> None:
         self.cfg, self.state = cfg, state
         self.request_log = request_log
         self.base = ""

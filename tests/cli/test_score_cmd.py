@@ -27,7 +27,7 @@ def _write(tmp_path: Path, body: Any, name: str = "body.json") -> str:
 
 
 def _assert_scored(doc: dict[str, Any]) -> None:
-    for key in ("full", "delta"):
+    for key in ("full", "delta", "banding"):
         assert set(doc[key]) == {"score", "features"}
         assert tuple(doc[key]["features"]) == FEATURES
         for fv in doc[key]["features"].values():
@@ -50,6 +50,10 @@ def test_json_prints_both_scorers_and_detects_the_format(tmp_path: Path, api: st
                                                                 "contribution": 0.0}
     assert doc["turn"]["is_user_turn"] is True
     assert doc["tokens"]["delta"] < doc["tokens"]["full"]
+    # the banding score leaves the constant prefix (system prompt, tool schemas) out
+    assert doc["banding"]["score"] == pytest.approx(expected.banding(body, api).score, abs=1e-6)  # type: ignore[arg-type]
+    assert doc["banding"]["features"]["has_tools"]["contribution"] == 0.0
+    assert doc["tokens"]["banding"] < doc["tokens"]["full"]
 
 
 def test_reads_stdin_by_default_and_with_dash(tmp_path: Path) -> None:

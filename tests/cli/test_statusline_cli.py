@@ -150,3 +150,36 @@ def test_init_agent_claude_code_writes_the_status_line(tmp_path: Path) -> None:
                         "--path", str(tmp_path / "orca.toml"))
     assert code == 1 and "--force" in err
     assert json.loads(settings.read_text())["statusLine"]["command"] == "mine"
+
+
+def test_demo_keep_leaves_a_sidecar_the_operator_commands_reach(tmp_path: Path) -> None:
+    """`orca demo --keep`: the closing line's commands work; SIGTERM removes the record."""
+    import signal
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_STATE_HOME": str(tmp_path / "st")}
+    records = tmp_path / "st" / "orca" / "sidecars"
+    out_path = tmp_path / "demo.out"
+    with out_path.open("w") as out_f:
+        proc = subprocess.Popen([sys.executable, "-m", "orca_cli", "demo", "--keep"],
+                                stdout=out_f, stderr=subprocess.DEVNULL, env=env)
+        try:
+            deadline = time.monotonic() + 60
+            while not list(records.glob("*.json")) and time.monotonic() < deadline:
+                assert proc.poll() is None, out_path.read_text()
+                time.sleep(0.05)
+            text = out_path.read_text()
+            assert "keeps running at http://127.0.0.1:" in text
+            assert "orca demo --keep" not in text  # it suggests what works now
+            code, out = run_orca("requests", "--json", env=env)
+            rows = json.loads(out)
+            assert code == 0 and len(rows) == 16
+            code, out = run_orca("session", "show", "demo-failure-loop", env=env)
+            assert code == 0 and "cost so far" in out
+            code, out = run_orca("statusline", "--session", "demo-failure-loop", env=env)
+            assert code == 0 and out.startswith("orca strong:"), out
+            code, out = run_orca("explain", rows[0]["request_id"][4:12], env=env)
+            assert code == 0 and out.startswith(rows[0]["request_id"])
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(20) == 0
+    assert not list(records.glob("*.json"))

@@ -15,10 +15,14 @@ from orca_cli.config.schema import (
     EscalationConfig,
     FaultConfig,
     FeatureConfig,
+    HousekeepingRule,
     ModelConfig,
     RouterConfig,
+    RoutingConfig,
     ServerConfig,
     StateConfig,
+    TelemetryConfig,
+    TranslationConfig,
     WorkspaceConfig,
 )
 
@@ -27,7 +31,8 @@ EXAMPLE = REPO / "orca.toml.example"
 
 
 def _fields(cls: type) -> set[str]:
-    return {f.name for f in dataclasses.fields(cls)}
+    """The TOML keys of a schema table (a `derived` field is filled by the loader)."""
+    return {f.name for f in dataclasses.fields(cls) if not f.metadata.get("derived")}
 
 
 def test_repo_example_and_packaged_example_are_identical() -> None:
@@ -104,6 +109,26 @@ def test_example_writes_every_schema_key_at_least_once() -> None:
     written: set[str] = set()
     _walk_keys(raw, written)
     classes = (ServerConfig, StateConfig, ChannelConfig, FaultConfig, ModelConfig, RouterConfig,
-               EscalationConfig, WorkspaceConfig, FeatureConfig, DifficultyConfig, Config)
-    schema = set().union(*(_fields(c) for c in classes)) - {"source"}
+               EscalationConfig, WorkspaceConfig, FeatureConfig, DifficultyConfig, Config,
+               RoutingConfig, TelemetryConfig, TranslationConfig)
+    schema = set().union(*(_fields(c) for c in classes)) - {"housekeeping"}
     assert schema - written == set()
+
+
+def test_example_documents_housekeeping_commented_out_and_keeps_the_shipped_rules() -> None:
+    """A written [[housekeeping]] replaces the shipped rules, so the example shows one rule
+    commented out (every key of the table) and loads with the defaults in effect."""
+    text = EXAMPLE.read_text("utf-8")
+    assert "housekeeping" not in tomllib.loads(text)
+    for key in _fields(HousekeepingRule):
+        assert f"# {key} = " in text, key
+    cfg = load(str(EXAMPLE), environ={})
+    assert {r.agent for r in cfg.housekeeping} >= {
+        "claude-code", "codex", "opencode", "aider", "cline"}
+    assert cfg.routing.side_router == "orca/background"
+
+
+def test_example_openai_channel_speaks_responses_then_openai() -> None:
+    ch = load(str(EXAMPLE), environ={}).channel("openai")
+    assert ch is not None and not ch.enabled
+    assert (ch.api, ch.apis) == ("responses", ("responses", "openai"))

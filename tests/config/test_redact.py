@@ -31,6 +31,7 @@ def test_redacted_is_the_whole_config_as_plain_data() -> None:
     out = redacted(cfg)
     assert json.loads(json.dumps(out)) == out
     assert set(out) == {"server", "state", "channels", "models", "routers", "aliases",
-                        "workspace", "difficulty", "auto", "source"}
+                        "workspace", "difficulty", "routing", "housekeeping", "telemetry",
+                        "translation", "auto", "source"}
     assert out["source"] == "x.toml"
     assert out["routers"]["coding"]["escalation"]["share_cap"] == 0.2

@@ -74,7 +74,7 @@ def test_unknown_top_level_key_lists_the_valid_ones() -> None:
         ("state.backend", "etcd", 'must be one of "memory", "redis", got "etcd"'),
         ("channels.0.type", "azure", 'must be one of "openai", "anthropic", "deepseek", "gemini", '
                                      '"openrouter", "openai-compatible", "sim", got "azure"'),
-        ("channels.0.api", "grpc", 'must be one of "openai", "anthropic", got "grpc"'),
+        ("channels.0.api", "grpc", 'must be one of "openai", "anthropic", "responses", got "grpc"'),
         ("channels.0.models", "cheap", 'must be an array, got "cheap" (a string)'),
         ("server.allowed_hosts", [1], "must be a string, got 1 (an integer)"),
         ("routers.coding.escalation", 3, "must be a table, got 3 (an integer)"),

@@ -233,3 +233,86 @@ async def test_a_resent_turn_without_a_request_id_dedupes_on_its_body(
     state = await st.state("resend")
     assert state is not None
     assert (len(state.strikes), state.streak) == ((1, 0) if kind == "strike" else (0, 1))
+
+
+# --- a repeated body never swallows an explicit ask (SPEC §19) --------------------------------
+
+@pytest.mark.parametrize("request_id", [None, "same-id"])
+async def test_a_resent_once_counts_against_the_cap_and_says_so(
+        launch: Launch, request_id: str | None) -> None:
+    st = await launch()
+    conv = Conversation()
+    body = conv.trivial_edit(0)
+    plain = ok(await st.chat(body, session="re-once", request_id=request_id))
+    replies = [ok(await st.chat(body, session="re-once", tier="once", request_id=request_id))
+               for _ in range(3)]
+    assert plain.tier_header == "base; reason=default"
+    assert [r.tier_header for r in replies] == [
+        "strong; reason=once", "base; reason=denied:session_cap",
+        "base; reason=denied:session_cap"]
+    assert [r.model == STRONG_MODEL for r in replies] == [True, False, False]
+    state = await st.state("re-once")
+    assert state is not None and (state.tier, state.escalation_count, state.turn) == ("base", 1, 1)
+    assert [e["event"] for e in await st.audit()] == ["once", "denied_cap", "denied_cap"]
+    assert (await st.trace(replies[1].request_id))["tier"]["reason"] == "denied:session_cap"
+
+
+async def test_a_resent_once_under_a_larger_cap_counts_every_strong_turn(
+        launch: Launch) -> None:
+    st = await launch(tier_config(escalation={"max_per_session": 2}))
+    body = Conversation().trivial_edit(0)
+    replies = [ok(await st.chat(body, session="re-once-2", tier="once")) for _ in range(4)]
+    assert [r.reason for r in replies] == ["once", "once", "denied:session_cap",
+                                           "denied:session_cap"]
+    state = await st.state("re-once-2")
+    assert state is not None and state.escalation_count == 2
+    assert [e["event"] for e in await st.audit()].count("once") == 2
+
+
+async def test_a_resent_body_with_a_base_reset_takes_effect(launch: Launch) -> None:
+    st = await launch()
+    conv = Conversation()
+    ok(await st.chat(conv.trivial_edit(0), session="re-base"))
+    body = conv.trivial_edit(1)
+    asked = ok(await st.chat(body, session="re-base", tier="strong"))
+    reset = ok(await st.chat(body, session="re-base", tier="base"))
+    after = ok(await st.chat(conv.trivial_edit(2), session="re-base"))
+    assert asked.tier_header == "strong; reason=explicit"
+    assert reset.tier_header == "base; reason=reset" and reset.model != STRONG_MODEL
+    assert after.tier_header == "base; reason=default" and after.model != STRONG_MODEL
+    state = await st.state("re-base")
+    assert state is not None and (state.tier, state.escalation_count) == ("base", 1)
+    assert [e["event"] for e in await st.audit()] == ["escalated", "reset"]
+    assert (await st.trace(reset.request_id))["tier"]["reason"] == "reset"
+
+
+async def test_a_resent_body_with_a_strong_ask_escalates(launch: Launch) -> None:
+    st = await launch()
+    conv = Conversation()
+    body = conv.trivial_edit(0)
+    plain = ok(await st.chat(body, session="re-strong"))
+    asked = ok(await st.chat(body, session="re-strong", tier="strong"))
+    kept = ok(await st.chat(conv.trivial_edit(1), session="re-strong"))
+    assert plain.tier_header == "base; reason=default"
+    assert asked.tier_header == "strong; reason=explicit" and asked.model == STRONG_MODEL
+    assert kept.tier_header == "strong; reason=explicit" and kept.model == STRONG_MODEL
+    state = await st.state("re-strong")
+    assert state is not None and (state.tier, state.escalation_count, state.turn) == (
+        "strong", 1, 2)
+    assert [e["event"] for e in await st.audit()] == ["escalated"]
+
+
+async def test_a_pending_operator_ask_is_used_by_a_resent_body(launch: Launch) -> None:
+    st = await launch()
+    body = Conversation().trivial_edit(0)
+    ok(await st.chat(body, session="re-op"))
+    asked = await st.admin("POST", "sessions/coding/re-op/escalate",
+                           {"once": True, "reason": "stuck", "actor": "cli"})
+    assert asked.status_code == 200, asked.text
+    boosted = ok(await st.chat(body, session="re-op"))
+    again = ok(await st.chat(body, session="re-op"))
+    assert boosted.tier_header == "strong; reason=once" and boosted.model == STRONG_MODEL
+    assert again.tier_header == "base; reason=default"
+    state = await st.state("re-op")
+    assert state is not None and state.pending is None and state.escalation_count == 1
+    assert [(e["event"], e["actor"]) for e in await st.audit()] == [("once", "cli")]

@@ -246,3 +246,26 @@ async def test_twenty_five_trivial_edits_never_escalate(launch: Launch) -> None:
         "base", 0, 0, ())
     assert state.turn == 25
     assert await st.audit() == []
+
+
+def _real_failure(name: str) -> Callable[[int], str]:
+    from tests.routing.test_strike_producers import fixture, next_attempt
+
+    def run(turn: int) -> str:
+        out = fixture(name)
+        for _ in range(turn):
+            out = next_attempt(out, {})
+        return out
+    return run
+
+
+@pytest.mark.parametrize("tool", ["go_build.txt", "go_build_go120.txt", "tsc.txt", "rustc.txt",
+                                  "python_traceback.txt", "jest.txt", "codex_exec_json.txt",
+                                  "claude_code_bash_exit.txt"])
+async def test_a_real_tools_failure_loop_escalates_by_strikes(launch: Launch, tool: str) -> None:
+    st = await launch()
+    replies = await _failure_loop(st, f"loop-{tool}", continuations=0,
+                                  failure=_real_failure(tool))
+    headers = [r.tier_header for r in replies]
+    assert headers[:3] == ["base; reason=default"] * 3, headers
+    assert headers[3:] == ["strong; reason=strikes"] * 2, headers

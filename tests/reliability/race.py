@@ -22,13 +22,13 @@ settled. The final store state is checked against what the clients saw, Jepsen-s
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 from orca_cli.config.schema import Config
 from orca_cli.routing.caps import window_hours
 from orca_cli.state.base import CommitBatch, IncrOp, ReadRequest, SlotRef, SlotWrite, Snapshot
-from tests.reliability.sidecar import ROUTER, Reply, Sidecar, make_config, until
+from orca_cli.testing import eventually
+from tests.reliability.agent import ROUTER, Agent, Reply, make_config
 
 __all__ = ["CAP", "IN_FLIGHT", "PRE_STRONG", "PRE_TOTAL", "quiesce", "race_config",
            "run_escalation_race"]
@@ -53,20 +53,14 @@ def race_config(**state: Any) -> Config:
     return make_config(share_cap=CAP, warmup=20, strong_latency_ms=100, **state)
 
 
-async def quiesce(sc: Sidecar, timeout_s: float = 15) -> None:
-    """Until every commit (the follow-ups included) has been sent and nothing is held."""
-    seen = -1
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        now = len(sc.store.log)
-        if now == seen and not sc.rt.gate.pending and sc.rt.gate.healthy:
-            return
-        seen = now
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"commits still moving after {timeout_s} s: {sc.store.faults[-3:]}")
+async def quiesce(sc: Agent, timeout_s: float = 30) -> None:
+    """Until every request has left the sidecar and every held commit was re-sent."""
+    await sc.sidecar.idle(timeout_s)
+    await eventually(lambda: not sc.rt.gate.pending and sc.rt.gate.healthy, timeout_s,
+                     what=f"every held commit re-sent (faults: {sc.store.faults[-3:]})")
 
 
-async def _count_elsewhere(sc: Sidecar, tag: str, strong: int, total: int) -> None:
+async def _count_elsewhere(sc: Agent, tag: str, strong: int, total: int) -> None:
     """Requests counted by another sidecar of the router (only the share counters move)."""
     hour = int(sc.rt.clock.now() // 3600)
     ops = (IncrOp(f"share:{hour}:s", strong, 86400 * 2),
@@ -75,12 +69,12 @@ async def _count_elsewhere(sc: Sidecar, tag: str, strong: int, total: int) -> No
     await sc.store.inner.commit(CommitBatch(f"{tag}-elsewhere-{total}", (write,)))
 
 
-async def _state(sc: Sidecar, session: str) -> Snapshot:
+async def _state(sc: Agent, session: str) -> Snapshot:
     hours = window_hours(sc.rt.clock.now(), 24)
     return await sc.store.inner.read(ReadRequest(ROUTER, session, share_hours=hours))
 
 
-async def _wave(sc: Sidecar, hot: str, others: list[str], tag: str,
+async def _wave(sc: Agent, hot: str, others: list[str], tag: str,
                 stagger_s: float) -> list[Reply]:
     """All at once (stagger 0), or launched `stagger_s` apart in hot/other pairs."""
     hot_calls = [sc.chat(hot, tier="strong", request_id=f"{tag}-hot-{i}") for i in range(WAVE)]
@@ -94,7 +88,7 @@ async def _wave(sc: Sidecar, hot: str, others: list[str], tag: str,
     return list(done[0::2]) + list(done[1::2])  # the hot session's first, as the others'
 
 
-async def _stats(sc: Sidecar) -> tuple[float, float]:
+async def _stats(sc: Agent) -> tuple[float, float]:
     """(requests, strong) from the router's stats, this hour and the last (a run may straddle)."""
     requests = strong = 0.0
     hour = int(sc.rt.clock.now() // 3600)
@@ -106,7 +100,7 @@ async def _stats(sc: Sidecar) -> tuple[float, float]:
     return requests, strong
 
 
-async def _check_decisions(sc: Sidecar, replies: list[Reply]) -> None:
+async def _check_decisions(sc: Agent, replies: list[Reply]) -> None:
     for r in replies:
         assert r.status == 200 and r.tier in (STRONG, DENIED), (r, sc.store.faults[-3:])
         trace = await sc.store.inner.get_trace(r.request_id)
@@ -119,7 +113,7 @@ async def _check_decisions(sc: Sidecar, replies: list[Reply]) -> None:
             assert read_ratio > CAP, (r, share)
 
 
-async def run_escalation_race(sc: Sidecar, tag: str = "race") -> None:
+async def run_escalation_race(sc: Agent, tag: str = "race") -> None:
     await _count_elsewhere(sc, tag, PRE_STRONG, PRE_TOTAL)
     hot = f"{tag}-hot"
     waves: list[list[Reply]] = []

@@ -18,14 +18,8 @@ import orjson
 import pytest
 
 from orca_cli.config.load import loads
-from tests.reliability.proxy_harness import (
-    Act,
-    FakeUpstream,
-    Sidecar,
-    fake_upstream,
-    serve_sidecar,
-    tier_doc,
-)
+from orca_cli.testing import Act, FakeUpstream, Sidecar, fake_upstream, sidecar
+from tests.reliability.probes import tier_doc
 
 pytestmark = pytest.mark.asyncio
 
@@ -103,7 +97,7 @@ async def up() -> AsyncIterator[FakeUpstream]:
 
 @pytest.fixture
 async def sc(up: FakeUpstream) -> AsyncIterator[Sidecar]:
-    async with serve_sidecar(loads(config_text(up), source="test")) as s:
+    async with sidecar(loads(config_text(up), source="test")) as s:
         yield s
 
 

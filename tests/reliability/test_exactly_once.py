@@ -21,28 +21,28 @@ import pytest
 
 from orca_cli.routing.caps import window_hours
 from orca_cli.state.base import ReadRequest, SlotRef, Snapshot
-from tests.reliability.redis_procs import RedisFarm, RedisProc
-from tests.reliability.sidecar import (
+from orca_cli.testing import eventually
+from tests.reliability.agent import (
     ROUTER,
     STRONG_MODEL,
+    Agent,
     Reply,
-    Sidecar,
     make_config,
-    serve_sidecar,
-    until,
+    serve_agent,
 )
+from tests.reliability.redis_procs import RedisFarm, RedisProc
 
 pytestmark = pytest.mark.slow
 
 TIMEOUT_MS = 250
 
 
-async def state_of(sc: Sidecar, session: str) -> Snapshot:
+async def state_of(sc: Agent, session: str) -> Snapshot:
     now = sc.rt.clock.now()
     return await sc.store.inner.read(ReadRequest(ROUTER, session, share_hours=window_hours(now, 24)))
 
 
-async def stats_of(sc: Sidecar) -> dict[str, float]:
+async def stats_of(sc: Agent) -> dict[str, float]:
     hour = int(sc.rt.clock.now() // 3600)
     entry = await sc.store.inner.get(SlotRef.of_router(ROUTER), f"stats:{hour}")
     return {} if entry is None else {k: float(v) for k, v in dict(entry.value).items()}
@@ -55,15 +55,15 @@ async def test_a_commit_stalled_past_its_timeout_is_resent_and_applies_once(
     # The strong upstream takes 400 ms: the store falls asleep after the read, before the commit.
     cfg = make_config(redis_url=redis.url, prefix=prefix, timeout_ms=TIMEOUT_MS,
                       strong_latency_ms=400)
-    async with serve_sidecar(cfg) as sc:
+    async with serve_agent(cfg) as sc:
         request = asyncio.create_task(sc.chat("stalled", tier="strong", request_id="cli-17"))
-        await until("the read", lambda: sc.store.reads_done >= 1, 2, 0.001)
-        await asyncio.sleep(0.1)
+        await eventually(lambda: sc.store.reads_done >= 1, 2, 0.001, what="the read")
         sleeper = asyncio.create_task(asyncio.to_thread(redis.command, "DEBUG", "SLEEP", 1.2))
         r = await request
         assert (r.status, r.tier, r.model) == (200, "strong; reason=explicit", STRONG_MODEL)
         await sleeper
-        await until("the re-send", lambda: sc.rt.gate.healthy and not sc.rt.gate.pending, 8)
+        await eventually(lambda: sc.rt.gate.healthy and not sc.rt.gate.pending, 8,
+                         what="the re-send")
         outcomes = sc.store.outcomes(r.request_id)
         # timed out (the server ran it when it woke up), then re-sent: a duplicate
         assert outcomes == ["StoreUnavailable", "duplicate"], (outcomes, sc.store.faults)
@@ -78,19 +78,20 @@ async def test_a_commit_stalled_past_its_timeout_is_resent_and_applies_once(
         assert trace is not None and trace["request_id"] == r.request_id
 
 
-async def _escalate_while_the_store_dies(sc: Sidecar, redis: RedisProc) -> Reply:
+async def _escalate_while_the_store_dies(sc: Agent, redis: RedisProc) -> Reply:
     """An escalation whose read succeeds and whose commit meets a dead store; then the store
     comes back with everything but that commit (a SAVE taken after the read)."""
     await sc.chat("before")
     request = asyncio.create_task(sc.chat("lost", tier="strong", request_id="cli-lost"))
-    await until("the read", lambda: sc.store.reads_done >= 2, 2, 0.001)
+    await eventually(lambda: sc.store.reads_done >= 2, 2, 0.001, what="the read")
     redis.command("SAVE")
     redis.kill()
     r = await request
     assert (r.status, r.tier, r.model) == (200, "strong; reason=explicit", STRONG_MODEL)
     assert sc.store.outcomes(r.request_id) == ["StoreUnavailable"]
     redis.start()
-    await until("the re-send", lambda: sc.rt.gate.healthy and not sc.rt.gate.pending, 8)
+    await eventually(lambda: sc.rt.gate.healthy and not sc.rt.gate.pending, 8,
+                         what="the re-send")
     return r
 
 
@@ -100,9 +101,9 @@ async def test_an_escalation_whose_commit_was_held_is_audited_once_after_the_res
     redis = farm.server()
     cfg = make_config(redis_url=redis.url, prefix=prefix, timeout_ms=TIMEOUT_MS,
                       strong_latency_ms=400)
-    async with serve_sidecar(cfg) as sc:
+    async with serve_agent(cfg) as sc:
         await _escalate_while_the_store_dies(sc, redis)
-        await until("quiet", lambda: sc.rt.gate.healthy and not sc.rt.gate.pending, 5)
+        await eventually(lambda: sc.rt.gate.healthy and not sc.rt.gate.pending, 5, what="quiet")
         events = [e for e in await sc.store.list_audit(ROUTER) if e["event"] == "escalated"]
         assert [e["session"] for e in events] == ["lost"]
         assert (await stats_of(sc)).get("escalations:explicit") == 1
@@ -114,7 +115,7 @@ async def test_a_commit_that_never_reached_the_store_is_resent_and_applies_once(
     redis = farm.server()
     cfg = make_config(redis_url=redis.url, prefix=prefix, timeout_ms=TIMEOUT_MS,
                       strong_latency_ms=400)
-    async with serve_sidecar(cfg) as sc:
+    async with serve_agent(cfg) as sc:
         r = await _escalate_while_the_store_dies(sc, redis)
         assert sc.store.outcomes(r.request_id) == ["StoreUnavailable", "applied"]
         state = await state_of(sc, "lost")
@@ -132,7 +133,7 @@ async def test_a_restart_that_lost_state_is_detected_once_and_caps_restart_conse
     redis = farm.server()
     cfg = make_config(redis_url=redis.url, prefix=prefix, timeout_ms=TIMEOUT_MS,
                       share_cap=0.5, warmup=4)
-    async with serve_sidecar(cfg) as one, serve_sidecar(cfg) as two:
+    async with serve_agent(cfg) as one, serve_agent(cfg) as two:
         # Ordinary warm-up: a fresh store allows an escalation at once.
         first = await one.chat("early", tier="strong")
         assert first.tier == "strong; reason=explicit"
@@ -143,7 +144,8 @@ async def test_a_restart_that_lost_state_is_detected_once_and_caps_restart_conse
         redis.start()
         for sc in (one, two):  # each meets the connection the restart closed, or not
             assert (await sc.chat("poke")).status == 200
-        await until("both sidecars healthy", lambda: one.rt.gate.healthy and two.rt.gate.healthy)
+        await eventually(lambda: one.rt.gate.healthy and two.rt.gate.healthy,
+                         what="both sidecars healthy")
         # Inverted warm-up: strong is denied until 4 requests were counted since the loss.
         denied = []
         counted = (await state_of(one, "x")).share.total

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from orca_cli.config.load import loads
 from orca_cli.proxy.sim import SimTransport
-from tests.reliability.proxy_harness import Sidecar, serve_sidecar, state_keys
+from orca_cli.testing import Sidecar, sidecar
+from tests.reliability.probes import state_keys
 
 pytestmark = pytest.mark.asyncio
 
@@ -79,7 +80,7 @@ SETTINGS = settings(max_examples=150, deadline=None, database=None,
 
 @pytest.fixture
 async def sc() -> AsyncIterator[Sidecar]:
-    async with serve_sidecar(loads(CONFIG, source="fuzz")) as s:
+    async with sidecar(loads(CONFIG, source="fuzz")) as s:
         yield s
 
 

@@ -30,16 +30,16 @@ from orca_cli.admin.service import pins_dump
 from orca_cli.cli import app as cli_app
 from orca_cli.config.load import loads
 from orca_cli.proxy.sim import SimTransport
-from tests.reliability.proxy_harness import (
+from orca_cli.testing import (
     ADMIN_TOKEN,
     Act,
     FakeUpstream,
     Sidecar,
     closed_port,
     fake_upstream,
-    serve_sidecar,
-    state_keys,
+    sidecar,
 )
+from tests.reliability.probes import state_keys
 
 SIM_CONFIG = """
 [server]
@@ -73,7 +73,7 @@ JSON = {"content-type": "application/json"}
 
 @pytest.fixture
 async def sc() -> AsyncIterator[Sidecar]:
-    async with serve_sidecar(loads(SIM_CONFIG.format(extra=""), source="sec")) as s:
+    async with sidecar(loads(SIM_CONFIG.format(extra=""), source="sec")) as s:
         yield s
 
 
@@ -149,7 +149,7 @@ async def test_a_browser_origin_is_refused_and_spends_nothing(
 
 async def test_an_allowed_origin_passes_and_others_still_do_not() -> None:
     cfg = loads(SIM_CONFIG.format(extra='allowed_origins = ["https://my.tool"]'), source="sec")
-    async with serve_sidecar(cfg) as sc:
+    async with sidecar(cfg) as sc:
         path, body = OPENAI
         ok = await sc.http.post(path, content=orjson.dumps(body),
                                 headers={**JSON, "origin": "https://my.tool"})
@@ -272,7 +272,7 @@ async def test_the_admin_api_refuses_a_missing_or_wrong_token(sc: Sidecar) -> No
 async def test_an_inbound_token_guards_every_route_but_health() -> None:
     token = "in-tok-" + uuid.uuid4().hex
     cfg = loads(SIM_CONFIG.format(extra=f'inbound_token = "{token}"'), source="sec")
-    async with serve_sidecar(cfg) as sc:
+    async with sidecar(cfg) as sc:
         path, body = OPENAI
         for headers in ({}, {"authorization": "Bearer nope"}, {"x-api-key": "nope"},
                         {"authorization": f"Bearer {ADMIN_TOKEN}"}):
@@ -358,7 +358,7 @@ async def test_no_key_value_appears_in_logs_traces_errors_store_or_cli_output(
     async with fake_upstream() as up:
         text = leak_config(up, keys, closed_port(), token)
         cfg = loads(text, source="leak")
-        async with serve_sidecar(cfg) as sc:
+        async with sidecar(cfg) as sc:
             up.on("live", Act(401, body=b'{"error":{"message":"invalid key"}}'),
                   Act(500, body=b'{"error":{"message":"boom"}}'), Act(drop_after=2),
                   Act(stall_before_s=2.0), Act(stall_after=1, stall_s=2.0))

@@ -22,7 +22,8 @@ import pytest
 
 from orca_cli.config.load import loads
 from orca_cli.proxy.sim import SimTransport
-from tests.reliability.proxy_harness import fd_count, rss_kib, serve_sidecar, sse_events
+from orca_cli.testing import sidecar, sse_events
+from tests.reliability.probes import fd_count, rss_kib
 
 TOTAL = 3000
 WARMUP = 800
@@ -141,7 +142,7 @@ async def test_a_bounded_soak_has_no_errors_and_no_leaks() -> None:
     done = 0
     marks: dict[str, tuple[int, int, int]] = {}
     started = time.monotonic()
-    async with serve_sidecar(loads(CONFIG, source="soak")) as sc:
+    async with sidecar(loads(CONFIG, source="soak")) as sc:
         connector = aiohttp.TCPConnector(limit=CONCURRENCY, force_close=False)
         async with aiohttp.ClientSession(sc.base, connector=connector) as http:
             counter = itertools.count()

@@ -13,22 +13,23 @@ Elapsed-time checks are bounds with a generous slack (the point is "one store ti
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 
 import pytest
 
 from orca_cli.routing.caps import window_hours
 from orca_cli.state.base import ReadRequest, Snapshot
-from tests.reliability.redis_procs import RedisFarm, RedisProc
-from tests.reliability.sidecar import (
+from orca_cli.testing import eventually
+from tests.reliability.agent import (
     BASE_MODEL,
     ROUTER,
     STRONG_MODEL,
-    Sidecar,
+    Agent,
     make_config,
-    serve_sidecar,
-    until,
+    serve_agent,
 )
+from tests.reliability.redis_procs import RedisFarm, RedisProc
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +38,7 @@ SLACK_S = 0.75
 DEGRADED = "base; reason=degraded"
 
 
-async def session_state(sc: Sidecar, session: str) -> Snapshot:
+async def session_state(sc: Agent, session: str) -> Snapshot:
     now = sc.rt.clock.now()
     return await sc.store.inner.read(ReadRequest(ROUTER, session, share_hours=window_hours(now, 24)))
 
@@ -48,7 +49,7 @@ async def test_a_crash_mid_conversation_serves_base_and_escalation_resumes_after
     redis = farm.server()
     # warmup 1: the inverted warm-up after the loss ends with the first request counted
     cfg = make_config(redis_url=redis.url, prefix=prefix, timeout_ms=TIMEOUT_MS, warmup=1)
-    async with serve_sidecar(cfg) as sc:
+    async with serve_agent(cfg) as sc:
         first = await sc.chat("conv", tier="strong")
         assert (first.status, first.tier, first.model) == (200, "strong; reason=explicit",
                                                           STRONG_MODEL)
@@ -75,8 +76,8 @@ async def test_a_crash_mid_conversation_serves_base_and_escalation_resumes_after
         assert health["status"] == "degraded" and health["store"]["degraded_since"] is not None
 
         redis.start()  # same port, empty: the state is gone
-        await until("the sidecar reports the store healthy again",
-                    lambda: sc.rt.gate.healthy, timeout_s=5)
+        await eventually(lambda: sc.rt.gate.healthy, timeout=5,
+                         what="the sidecar reports the store healthy again")
         back = await sc.chat("conv")
         assert (back.status, back.tier, back.model) == (200, "base; reason=default", BASE_MODEL)
         again = await sc.chat("conv", tier="strong")
@@ -101,14 +102,14 @@ async def test_requests_served_during_an_outage_have_degraded_traces_after_recov
 ) -> None:
     redis = farm.server()
     cfg = make_config(redis_url=redis.url, prefix=prefix, timeout_ms=TIMEOUT_MS)
-    async with serve_sidecar(cfg) as sc:
+    async with serve_agent(cfg) as sc:
         await sc.chat("conv")
         redis.kill()
         rids = [f"outage-{i}" for i in range(3)]
         for rid in rids:
             assert (await sc.chat("conv", request_id=rid)).tier == DEGRADED
         redis.start()
-        await until("recovery", lambda: sc.rt.gate.healthy, timeout_s=5)
+        await eventually(lambda: sc.rt.gate.healthy, timeout=5, what="recovery")
         for rid in rids:
             trace = await sc.store.get_trace(rid)
             assert trace is not None and trace["degraded"] is True
@@ -119,7 +120,7 @@ async def test_a_zero_warmup_lets_the_first_escalation_of_a_fresh_router_through
     farm: RedisFarm, prefix: str
 ) -> None:
     cfg = make_config(redis_url=farm.server().url, prefix=prefix, warmup=0, share_cap=0.5)
-    async with serve_sidecar(cfg) as sc:
+    async with serve_agent(cfg) as sc:
         r = await sc.chat("first", tier="strong")
         assert (r.status, r.tier) == (200, "strong; reason=explicit")
 
@@ -132,16 +133,28 @@ def _stall(redis: RedisProc, how: str, seconds: float) -> asyncio.Task[object]:
     return asyncio.create_task(asyncio.to_thread(redis.command, "DEBUG", "SLEEP", seconds))
 
 
+def _stalled(redis: RedisProc) -> bool:
+    """The server does not answer a PING within 50 ms (one try: no client retries)."""
+    with socket.create_connection(("127.0.0.1", redis.port), timeout=1) as conn:
+        conn.sendall(b"PING\r\n")
+        conn.settimeout(0.05)
+        try:
+            return not conn.recv(16)
+        except TimeoutError:
+            return True
+
+
 @pytest.mark.parametrize("how", ["pause", "sleep"])
 async def test_a_stalled_redis_costs_a_request_at_most_one_store_timeout(
     farm: RedisFarm, prefix: str, how: str
 ) -> None:
     redis = farm.server()
     cfg = make_config(redis_url=redis.url, prefix=prefix, timeout_ms=TIMEOUT_MS)
-    async with serve_sidecar(cfg) as sc:
+    async with serve_agent(cfg) as sc:
         assert (await sc.chat("slow", tier="strong")).tier == "strong; reason=explicit"
         stall = _stall(redis, how, 1.5)
-        await asyncio.sleep(0.05)
+        if how == "sleep":  # CLIENT PAUSE holds from its reply; DEBUG SLEEP from a thread
+            await eventually(lambda: asyncio.to_thread(_stalled, redis), 2, what="the stall")
         started = time.monotonic()
         stalled = await asyncio.gather(*[sc.chat(f"slow-{i}") for i in range(8)],
                                        sc.chat("slow"))
@@ -151,7 +164,7 @@ async def test_a_stalled_redis_costs_a_request_at_most_one_store_timeout(
         later = [await sc.chat("slow") for _ in range(3)]  # still stalled: skipped at once
         assert all(r.tier == DEGRADED and r.elapsed_s < SLACK_S for r in later)
         await stall
-        await until("recovery after the stall", lambda: sc.rt.gate.healthy, timeout_s=5)
+        await eventually(lambda: sc.rt.gate.healthy, timeout=5, what="recovery after the stall")
         r = await sc.chat("slow")
         assert (r.status, r.tier, r.model) == (200, "strong; reason=explicit", STRONG_MODEL)
         assert (await session_state(sc, "slow")).state_lost_at is None  # nothing was lost
@@ -165,17 +178,17 @@ async def test_a_write_pause_delays_only_the_commit_which_then_applies_once(
     not held up by it, and the commit is re-sent after the pause and applies exactly once."""
     redis = farm.server()
     cfg = make_config(redis_url=redis.url, prefix=prefix, timeout_ms=TIMEOUT_MS)
-    async with serve_sidecar(cfg) as sc:
+    async with serve_agent(cfg) as sc:
         await sc.chat("warm")
         redis.command("CLIENT", "PAUSE", 1500, "WRITE")
         paused_at = time.monotonic()
         r = await sc.chat("paused", tier="strong", request_id="client-paused-1")
         assert (r.status, r.tier, r.model) == (200, "strong; reason=explicit", STRONG_MODEL)
         assert r.elapsed_s < TIMEOUT_MS / 1000 + SLACK_S  # read served, answer not held back
-        await until("the commit's timeout", lambda: sc.store.outcomes(r.request_id), 5)
+        await eventually(lambda: sc.store.outcomes(r.request_id), 5, what="the commit's timeout")
         assert sc.store.outcomes(r.request_id) == ["StoreUnavailable"]
         assert time.monotonic() - paused_at < 1.5  # it failed inside the pause, by its timeout
-        await until("the held commit is re-sent", lambda: sc.rt.gate.healthy, timeout_s=8)
+        await eventually(lambda: sc.rt.gate.healthy, timeout=8, what="the held commit is re-sent")
         # A paused client's command never runs once its connection is dropped at the timeout,
         # so the re-send after the pause is the one that applies (DEBUG SLEEP is the other
         # branch: the original runs late and the re-send is a duplicate; test_exactly_once).

@@ -28,8 +28,8 @@ from orca_cli.state.base import (
     Store,
 )
 from orca_cli.state.factory import open_store
+from orca_cli.testing import eventually
 from tests.reliability.redis_procs import RedisFarm, RedisProc
-from tests.reliability.sidecar import until
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +74,7 @@ async def test_the_gate_holds_commits_through_an_outage_and_resends_each_once(
         assert [b.request_id for b in gate.pending] == [f"hit-{i}" for i in range(3, 8)]
         assert gate.dropped == 2  # the bound of 5 dropped the oldest two
         redis.start()
-        await until("recovery", lambda: gate.healthy, timeout_s=5)
+        await eventually(lambda: gate.healthy, timeout=5, what="recovery")
         assert not gate.pending and gate.replayed == 5
         assert _hits(redis, prefix) == 5  # the restart lost hit-0; each held one applied once
         for i in range(3, 8):
@@ -109,7 +109,7 @@ async def test_a_held_commits_follow_up_runs_on_its_result_after_the_resend(
         await gate.commit(_hit(2), follow_up=follow_up)
         assert seen == [("hit", ("applied",))]  # no result yet: nothing ran
         redis.start()
-        await until("recovery", lambda: gate.healthy, timeout_s=5)
+        await eventually(lambda: gate.healthy, timeout=5, what="recovery")
         assert seen[1:] == [("hit", ("applied",)), ("hit", ("applied",))]
         # hit-1, hit-2 and one follow-up (hit-100 is a duplicate the second time)
         assert _hits(redis, prefix) == 3 and not gate.pending

@@ -19,16 +19,16 @@ import orjson
 import pytest
 
 from orca_cli.config.load import loads
-from tests.reliability.proxy_harness import (
+from orca_cli.testing import (
     Act,
     FakeUpstream,
     Sidecar,
     closed_port,
     fake_upstream,
-    serve_sidecar,
+    sidecar,
     sse_events,
-    tier_doc,
 )
+from tests.reliability.probes import tier_doc
 
 pytestmark = pytest.mark.asyncio
 
@@ -125,7 +125,7 @@ async def up() -> AsyncIterator[FakeUpstream]:
 
 @pytest.fixture
 async def sc(up: FakeUpstream) -> AsyncIterator[Sidecar]:
-    async with serve_sidecar(loads(config_text(up), source="test")) as s:
+    async with sidecar(loads(config_text(up), source="test")) as s:
         yield s
 
 
@@ -269,7 +269,7 @@ async def test_every_channel_5xx_gives_the_last_upstream_error_as_sent(
 
 async def test_connect_refused_is_local_origin_and_falls_over(up: FakeUpstream) -> None:
     dead = f"http://127.0.0.1:{closed_port()}/a/v1"
-    async with serve_sidecar(loads(config_text(up, a_url=dead), source="test")) as sc:
+    async with sidecar(loads(config_text(up, a_url=dead), source="test")) as sc:
         sid = new_session()
         status, headers, body, took = await call(sc, "openai", sid, stream=True)
         assert status == 200 and headers["x-orca-channel"] == "b"
@@ -288,7 +288,7 @@ async def test_every_channel_refused_is_orcas_own_502_not_nothing_attemptable(
     it is not the 503 for "nothing could be attempted" either, whose `x-should-retry: false`
     would stop the client retrying a transient outage."""
     dead_a, dead_b = (f"http://127.0.0.1:{closed_port()}/{c}/v1" for c in "ab")
-    async with serve_sidecar(loads(config_text(up, a_url=dead_a, b_url=dead_b),
+    async with sidecar(loads(config_text(up, a_url=dead_a, b_url=dead_b),
                                    source="test")) as sc:
         sid = new_session()
         status, headers, body, took = await call(sc, "openai", sid, stream=True)

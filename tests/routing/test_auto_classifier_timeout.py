@@ -85,4 +85,5 @@ def _rank(cls: Classification) -> Any:
     req = AutoRequest(BODY, DELTA, None, cls)
     return STRATEGIES["auto"](build_candidates(["lo", "hi"], "openai", 10, cfg), cfg,
                               RouterConfig("auto", strategy="auto", allowed_models=("lo", "hi")),
-                              StrategySignals(None, (0.0,) * 6, req), {}, random.Random(0))
+                              StrategySignals(None, (0.0,) * 6, request=req), {},
+                              random.Random(0))

@@ -86,7 +86,8 @@ def _rank_with(classification: Any) -> Any:
     req = AutoRequest(body, SCORER.delta(body, "openai"), None, classification)
     cands = build_candidates(["lo", "hi"], "openai", 10, cfg)
     router = RouterConfig("auto", strategy="auto", allowed_models=("lo", "hi"))
-    return STRATEGIES["auto"](cands, cfg, router, StrategySignals(None, (0.0,) * 6, req), {},
+    signals = StrategySignals(None, (0.0,) * 6, request=req)
+    return STRATEGIES["auto"](cands, cfg, router, signals, {},
                               random.Random(0))
 
 

@@ -28,11 +28,12 @@ class Session:
     def turn(self, delta: float, *, user: bool = True, sigs: tuple[str, ...] = (),
              ask: str | None = None, caps: CapsView = NO_CAPS, key: str | None = None,
              commit: bool = True, response_strikes: tuple[str, ...] = (),
-             gap_s: float = 30.0, strong_available: bool = True) -> TierDecision:
+             gap_s: float = 30.0, strong_available: bool = True,
+             fresh: bool = False) -> TierDecision:
         self.n += 1
         self.now += gap_s
         sig = TurnSignals(dedupe_key=key or f"k{self.n}", delta_score=delta, user_turn=user,
-                          signatures=sigs, ask=ask)  # type: ignore[arg-type]
+                          signatures=sigs, ask=ask, fresh=fresh)  # type: ignore[arg-type]
         d = resolve_tier(self.state, sig, caps, self.esc, now=self.now, t2=self.esc.t2,
                          strong_window_s=300, strong_available=strong_available)
         if commit:
@@ -154,6 +155,82 @@ def test_retried_turn_never_double_counts() -> None:
     s.turn(0.2, sigs=sigs, key="retry")
     s.turn(0.2, sigs=sigs, key="retry")  # the same client request id again
     assert s.state is not None and len(s.state.strikes) == 1 and s.state.turn == 2
+
+
+# --- a repeated body never swallows an explicit ask (SPEC §19) ------------------------------
+
+def test_a_repeated_once_counts_against_the_cap_and_is_then_denied() -> None:
+    s = Session()
+    s.turn(0.2, key="same")
+    first = s.turn(0.2, ask="once", key="same")
+    again = s.turn(0.2, ask="once", key="same")
+    third = s.turn(0.2, ask="once", key="same")
+    assert (first.tier, first.reason) == ("strong", "once")
+    assert (again.tier, again.reason) == ("base", "denied:session_cap")
+    assert (third.tier, third.reason) == ("base", "denied:session_cap")
+    assert s.state is not None and s.state.escalation_count == 1 and s.state.turn == 1
+
+
+def test_a_repeated_once_counts_each_time_it_is_served_strong() -> None:
+    s = Session(esc=replace(ESC, max_per_session=3))
+    served = [s.turn(0.2, ask="once", key="same") for _ in range(5)]
+    assert [d.tier for d in served] == ["strong"] * 3 + ["base"] * 2
+    assert s.state is not None and s.state.escalation_count == 3 and s.state.turn == 1
+
+
+def test_a_repeated_base_reset_takes_effect() -> None:
+    s = Session()
+    s.turn(0.2, key="t1")
+    s.turn(0.2, ask="strong", key="t2")
+    assert s.state is not None and s.state.tier == "strong"
+    d = s.turn(0.2, ask="base", key="t2")  # the same body, now with a reset
+    assert (d.tier, d.reason, d.state_tier) == ("base", "reset", "base")
+    assert s.state is not None and s.state.tier == "base" and s.state.reason == "reset"
+    assert s.state.turn == 2  # the repeated turn records no new evidence
+
+
+def test_a_repeated_strong_ask_escalates() -> None:
+    s = Session()
+    s.turn(0.2, key="t1")
+    d = s.turn(0.2, ask="strong", key="t1")
+    assert (d.tier, d.reason) == ("strong", "explicit")
+    assert s.state is not None and s.state.tier == "strong" and s.state.escalation_count == 1
+    assert s.state.turn == 1
+
+
+def test_a_pending_ask_is_consumed_by_a_repeated_turn() -> None:
+    s = Session()
+    s.turn(0.2, key="t1")
+    doc = apply_intents(s.state.to_doc() if s.state else None,
+                        [SetPending("strong", "cli", "stuck", "p1")], s.now, ESC)
+    s.state = TierState.from_doc(doc)
+    d = s.turn(0.2, key="t1")
+    assert (d.tier, d.reason) == ("strong", "explicit")
+    assert s.state is not None and s.state.tier == "strong" and s.state.pending is None
+
+
+def test_a_repeated_turn_still_adds_no_strike_or_streak() -> None:
+    s = Session()
+    sigs = error_signatures([compile_error(1, 1)])
+    s.turn(0.2, sigs=sigs, key="a")
+    s.turn(0.9, sigs=sigs, key="b")
+    for _ in range(4):
+        s.turn(0.9, sigs=sigs, key="b")
+    assert s.state is not None
+    assert (s.state.turn, len(s.state.strikes), s.state.streak) == (2, 1, 1)
+
+
+def test_a_side_request_under_the_session_id_neither_extends_nor_resets_the_streak() -> None:
+    s = Session()
+    s.turn(0.72, fresh=True)  # the session's first request: an ordinary user turn
+    s.turn(0.1, fresh=True)  # a title request or a sub-agent's first ask
+    assert s.state is not None and s.state.streak == 1
+    d = s.turn(0.72)
+    assert (d.tier, d.reason) == ("strong", "difficulty")
+    t = Session()
+    t.turn(0.72)
+    t.turn(0.1)  # the same easy turn inside the main conversation resets it
+    assert t.state is not None and t.state.streak == 0
 
 
 def test_racing_identical_escalations_merge_and_a_stale_writer_cannot_clobber() -> None:

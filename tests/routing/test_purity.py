@@ -108,3 +108,14 @@ def test_importing_routing_loads_no_io_library() -> None:
         cwd=ROUTING.parent.parent,
     )
     assert out.stdout.strip() == ""
+
+
+def test_routing_does_not_import_the_state_package() -> None:
+    """Imports point one way: `state/` builds on the routing core, never the reverse."""
+    offenders = []
+    for path in MODULES:
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                if node.module == "orca_cli.state" or node.module.startswith("orca_cli.state."):
+                    offenders.append(f"{path.relative_to(ROUTING)}: {node.module}")
+    assert offenders == []

@@ -5,7 +5,14 @@ from __future__ import annotations
 from orca_cli.config.schema import EscalationConfig
 from orca_cli.routing.caps import CapsView, ShareView
 from orca_cli.routing.escalation import TurnSignals, resolve_tier
-from orca_cli.state.base import ExpireAtLeastOp, IncrOp, SetOp, Snapshot
+from orca_cli.state.base import (
+    ExpireAtLeastOp,
+    IncrOp,
+    ReadRequest,
+    SetOp,
+    Snapshot,
+    Store,
+)
 from orca_cli.state.plan import LONG_PIN_S, PlanContext, TurnOutcome, build_commit
 
 ESC = EscalationConfig()
@@ -71,3 +78,16 @@ def test_strong_success_uses_the_window_only_and_extends_the_base_pin() -> None:
 def test_sessionless_request_gets_no_session_write() -> None:
     batch = build_commit(_ctx(session=None), None, Snapshot(), OK)
     assert [w.slot.kind for w in batch.writes] == ["router", "workspace"]
+
+
+async def test_linucb_and_affinity_writes_read_back_under_unsafe_and_long_arm_names(
+        store: Store) -> None:
+    """The commit writes each free-form key part with the same escaping the read applies: an
+    arm with braces or over 128 bytes reads back what the commit wrote."""
+    arms = ("vendor/{weird}-model", "m" * 200, "plain")
+    ctx = _ctx(session=None, linucb={a: [1.0, 0.0, 2.5] for a in arms},
+               affinity=("p" * 300, {"model": "x"}, 60.0))
+    await store.commit(build_commit(ctx, None, Snapshot(), OK))
+    snap = await store.read(ReadRequest("coding", linucb_arms=arms, affinity_key="p" * 300))
+    assert {a: list(v) for a, v in snap.linucb.items()} == {a: [1.0, 0.0, 2.5] for a in arms}
+    assert snap.affinity is not None and snap.affinity["model"] == "x"

@@ -39,10 +39,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from orca_cli.config.auto import AutoConfig, matches_patterns, price_caps
-from orca_cli.config.schema import ChannelConfig, Config, ModelConfig
+from orca_cli.config.schema import Config, ModelConfig
 from orca_cli.routing.auto.classify import Classification
-from orca_cli.routing.candidates import Candidate, key_slots
-from orca_cli.routing.candidates import _derived as derived  # the per-config memo
+from orca_cli.routing.candidates import Candidate
 
 __all__ = ["ALGORITHM", "WEIGHTS", "AutoDecision", "Scored", "rank_auto", "workload_quality"]
 
@@ -117,18 +116,24 @@ def _static_gate(model: str, cfg: Config, auto: AutoConfig) -> str | None:
     return None
 
 
+_MEMO_MAX = 4096
+_memo: dict[tuple[int, str, AutoConfig], tuple[Config, str | None]] = {}
+
+
 def _gate(c: Candidate, cfg: Config, auto: AutoConfig) -> str | None:
+    """The candidate's exclusion, else the static gate, remembered per config object (the
+    memo holds the config itself, so its id cannot be reused while the entry lives)."""
     if c.excluded is not None:
         return c.excluded
-    why: str | None = derived(cfg, ("auto-gate", c.model, auto),
-                              lambda: _static_gate(c.model, cfg, auto))
+    key = (id(cfg), c.model, auto)
+    hit = _memo.get(key)
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    if len(_memo) >= _MEMO_MAX:
+        _memo.clear()
+    why = _static_gate(c.model, cfg, auto)
+    _memo[key] = (cfg, why)
     return why
-
-
-def _channels(cfg: Config) -> dict[str, ChannelConfig]:
-    by_name: dict[str, ChannelConfig] = derived(
-        cfg, ("auto-channels",), lambda: {ch.name: ch for ch in cfg.channels})
-    return by_name
 
 
 def _latency(c: Candidate, cfg: Config, measured: Mapping[str, float]) -> float | None:
@@ -136,7 +141,7 @@ def _latency(c: Candidate, cfg: Config, measured: Mapping[str, float]) -> float 
     for choice in c.channels:
         if measured.get(choice.channel, 0) > 0:
             return measured[choice.channel]
-        ch = _channels(cfg).get(choice.channel)
+        ch = cfg.compiled.channel_index.get(choice.channel)
         if ch is not None and ch.expected_latency_ms > 0:
             return ch.expected_latency_ms
     return None
@@ -146,11 +151,8 @@ def _health(c: Candidate, cfg: Config) -> float:
     healthy = sum(len(choice.keys) for choice in c.channels)
     names = [choice.channel for choice in c.channels]
     names += [name for name, why in c.filtered if why == "unhealthy"]
-    by_name = _channels(cfg)
-    total = 0
-    for name in names:
-        ch = by_name.get(name)
-        total += len(key_slots(ch)) if ch is not None else 0
+    slots = cfg.compiled.key_slots
+    total = sum(len(slots.get(name, ())) for name in names)
     return healthy / total if total else 1.0
 
 

@@ -48,6 +48,12 @@ class Signals(Protocol):
         ...
 
     @property
+    def banding_score(self) -> float | None:
+        """The banding score (`Scorer.banding`: the conversation without the agent's constant
+        prefix); None when not computed. `gated_adaptive` bands on it when present."""
+        ...
+
+    @property
     def delta_features(self) -> Sequence[float]:
         """The six raw delta features in `linucb.FEATURE_ORDER` (§4 table order)."""
         ...
@@ -59,6 +65,7 @@ class StrategySignals:
 
     full_score: float | None = None
     delta_features: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    banding_score: float | None = None
     # The request as the auto strategy reads it (SPEC §16); None for the other strategies.
     request: AutoRequest | None = None
 

@@ -1,4 +1,6 @@
-"""`gated_adaptive`: difficulty banding by the full-transcript score (SPEC §2, §6.1).
+"""`gated_adaptive`: difficulty banding (SPEC §2, §6.1, §19) by the banding score
+(`features.Scorer.banding`: the conversation, not the agent's constant system prompt and tool
+schemas), or by the full-transcript score when no banding score was computed.
 
     score <  t1        -> weak band   (router.weak_pool)
     t1 <= score < t2   -> mid band    (router.mid_pool)
@@ -54,7 +56,8 @@ def gated_adaptive(
     pools = (router.weak_pool, router.mid_pool, router.strong_pool)
     bands = [[m for m in dict.fromkeys(pool) if m in present] for pool in pools]
 
-    score = signals.full_score
+    full = signals.full_score
+    score = signals.banding_score if signals.banding_score is not None else full
     target = band_index(score, router)
     visit = _fallthrough(target)
     chosen = next((i for i in visit if bands[i]), None)
@@ -68,7 +71,9 @@ def gated_adaptive(
         ordered.append(m)
     _, scores = order_cheapest(models, cfg)
 
-    shown = "not computed (pinned)" if score is None else f"{score:.3f}"
+    shown = "not computed (pinned)" if full is None else f"{full:.3f}"
+    if signals.banding_score is not None:
+        shown = f"{shown} banding={signals.banding_score:.3f}"
     note = (
         f"gated_adaptive: full={shown} -> {BAND_NAMES[target]} band "
         f"(t1={router.t1:g}, t2={router.t2:g})"

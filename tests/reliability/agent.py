@@ -1,4 +1,4 @@
-"""A real sidecar on a loopback port over a real store, and what the reliability tests read.
+"""A coding agent driving a real sidecar over a real store, and what the reliability tests read.
 
 Everything between the HTTP client and the `sim` channels is the production code: uvicorn,
 the guard, the handler, routing, the StoreGate and the Redis store. The config is small and
@@ -9,28 +9,23 @@ escalation caps a test asks for.
 
 from __future__ import annotations
 
-import asyncio
-import socket
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import orjson
 
 from orca_cli.clock import Clock, SystemClock
 from orca_cli.config.load import loads
 from orca_cli.config.schema import Config
-from orca_cli.proxy.app import OrcaApp
-from orca_cli.proxy.guard import GuardPolicy
 from orca_cli.proxy.runtime import Runtime
-from orca_cli.proxy.server import serve_in_background, stop_server
 from orca_cli.state.base import CommitBatch, CommitResult, ReadRequest, Snapshot, Store
 from orca_cli.state.factory import open_store
+from orca_cli.testing import Sidecar, sidecar
 
-__all__ = ["RecordingStore", "Reply", "Sidecar", "make_config", "serve_sidecar", "until"]
+__all__ = ["Agent", "RecordingStore", "Reply", "make_config", "serve_agent"]
 
 ROUTER = "coding"
 BASE_MODEL = "deepseek-chat"
@@ -156,13 +151,20 @@ class RecordingStore:
         return getattr(self.inner, name)
 
 
-@dataclass
-class Sidecar:
-    base: str
-    rt: Runtime
-    http: httpx.AsyncClient
-    replies: list[Reply] = field(default_factory=list)
-    turns: int = 0
+class Agent:
+    """A coding agent's side of a served sidecar: chat turns of the router `coding`, each
+    reply kept, over a store that logs every commit (`RecordingStore`)."""
+
+    def __init__(self, sidecar: Sidecar) -> None:
+        self.sidecar = sidecar
+        self.http = sidecar.http
+        self.base = sidecar.url
+        self.replies: list[Reply] = []
+        self.turns = 0
+
+    @property
+    def rt(self) -> Runtime:
+        return self.sidecar.rt
 
     @property
     def store(self) -> RecordingStore:
@@ -180,9 +182,9 @@ class Sidecar:
 
         The sidecar commits after the last byte, so a client that fires its next turn at once
         could read state from before this turn's commit; an agent never answers that fast.
-        `settle` waits (bounded) until this request's commit was sent, held or not needed.
-        Each call is a new turn (its own text): an identical body is a retry of the same turn
-        by its dedupe key (SPEC §6.3), which applies nothing to the tier state.
+        `settle` waits (bounded) until this request's handler has returned (its commit sent,
+        held or not needed). Each call is a new turn (its own text): an identical body is a
+        retry of the same turn by its dedupe key (SPEC §6.3), which applies nothing.
         """
         self.turns += 1
         text = text or f"turn {self.turns}: rename the helper in utils.py"
@@ -204,62 +206,20 @@ class Sidecar:
                       resp.headers.get("x-orca-request-id", ""), elapsed, doc)
         self.replies.append(reply)
         if settle and reply.request_id:
-            await until(f"the commit of {reply.request_id}", lambda: self._settled(reply), 5,
-                        0.002)
+            await self.sidecar.settled(reply.request_id, timeout=10)
         return reply
 
-    def _settled(self, reply: Reply) -> bool:
-        if reply.tier.endswith("reason=degraded") or reply.status != 200:
-            return True
-        rid = reply.request_id
-        return (any(r == rid for r, _ in self.store.log)
-                or any(b.request_id == rid for b in self.rt.gate.pending))
-
     async def healthz(self) -> dict[str, Any]:
-        resp = await self.http.get("/healthz")
-        return dict(orjson.loads(resp.content))
-
-
-async def until(what: str, cond: Any, timeout_s: float = 10.0, step_s: float = 0.02) -> None:
-    """Poll an (async or plain) condition until it holds; fail naming `what` at the deadline."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        got = cond()
-        if asyncio.iscoroutine(got):
-            got = await got
-        if got:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout_s} s")
-        await asyncio.sleep(step_s)
-
-
-def _listening_socket() -> socket.socket:
-    """A loopback listener created with proto IPPROTO_TCP, so asyncio sets TCP_NODELAY on the
-    sockets it accepts (with proto 0 every keep-alive response waits ~40 ms for a delayed ACK,
-    which would hide the latencies these tests bound)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
+        return await self.sidecar.healthz()
 
 
 @asynccontextmanager
-async def serve_sidecar(cfg: Config, *, store: Store | None = None,
-                        clock: Clock | None = None) -> AsyncIterator[Sidecar]:
-    """uvicorn + OrcaApp on 127.0.0.1:<free port> over `cfg.state` (or `store`)."""
+async def serve_agent(cfg: Config, *, store: Store | None = None,
+                      clock: Clock | None = None) -> AsyncIterator[Agent]:
+    """A sidecar on 127.0.0.1:<free port> over `cfg.state` (or `store`), and its agent."""
     clock = clock or SystemClock()
     if store is None:
         store = open_store(cfg.state, clock=clock)
-    sock = _listening_socket()
-    port = sock.getsockname()[1]
-    rt = Runtime.build(cfg, RecordingStore(store), clock=clock)
-    app = OrcaApp(rt, GuardPolicy.from_config(cfg.server, port=port, admin_token=""))
-    server, task = await serve_in_background(app, cfg.server, "127.0.0.1", port, sock=sock)
-    base = f"http://127.0.0.1:{port}"
-    limits = httpx.Limits(max_connections=128, max_keepalive_connections=128)
-    try:
-        async with httpx.AsyncClient(base_url=base, timeout=30.0, limits=limits) as http:
-            yield Sidecar(base, rt, http)
-    finally:
-        await stop_server(server, task)
+    async with sidecar(cfg, store=RecordingStore(store), clock=clock,  # type: ignore[arg-type]
+                       admin_token=None) as sc:
+        yield Agent(sc)

@@ -1,0 +1,80 @@
+"""`orca config check`'s findings beyond load-time validation (SPEC §2)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
+from orca_cli.config.schema import Config
+from orca_cli.config.walk import join_key
+from orca_cli.config.xref import known_models, unknown_model
+
+__all__ = ["ConfigIssue", "check"]
+
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigIssue:
+    """A `config check` finding beyond load-time validation (SPEC §2)."""
+
+    severity: Literal["error", "warning"]
+    key: str
+    why: str
+    source: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        return f"{where}{self.key}: {self.why}"
+
+
+def check(cfg: Config) -> list[ConfigIssue]:
+    """SPEC §2's extra checks: an escalation that cannot escalate is an error; a router tier
+    with no candidate for an inbound format, and a few likely mistakes, are warnings."""
+    out: list[ConfigIssue] = []
+
+    def add(sev: Literal["error", "warning"], key: str, why: str) -> None:
+        out.append(ConfigIssue(sev, key, why, cfg.source))
+
+    known = set(known_models(cfg))
+    enabled_by_api: dict[str, set[str]] = {"openai": set(), "anthropic": set()}
+    served: set[str] = set()
+    for ch in cfg.enabled_channels():
+        for api in ch.apis:
+            enabled_by_api.setdefault(api, set()).update(ch.models)
+        served.update(ch.models)
+    for name, r in cfg.routers.items():
+        rpath = join_key("routers", name)
+        esc = r.escalation
+        tiers = {"base": r.base_pool}
+        if esc.mode != "off":
+            pool = r.escalation_pool
+            unknown = [m for m in pool if m not in known]
+            if not pool:
+                add("error", f"{rpath}.escalation.pool",
+                    f'escalation mode is "{esc.mode}" but the escalation pool is empty (pool and '
+                    'strong_pool are both empty); list models in strong_pool, or set mode = "off"')
+            elif unknown:
+                add("error", f"{rpath}.escalation.pool", unknown_model(unknown[0], sorted(known)))
+            tiers["strong"] = pool
+        for tier, models in tiers.items():
+            for api in ("openai", "anthropic"):
+                if not any(m in enabled_by_api[api] for m in models):
+                    add("warning", rpath,
+                        f'the {tier} tier has no model served by an enabled channel with api = '
+                        f'"{api}"; {api}-format requests to this router cannot be served {tier}')
+        for m in r.allowed_models + r.escalation_pool:
+            if m in known and m not in served:
+                add("warning", rpath, f'model "{m}" is served by no enabled channel')
+    for i, ch in enumerate(cfg.channels):
+        keyless_ok = ch.pass_through_auth or ch.type in ("sim", "openai-compatible")
+        if ch.enabled and not ch.keys and not keyless_ok:
+            add("warning", f"channels[{i}].keys", f'channel "{ch.name}" is enabled but has no keys')
+    for m in sorted(served - set(cfg.models)):
+        add("warning", join_key("models", m), "has no [models] table: its cost counts as 0")
+    features = dataclasses.fields(cfg.difficulty)
+    total = sum(getattr(cfg.difficulty, f.name).weight for f in features)
+    if total > 1 + 1e-9:
+        add("warning", "difficulty", f"feature weights sum to {total:.3f} > 1: scores can exceed 1")
+    return out
+

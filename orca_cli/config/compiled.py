@@ -1,0 +1,107 @@
+"""The indices the request path reads, built once per loaded config (`Config.compiled`).
+
+A `Config` is frozen, so everything that depends on it alone is derived once and read in
+O(1) per request instead of being rescanned: the channel by name, the channels listing a
+model, the enabled channels serving a model in each wire format, the key slots of each
+channel, each router's base and strong pools, the set of models counted strong, the cache
+window of each channel and the glob aliases in match order. `load` builds it; a config made
+in code (`Config(...)`, `dataclasses.replace`) builds its own on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fnmatch import fnmatchcase
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from orca_cli.types import APIS, Api
+
+if TYPE_CHECKING:
+    from orca_cli.config.schema import ChannelConfig, Config
+
+__all__ = ["GLOB_CHARS", "CompiledConfig", "RouterPools"]
+
+GLOB_CHARS = frozenset("*?[")
+
+
+class RouterPools:
+    """A router's tiers as the request path reads them (SPEC §6.1)."""
+
+    __slots__ = ("allowed", "base", "strong", "strong_set")
+
+    def __init__(self, allowed: tuple[str, ...], base: tuple[str, ...],
+                 strong: tuple[str, ...]) -> None:
+        self.allowed = allowed
+        self.base = base  # allowed models minus the strong tier
+        self.strong = strong  # `escalation.pool`, default the router's strong_pool
+        self.strong_set = frozenset(strong)
+
+    def __repr__(self) -> str:
+        return f"RouterPools(base={self.base!r}, strong={self.strong!r})"
+
+
+class CompiledConfig:
+    """Read-only indices of one `Config`; see the module docstring."""
+
+    __slots__ = (
+        "alias_globs", "by_model", "cache_ttl_s", "channel_index", "enabled_channels",
+        "key_fps", "key_slots", "left_out", "model_ids", "pools", "serving", "strong_models",
+    )
+
+    def __init__(self, cfg: Config) -> None:
+        index: dict[str, ChannelConfig] = {}
+        by_model: dict[str, list[ChannelConfig]] = {}
+        for ch in cfg.channels:
+            index.setdefault(ch.name, ch)  # the first of a duplicated name, as a scan finds
+            for m in ch.models:
+                by_model.setdefault(m, []).append(ch)
+        enabled = tuple(ch for ch in cfg.channels if ch.enabled)
+        self.channel_index: Mapping[str, ChannelConfig] = MappingProxyType(index)
+        self.enabled_channels: tuple[ChannelConfig, ...] = enabled
+        # Every channel listing the model (enabled or not), in config order.
+        self.by_model: Mapping[str, tuple[ChannelConfig, ...]] = MappingProxyType(
+            {m: tuple(chs) for m, chs in by_model.items()})
+        # Enabled channels that list the model and accept the format, in config order.
+        self.serving: Mapping[tuple[str, Api], tuple[ChannelConfig, ...]] = MappingProxyType({
+            (m, api): tuple(c for c in chs if c.enabled and c.accepts(api))
+            for m, chs in by_model.items() for api in APIS
+        })
+        # Channels listing the model that cannot take a request of the format, with why: the
+        # disabled ones ("channel_disabled"), then enabled ones of another format
+        # ("format_mismatch"), each in config order.
+        self.left_out: Mapping[tuple[str, Api], tuple[tuple[str, str], ...]] = MappingProxyType({
+            (m, api): tuple((c.name, "channel_disabled") for c in chs if not c.enabled)
+            + tuple((c.name, "format_mismatch") for c in chs if c.enabled and not c.accepts(api))
+            for m, chs in by_model.items() for api in APIS
+        })
+        self.model_ids: tuple[str, ...] = tuple(
+            dict.fromkeys(m for ch in enabled for m in ch.models))
+        slots = {ch.name: ((0, ""),) if not ch.keys else tuple(
+            (i, k.fp) for i, k in enumerate(ch.keys)) for ch in reversed(cfg.channels)}
+        self.key_slots: Mapping[str, tuple[tuple[int, str], ...]] = MappingProxyType(slots)
+        self.key_fps: Mapping[str, Mapping[int, str]] = MappingProxyType(
+            {name: MappingProxyType(dict(s)) for name, s in slots.items()})
+        self.cache_ttl_s: Mapping[str, int] = MappingProxyType(
+            {name: ch.cache_ttl_s for name, ch in index.items()})
+        self.pools: Mapping[str, RouterPools] = MappingProxyType({
+            name: RouterPools(r.allowed_models, r.base_pool, r.escalation_pool)
+            for name, r in cfg.routers.items()
+        })
+        self.strong_models: frozenset[str] = frozenset(
+            m for p in self.pools.values() for m in p.strong)
+        globs = [k for k in cfg.aliases if GLOB_CHARS & set(k)]
+        # Longest pattern first; ties by the pattern text, so the first match is the winner.
+        self.alias_globs: tuple[str, ...] = tuple(sorted(globs, key=lambda k: (-len(k), k)))
+
+    def alias_key(self, name: str, aliases: Mapping[str, str], *, globs: bool) -> str | None:
+        """The exact alias key for `name`, else (with `globs`) the longest matching pattern."""
+        if name in aliases:
+            return name
+        if not globs:
+            return None
+        return next((k for k in self.alias_globs if fnmatchcase(name, k)), None)
+
+    def serving_channels(self, model: str, api: Api) -> tuple[ChannelConfig, ...]:
+        """Enabled channels listing `model` that accept `api`, in config order."""
+        return self.serving.get((model, api), ())

@@ -1,0 +1,36 @@
+"""What routing reads from the state store for one request: the `Snapshot` (SPEC §9).
+
+It lives on the routing side so imports point one way: the pure core defines what it needs,
+and `state/` (the store backends) produces it. `orca_cli.state.base` re-exports these names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias
+
+__all__ = ["ShareCounts", "Snapshot", "TierDoc"]
+
+TierDoc: TypeAlias = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareCounts:
+    strong: float = 0.0
+    total: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    tier: TierDoc | None = None
+    tier_version: int = 0
+    pins: Mapping[str, str] = field(default_factory=dict)  # "base"/"strong" -> model
+    channel_pins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    share: ShareCounts = ShareCounts()
+    workspace_share: ShareCounts = ShareCounts()
+    affinity: Mapping[str, Any] | None = None
+    linucb: Mapping[str, Sequence[float]] = field(default_factory=dict)
+    percentile_samples: tuple[float, ...] = ()
+    # Set when the store detected a state loss; the time it was detected (SPEC §6.4, §9).
+    state_lost_at: float | None = None

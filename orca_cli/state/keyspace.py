@@ -1,0 +1,203 @@
+"""The embedded store's keyspace: values with TTLs by the injected Clock, the Redis-like
+sorted set, and the sweep that keeps memory bounded (SPEC §9, §12). `MemoryStore` builds the
+store protocol on top of it."""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from orca_cli.clock import Clock
+from orca_cli.state.base import HIncrOp, IncrOp, PushOp, ZAddOp
+from orca_cli.state.codec import decode_doc, decode_value
+
+__all__ = ["KIND_OF_OP", "Entry", "Keyspace", "Value", "ZSet", "decode_view", "floats", "kind_of", "num"]
+
+class ZSet:
+    """A sorted set ordered like Redis's: by score, then member.
+
+    Popping the lowest members (the trace index and audit streams trim their oldest on
+    every write once full) advances a head offset instead of shifting the list; the dead
+    prefix is dropped once it is the larger half, so a trim costs O(1) amortised."""
+
+    __slots__ = ("_head", "_items", "scores")
+
+    def __init__(self) -> None:
+        self._items: list[tuple[float, str]] = []
+        self._head = 0
+        self.scores: dict[str, float] = {}
+
+    def __len__(self) -> int:
+        return len(self._items) - self._head
+
+    @property
+    def items(self) -> list[tuple[float, str]]:
+        return self._items[self._head :]
+
+    def add(self, member: str, score: float) -> None:
+        old = self.scores.get(member)
+        if old is not None:
+            if old == score:
+                return
+            del self._items[bisect.bisect_left(self._items, (old, member), self._head)]
+        self.scores[member] = score
+        bisect.insort(self._items, (score, member), self._head)
+
+    def pop_lowest(self, n: int) -> list[str]:
+        if n <= 0:
+            return []
+        end = min(self._head + n, len(self._items))
+        gone = [m for _, m in self._items[self._head : end]]
+        self._head = end
+        for m in gone:
+            del self.scores[m]
+        if self._head * 2 > len(self._items):
+            del self._items[: self._head]
+            self._head = 0
+        return gone
+
+    def remove_below(self, score: float) -> list[str]:
+        below = bisect.bisect_left(self._items, (score, ""), self._head)
+        return self.pop_lowest(below - self._head)
+
+    def range_from(self, score: float) -> list[tuple[float, str]]:
+        return self._items[bisect.bisect_left(self._items, (score, ""), self._head) :]
+
+
+Value: TypeAlias = str | float | dict[str, float] | list[str] | ZSet
+KIND_OF_OP: dict[type, str] = {IncrOp: "string", HIncrOp: "hash", PushOp: "list", ZAddOp: "zset"}
+
+
+UNDECODED: Any = object()
+
+
+@dataclass(slots=True)
+class Entry:
+    value: Value
+    expires_at: float | None
+    # The JSON document a text value decodes to, kept from a read until the key is written
+    # again (a write replaces the whole entry). Readers share it and treat it as read-only.
+    doc: Any = UNDECODED
+
+
+def kind_of(value: Value) -> str:
+    if isinstance(value, (str, float)):
+        return "string"
+    if isinstance(value, dict):
+        return "hash"
+    if isinstance(value, list):
+        return "list"
+    return "zset"
+
+
+def decode_view(value: Value) -> Any:
+    """The operator-side view, identical to what the Redis backend decodes."""
+    if isinstance(value, float):
+        return value
+    if isinstance(value, str):
+        return decode_value(value)
+    if isinstance(value, dict):
+        return {k: float(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode_value(v) for v in value]
+    return [[decode_value(m), s] for s, m in value.items]
+
+
+class Keyspace:
+    """Keys with optional expiry; an expired key is dropped when touched, and `sweep` drops
+    every expired key (every `sweep_every` writes or `sweep_interval_s` seconds)."""
+
+    def __init__(self, clock: Clock, sweep_every: int, sweep_interval_s: float) -> None:
+        self._clock = clock
+        self._sweep_every = sweep_every
+        self._sweep_interval_s = sweep_interval_s
+        self._data: dict[str, Entry] = {}
+        self._since_sweep = 0
+        self._last_sweep = clock.now()
+
+    # --- primitives (each mirrors one Redis command) ---------------------------------------
+
+    def _entry(self, key: str, now: float) -> Entry | None:
+        e = self._data.get(key)
+        if e is not None and e.expires_at is not None and e.expires_at <= now:
+            del self._data[key]
+            return None
+        return e
+
+    def _value(self, key: str, now: float) -> Value | None:
+        e = self._entry(key, now)
+        return None if e is None else e.value
+
+    def _text(self, key: str, now: float) -> str | None:
+        v = self._value(key, now)
+        return v if isinstance(v, str) else None
+
+    def _doc(self, key: str, now: float) -> dict[str, Any] | None:
+        """`decode_doc` of a text key, cached on its entry until the key is written again."""
+        e = self._entry(key, now)
+        if e is None:
+            return None
+        if e.doc is UNDECODED:
+            e.doc = decode_doc(e.value) if isinstance(e.value, str) else None
+        return e.doc  # type: ignore[no-any-return]
+
+    def _put(self, key: str, value: Value, ttl_s: float | None, now: float) -> None:
+        self._data[key] = Entry(value, None if not ttl_s else now + ttl_s)
+
+    def _expire(self, key: str, ttl_s: float, now: float) -> None:
+        e = self._entry(key, now)
+        if e is not None:
+            e.expires_at = now + ttl_s
+
+    def sweep(self) -> int:
+        """Drop every expired key now; returns how many were dropped."""
+        now = self._clock.now()
+        dead = [
+            k for k, e in self._data.items() if e.expires_at is not None and e.expires_at <= now
+        ]
+        for k in dead:
+            del self._data[k]
+        self._since_sweep = 0
+        self._last_sweep = now
+        return len(dead)
+
+    def sweep_if_due(self) -> int:
+        """Sweep when `sweep_interval_s` passed since the last sweep; returns keys dropped."""
+        if self._clock.now() - self._last_sweep < self._sweep_interval_s:
+            return 0
+        return self.sweep()
+
+    def _maybe_sweep(self, now: float) -> None:
+        self._since_sweep += 1
+        if (
+            self._since_sweep >= self._sweep_every
+            or now - self._last_sweep >= self._sweep_interval_s
+        ):
+            self.sweep()
+
+    def __len__(self) -> int:
+        """Keys resident (expired ones included until touched or swept)."""
+        return len(self._data)
+
+    # --- request path ----------------------------------------------------------------------
+
+def num(value: Value | None) -> float:
+    if value is None:
+        return 0.0
+    if isinstance(value, float):
+        return value
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def floats(items: list[str]) -> list[float]:
+    out = []
+    for s in items:
+        try:
+            out.append(float(s))
+        except ValueError:
+            continue
+    return out

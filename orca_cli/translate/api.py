@@ -1,0 +1,288 @@
+"""The entry points the request path calls: requests out, answers and errors back.
+
+translated = translate_request(body, "anthropic", "openai", model="deepseek-chat",
+                               target_model_family="deepseek", options=opts)
+upstream_body = translated.body            # bytes, deterministic
+rt = ResponseTranslator("openai", "anthropic", model_name="claude-sonnet-4-5",
+                        upstream_model="deepseek-chat", upstream_family="deepseek",
+                        custom_tools=translated.custom_tools)
+for chunk in upstream_chunks: send(rt.feed(chunk))   # a stream, event by event
+send(rt.close())                                     # an early end becomes an error event
+rt.usage, rt.stop                                    # for the cost model and the trace
+# a JSON answer: rt.translate_body(raw_bytes); an error: translate_error(...)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from orca_cli.translate import anthropic, openai_chat, responses
+from orca_cli.translate.anthropic_stream import AnthropicStreamDecoder, AnthropicStreamEncoder
+from orca_cli.translate.common import TranslationError, custom_input, response_id, status_for
+from orca_cli.translate.model import (
+    ErrorEvent,
+    Event,
+    Reasoning,
+    Request,
+    Response,
+    Start,
+    Stop,
+    ToolCall,
+    ToolStart,
+    Usage,
+    UsageEvent,
+)
+from orca_cli.translate.openai_chat_stream import ChatStreamDecoder, ChatStreamEncoder
+from orca_cli.translate.policy import TranslationOptions, apply_policy
+from orca_cli.translate.responses_stream import ResponsesStreamDecoder, ResponsesStreamEncoder
+from orca_cli.translate.stream_base import StreamDecoder, StreamEncoder
+from orca_cli.types import Api
+from orca_cli.wire.usage import Usage as WireUsage
+
+__all__ = [
+    "ResponseTranslator",
+    "Translated",
+    "TranslationError",
+    "TranslationOptions",
+    "decode_request",
+    "encode_error",
+    "encode_request",
+    "translate_error",
+    "translate_request",
+]
+
+_NATIVE_FAMILY = {"anthropic": "anthropic", "responses": "openai", "openai": "unknown"}
+
+
+@dataclass(slots=True)
+class Translated:
+    body: bytes
+    report: dict[str, Any]
+    custom_tools: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def untranslatable(self) -> list[str]:
+        return list(self.report["untranslatable"])
+
+
+def decode_request(body: dict[str, Any], src: Api, *, family: str | None = None) -> Request:
+    fam = family or _NATIVE_FAMILY[src]
+    if src == "anthropic":
+        return anthropic.decode_request(body, family=fam)
+    if src == "responses":
+        return responses.decode_request(body, family=fam)
+    return openai_chat.decode_request(body, family=fam)
+
+
+def encode_request(
+    req: Request,
+    dst: Api,
+    *,
+    model: str,
+    family: str,
+    options: TranslationOptions,
+    rewritten: list[str] | None = None,
+    cache_ttl: str | None = None,
+) -> tuple[bytes, int]:
+    """`req` as a `dst` body and the message cache breakpoints it got (Anthropic only)."""
+    if dst == "anthropic":
+        return anthropic.encode_request(
+            req,
+            model=model,
+            max_tokens=options.anthropic_max_tokens,
+            rewritten=rewritten,
+            cache_ttl=cache_ttl,
+        )
+    if dst == "responses":
+        return responses.encode_request(req, model=model, reasoning=options.target_reasoning), 0
+    body = openai_chat.encode_request(
+        req, model=model, family=family, reasoning=options.target_reasoning
+    )
+    return body, 0
+
+
+def translate_request(
+    body: dict[str, Any],
+    src: Api,
+    dst: Api,
+    *,
+    model: str,
+    target_model_family: str,
+    options: TranslationOptions,
+) -> Translated:
+    """`body` (already parsed, format `src`) as the bytes of a `dst` request for `model`.
+
+    The report's `untranslatable` lists features the target cannot express: a non-empty list
+    means this candidate must be excluded (`untranslatable:<feature>`); the body is still
+    built so the caller can inspect it."""
+    req = decode_request(body, src, family=options.inbound_family)
+    result = apply_policy(req, dst, target_model_family, model, options)
+    rewritten: list[str] = []
+    raw, added = encode_request(
+        req,
+        dst,
+        model=model,
+        family=target_model_family,
+        options=options,
+        rewritten=rewritten,
+        cache_ttl=result.cache_ttl,
+    )
+    custom = frozenset(t.name for t in req.tools if t.kind == "custom")
+    report = {
+        "from": src,
+        "to": dst,
+        "cache_breakpoints_added": result.cache_breakpoints_added + added,
+        "dropped_reasoning": result.dropped_reasoning,
+        "rewritten_ids": len(set(rewritten)),
+        "untranslatable": result.untranslatable,
+        "dropped_params": list(dict.fromkeys(req.dropped)),
+    }
+    return Translated(raw, report, custom if dst != "responses" else frozenset())
+
+
+def encode_error(api: Api, status: int, message: str, etype: str | None = None) -> bytes:
+    if api == "anthropic":
+        return anthropic.encode_error(status, message, etype)
+    if api == "responses":
+        return responses.encode_error(status, message, etype)
+    return openai_chat.encode_error(status, message, etype)
+
+
+def translate_error(src: Api, dst: Api, status: int, body: bytes) -> tuple[int, bytes]:
+    """An upstream error of `src` as (status, body) of `dst`: message kept, type mapped
+    (Anthropic 529 `overloaded_error` ⇄ OpenAI 503). Headers (`retry-after`, rate limits)
+    are the caller's to copy unchanged."""
+    message, etype = "", None
+    try:
+        obj = orjson.loads(body)
+        err = obj.get("error") if isinstance(obj, dict) else None
+        if isinstance(err, dict):
+            message, etype = str(err.get("message") or ""), err.get("type")
+        elif isinstance(err, str):
+            message = err
+    except orjson.JSONDecodeError:
+        message = body[:2000].decode("utf-8", "replace")
+    out_status = status_for(src, dst, status, etype)
+    mapped = etype if _same_vocab(src, dst) else None
+    return out_status, encode_error(dst, out_status, message or f"Upstream error {status}.", mapped)
+
+
+def _same_vocab(src: Api, dst: Api) -> bool:
+    return (src == "anthropic") == (dst == "anthropic")
+
+
+_DECODERS: dict[str, type[StreamDecoder]] = {
+    "anthropic": AnthropicStreamDecoder,
+    "openai": ChatStreamDecoder,
+    "responses": ResponsesStreamDecoder,
+}
+_RESPONSE_DECODERS = {
+    "anthropic": anthropic.decode_response,
+    "openai": openai_chat.decode_response,
+    "responses": responses.decode_response,
+}
+_RESPONSE_ENCODERS = {
+    "anthropic": anthropic.encode_response,
+    "openai": openai_chat.encode_response,
+    "responses": responses.encode_response,
+}
+
+
+class ResponseTranslator:
+    """An upstream answer of format `src` as format `dst`, JSON or stream.
+
+    `model_name` is the name the client sees; `upstream_model` / `upstream_family` are what
+    served it (recorded in reasoning provenance tags); `custom_tools` are the client's custom
+    tools that went upstream as function tools (`Translated.custom_tools`)."""
+
+    def __init__(
+        self,
+        src: Api,
+        dst: Api,
+        model_name: str,
+        *,
+        upstream_model: str,
+        upstream_family: str,
+        custom_tools: frozenset[str] = frozenset(),
+        created: int = 0,
+        include_usage: bool = True,
+    ) -> None:
+        self.src, self.dst, self.model_name = src, dst, model_name
+        self.include_usage = include_usage  # Chat Completions: the client asked for usage
+        self.upstream_model, self.upstream_family = upstream_model, upstream_family
+        self.custom_tools = custom_tools
+        self.created = created
+        self.usage = Usage()
+        self.stop: str | None = None
+        self.error: str | None = None
+        self._decoder = _DECODERS[src](upstream_family)  # type: ignore[call-arg]
+        self._encoder: StreamEncoder | None = None
+
+    def cost_usage(self) -> WireUsage:
+        """The usage in the cost model's terms (`wire.usage.Usage`)."""
+        u = self.usage
+        return WireUsage(u.input, u.cached, u.cache_write, u.output)
+
+    # JSON ------------------------------------------------------------------------------
+
+    def translate_body(self, body: bytes) -> bytes:
+        obj = orjson.loads(body)
+        if not isinstance(obj, dict):
+            raise TranslationError("The upstream answer is not a JSON object.")
+        resp: Response = _RESPONSE_DECODERS[self.src](obj, family=self.upstream_family)
+        for part in resp.parts:
+            if isinstance(part, Reasoning):
+                part.model = self.upstream_model
+            elif isinstance(part, ToolCall) and part.name in self.custom_tools:
+                part.kind, part.arguments = "custom", custom_input(part.arguments)
+        resp.created = resp.created or self.created
+        self.usage, self.stop = resp.usage, resp.stop
+        rid = response_id(self.dst, resp.id)
+        return _RESPONSE_ENCODERS[self.dst](resp, model_name=self.model_name, id=rid)
+
+    # streams ---------------------------------------------------------------------------
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The translated bytes for one upstream chunk (may be empty)."""
+        return self._emit(self._decoder.feed(chunk))
+
+    def close(self) -> bytes:
+        """Bytes owed at the end of the upstream body (an error event if it ended early)."""
+        return self._emit(self._decoder.close())
+
+    def _emit(self, events: list[Event]) -> bytes:
+        if not events:
+            return b""
+        out: list[bytes] = []
+        for ev in events:
+            if isinstance(ev, Start):
+                self._encoder = self._make_encoder(ev)
+            elif isinstance(ev, ToolStart) and ev.name in self.custom_tools:
+                ev.kind = "custom"
+            elif isinstance(ev, UsageEvent):
+                self.usage = ev.usage
+            elif isinstance(ev, Stop):
+                self.stop = ev.reason
+            elif isinstance(ev, ErrorEvent):
+                self.error = ev.message
+            if self._encoder is None:
+                self._encoder = self._make_encoder(Start("", ""))
+                out.append(self._encoder.encode(Start("", "")))
+            out.append(self._encoder.encode(ev))
+        return b"".join(out)
+
+    def _make_encoder(self, start: Start) -> StreamEncoder:
+        rid = response_id(self.dst, start.id or "0")
+        created = start.created or self.created
+        if self.dst == "anthropic":
+            return AnthropicStreamEncoder(
+                self.model_name, rid, self.upstream_family, self.upstream_model
+            )
+        if self.dst == "responses":
+            return ResponsesStreamEncoder(
+                self.model_name, rid, self.upstream_family, self.upstream_model, created
+            )
+        return ChatStreamEncoder(self.model_name, rid, created, include_usage=self.include_usage)

@@ -1,0 +1,258 @@
+"""Helpers every codec shares: SSE framing, error types, id rewriting, reasoning tags.
+
+Error types (fidelity rule 8). Each format names an error by type; the HTTP status is the
+common ground. `status_for(api, type, status)` and `type_for(api, status)` map both ways, with
+Anthropic's `overloaded_error` (529) ⇄ OpenAI 503 as the one status that changes.
+
+Tool-call ids (rule 3). Anthropic's `tool_use.id` must match `^[a-zA-Z0-9_-]+$`; Chat
+Completions and Responses accept any string. An id that does not fit is rewritten to
+`orcaid_` + unpadded urlsafe base64 of its UTF-8 bytes: deterministic (the same id always
+gives the same rewrite, so the prompt cache keeps hitting) and reversible (`restore_id`).
+
+Reasoning provenance tags (rule 4). When a reasoning part crosses into a format that cannot
+hold its provenance natively (DeepSeek reasoning in an Anthropic thinking block, a Claude
+thinking signature in a Responses reasoning item, ...), the opaque field the client echoes back
+(`signature` / `encrypted_content`) carries `orca1.` + base64 of `[family, model, text,
+signature, encrypted, redacted]`. On the way back `untag` restores the part with its true
+provenance, so it returns only to the family and model that made it. Raw provider values never
+start with `orca1.` (Anthropic signatures and OpenAI encrypted content are plain base64).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+
+import orjson
+
+from orca_cli.translate.model import Reasoning
+from orca_cli.types import Api
+
+__all__ = [
+    "ANTHROPIC_TYPES",
+    "OPENAI_TYPES",
+    "TranslationError",
+    "restore_id",
+    "safe_id",
+    "sse",
+    "status_for",
+    "tag_reasoning",
+    "type_for",
+    "untag",
+]
+
+_ID_OK = re.compile(r"^[a-zA-Z0-9_-]+$")
+_ID_PREFIX = "orcaid_"
+_TAG = "orca1."
+
+ANTHROPIC_TYPES: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    503: "overloaded_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+OPENAI_TYPES: dict[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+    500: "server_error",
+    502: "server_error",
+    503: "server_error",
+    504: "server_error",
+}
+_ANTHROPIC_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+_OPENAI_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "insufficient_quota": 429,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "rate_limit_error": 429,
+    "server_error": 500,
+}
+
+
+class TranslationError(ValueError):
+    """A body that is not valid for its declared format (the caller answers 400)."""
+
+
+def sse(event: str | None, payload: bytes) -> bytes:
+    """One SSE event: `event: NAME` (when named) and one `data:` line."""
+    if event is None:
+        return b"data: " + payload + b"\n\n"
+    return b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
+
+
+def type_for(api: Api, status: int) -> str:
+    """The error type `api` uses for `status`."""
+    table = ANTHROPIC_TYPES if api == "anthropic" else OPENAI_TYPES
+    found = table.get(status)
+    if found is not None:
+        return found
+    if status >= 500:
+        return "api_error" if api == "anthropic" else "server_error"
+    return "invalid_request_error"
+
+
+def status_for(src: Api, dst: Api, status: int, etype: str | None) -> int:
+    """The status an error of `src` (with `status`, `etype`) answers with in `dst`.
+
+    The status is kept except where a format has its own: Anthropic 529 ⇄ OpenAI 503. A
+    missing or unusual status is recovered from the type."""
+    if not status or status < 400:
+        table = _ANTHROPIC_STATUS if src == "anthropic" else _OPENAI_STATUS
+        status = table.get(etype or "", 500)
+    if src == "anthropic" and dst != "anthropic" and status == 529:
+        return 503
+    if src != "anthropic" and dst == "anthropic" and status == 503:
+        return 529
+    return status
+
+
+def safe_id(call_id: str) -> tuple[str, bool]:
+    """`call_id` as an Anthropic-valid id, and whether it had to be rewritten."""
+    if _ID_OK.match(call_id):
+        return call_id, False
+    raw = base64.urlsafe_b64encode(call_id.encode()).rstrip(b"=").decode()
+    return _ID_PREFIX + raw, True
+
+
+def restore_id(call_id: str) -> str:
+    """The original of an id `safe_id` rewrote (any other id is returned unchanged)."""
+    if not call_id.startswith(_ID_PREFIX):
+        return call_id
+    raw = call_id[len(_ID_PREFIX) :]
+    try:
+        return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode()
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return call_id
+
+
+def tag_reasoning(part: Reasoning) -> str:
+    """The opaque provenance tag for `part` (see the module docstring)."""
+    fields = [part.family, part.model, part.text, part.signature, part.encrypted, part.redacted]
+    return _TAG + base64.urlsafe_b64encode(orjson.dumps(fields)).decode()
+
+
+def untag(value: str | None) -> Reasoning | None:
+    """The reasoning part a tag carries, or None when `value` is not an orca tag."""
+    if not value or not value.startswith(_TAG):
+        return None
+    try:
+        fields = orjson.loads(base64.urlsafe_b64decode(value[len(_TAG) :]))
+        family, model, text, signature, encrypted, redacted = fields
+    except (binascii.Error, ValueError, TypeError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(family, str):
+        return None
+    return Reasoning(
+        family=family,
+        model=model,
+        text=text or "",
+        signature=signature,
+        encrypted=encrypted,
+        redacted=redacted,
+    )
+
+
+_ID_PREFIXES = ("chatcmpl-", "msg_", "resp_")
+_ID_SHAPE = {"openai": "chatcmpl-", "anthropic": "msg_", "responses": "resp_"}
+
+
+def response_id(dst: Api, upstream_id: str) -> str:
+    """An id of `dst`'s shape derived from the upstream's (deterministic, prefix swapped)."""
+    core = upstream_id
+    for prefix in _ID_PREFIXES:
+        if core.startswith(prefix):
+            core = core[len(prefix) :]
+            break
+    if dst == "anthropic":
+        core, _ = safe_id(core) if core else ("0", False)
+    return _ID_SHAPE[dst] + core
+
+
+def data_url(media_type: str | None, data: str) -> str:
+    return f"data:{media_type or 'application/octet-stream'};base64,{data}"
+
+
+def parse_data_url(url: str) -> tuple[str, str] | None:
+    """(media_type, base64 data) of a `data:…;base64,…` URL, else None."""
+    if not url.startswith("data:"):
+        return None
+    head, sep, data = url.partition(",")
+    if not sep or not head.endswith(";base64"):
+        return None
+    return head[5:-7] or "application/octet-stream", data
+
+
+def json_args(arguments: str) -> object:
+    """Tool-call arguments text as an object (Anthropic's `input`); text that is not a JSON
+    object is wrapped as `{"input": text}` rather than lost."""
+    try:
+        value = orjson.loads(arguments) if arguments else {}
+    except orjson.JSONDecodeError:
+        return {"input": arguments}
+    return value if isinstance(value, dict) else {"input": value}
+
+
+CUSTOM_PARAM = "input"  # the one string parameter a custom (freeform) tool becomes
+
+
+def custom_schema() -> dict[str, object]:
+    return {
+        "type": "object",
+        "properties": {CUSTOM_PARAM: {"type": "string", "description": "The raw tool input."}},
+        "required": [CUSTOM_PARAM],
+        "additionalProperties": False,
+    }
+
+
+def custom_args(raw: str) -> str:
+    """A custom tool's raw input as function-call arguments text."""
+    return orjson.dumps({CUSTOM_PARAM: raw}).decode()
+
+
+def custom_input(arguments: str) -> str:
+    """The raw input back out of function-call arguments text made by `custom_args` (or by a
+    model that was shown the function form)."""
+    try:
+        value = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return arguments
+    if isinstance(value, dict) and isinstance(value.get(CUSTOM_PARAM), str):
+        return str(value[CUSTOM_PARAM])
+    return arguments
+
+
+def note_dropped(body: dict[str, object], names: tuple[str, ...], dropped: list[str]) -> None:
+    """Append to `dropped` each of `names` that `body` sets (not null)."""
+    dropped.extend(n for n in names if body.get(n) is not None)
+
+
+def budget_effort(budget: int | None) -> str | None:
+    """An Anthropic thinking budget as an OpenAI reasoning effort."""
+    if not budget:
+        return None
+    return "low" if budget < 4096 else "medium" if budget < 16384 else "high"

@@ -1,0 +1,132 @@
+"""The target-dependent rules applied to a decoded request before it is encoded (SPEC §13.2).
+
+- Reasoning provenance (rule 4): a reasoning part goes to the target only when the target is
+  the family *and* model that made it (a part whose model is unknown — a raw signature or
+  encrypted blob in the client's history — needs the family only) and the target's format can
+  carry what the part holds (a signature or redacted data for Anthropic, encrypted content
+  for Responses, text for Chat Completions, i.e. DeepSeek's `reasoning_content`). Any other
+  is dropped, or with `foreign_reasoning = "as_text"` becomes a `<thinking>` text part; each
+  is counted.
+- Cache markers (rule 2): towards Anthropic with `anthropic_cache = "auto"`, a breakpoint
+  goes at the end of tools+system (the last system block, else the last tool) here, and the
+  Anthropic encoder adds the message ones (`anthropic._message_breakpoints`) — at most 4 in
+  all; ttl "1h" when asked.
+  Towards the other formats markers are ignored by the encoders (those cache automatically).
+- Content (rule 5): what the target cannot express is listed as `untranslatable`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from orca_cli.translate.model import Document, Part, Reasoning, Request, Text
+from orca_cli.types import Api
+
+__all__ = ["PolicyResult", "TranslationOptions", "apply_policy", "keep_reasoning"]
+
+
+@dataclass(frozen=True, slots=True)
+class TranslationOptions:
+    anthropic_cache: Literal["auto", "off"] = "auto"
+    foreign_reasoning: Literal["drop", "as_text"] = "drop"
+    cache_ttl_1h: bool = False
+    target_reasoning: bool = False  # the target model reasons (effort sent, no temperature)
+    anthropic_max_tokens: int = 8192  # Messages requires max_tokens; used when none was set
+    inbound_family: str | None = None  # who made raw reasoning in the client's history
+    max_tokens_cap: int | None = None  # the target model's output limit (a larger ask is cut)
+
+
+@dataclass(slots=True)
+class PolicyResult:
+    dropped_reasoning: int = 0
+    cache_breakpoints_added: int = 0
+    cache_ttl: str | None = None  # message breakpoints to place (anthropic.encode_request)
+    untranslatable: list[str] = field(default_factory=list)
+
+
+def keep_reasoning(part: Reasoning, dst: Api, family: str, model: str) -> bool:
+    """Whether `part` may be sent to `model` of `family` in format `dst`."""
+    if part.family != family or (part.model is not None and part.model != model):
+        return False
+    if dst == "anthropic":
+        return part.signature is not None or part.redacted is not None
+    if dst == "responses":
+        return part.encrypted is not None
+    return bool(part.text)
+
+
+def _reasoning(req: Request, dst: Api, family: str, model: str, options: TranslationOptions) -> int:
+    dropped = 0
+    for msg in req.messages:
+        if not any(isinstance(p, Reasoning) for p in msg.parts):
+            continue
+        parts: list[Part] = []
+        for p in msg.parts:
+            if not isinstance(p, Reasoning) or keep_reasoning(p, dst, family, model):
+                parts.append(p)
+                continue
+            dropped += 1
+            if options.foreign_reasoning == "as_text" and p.text:
+                parts.append(Text(f"<thinking>\n{p.text}\n</thinking>"))
+        msg.parts = parts
+    return dropped
+
+
+def _place_head_cache(req: Request, ttl: str) -> int:
+    """The end of tools+system: the last system block, else the last tool."""
+    head = [t for t in req.system if t.text]
+    for m in req.messages:  # leading system/developer messages join the system (anthropic.py)
+        if m.role not in ("system", "developer"):
+            break
+        head.extend(t for t in m.parts if isinstance(t, Text) and t.text)
+    if head:
+        head[-1].cache = ttl
+        return 1
+    if req.tools:
+        req.tools[-1].cache = ttl
+        return 1
+    return 0
+
+
+def _clear_cache(req: Request) -> None:
+    for t in req.system:
+        t.cache = None
+    for tool in req.tools:
+        tool.cache = None
+    for msg in req.messages:
+        for p in msg.parts:
+            p.cache = None
+
+
+def _untranslatable(req: Request, dst: Api) -> list[str]:
+    found = list(dict.fromkeys(req.untranslatable))
+    if dst == "openai":
+        for msg in req.messages:
+            for p in msg.parts:
+                if isinstance(p, Document) and p.url is not None and p.data is None:
+                    found.append("document_url")
+    if dst == "responses" and req.stop:
+        found.append("stop_sequences")  # the Responses API has no stop sequences
+    if dst == "anthropic" and req.json_object and req.json_schema is None:
+        found.append("response_format:json_object")
+    return list(dict.fromkeys(found))
+
+
+def apply_policy(
+    req: Request, dst: Api, family: str, model: str, options: TranslationOptions
+) -> PolicyResult:
+    """Apply the target's rules to `req` in place; what was done, for the report."""
+    result = PolicyResult()
+    result.dropped_reasoning = _reasoning(req, dst, family, model, options)
+    if dst == "anthropic":
+        _clear_cache(req)
+        if options.anthropic_cache == "auto":
+            ttl = "1h" if options.cache_ttl_1h else "5m"
+            result.cache_ttl = ttl
+            result.cache_breakpoints_added = _place_head_cache(req, ttl)
+    result.untranslatable = _untranslatable(req, dst)
+    cap = options.max_tokens_cap
+    if cap is not None and req.max_tokens is not None and req.max_tokens > cap:
+        req.max_tokens = cap
+    return result

@@ -1,0 +1,57 @@
+"""What agents inject into every turn, removed before text is scored (SPEC §4, §6.3).
+
+The body is never mutated; only the text handed to the scorer and the strike producers is.
+
+* `strip_injected(text)`: removes closed `<system-reminder>…</system-reminder>` (Claude Code),
+  `<environment_context>…</environment_context>` and `<user_instructions>…</user_instructions>`
+  (Codex CLI) blocks anywhere in a text, and the whitespace they leave at its ends. Every
+  format gets this.
+* `is_agent_context(text)`: a text (already stripped) that is context Codex CLI sends as a
+  user or developer message rather than something the person typed: the AGENTS.md heading
+  and its `<INSTRUCTIONS>` block, permission / sandbox instructions, skills, plugins, app
+  context, sub-agent notifications and turn-aborted markers. Only the Responses reader asks,
+  since only Codex sends these as whole messages.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["AGENT_CONTEXT_OPENERS", "is_agent_context", "strip_injected"]
+
+_INJECTED_TAGS = ("system-reminder", "environment_context", "user_instructions")
+_INJECTED_OPENERS = tuple(f"<{t}>" for t in _INJECTED_TAGS)
+_INJECTED = re.compile(
+    "|".join(f"<{t}>.*?</{t}>" for t in _INJECTED_TAGS),
+    re.DOTALL,
+)
+AGENT_CONTEXT_OPENERS: tuple[str, ...] = (
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "<app-context>",
+    "<collaboration_mode>",
+    "<skills_instructions>",
+    "<plugins_instructions>",
+    "<recommended_plugins>",
+    "<skill>",
+    "<subagent_notification>",
+    "<turn_aborted>",
+)
+
+
+def strip_injected(text: str) -> str:
+    """`text` without the per-turn blocks agents inject, and without the whitespace they
+    leave at its ends; a text without them is returned as is (the check is a substring
+    search, the regex runs only when a block is present)."""
+    for opener in _INJECTED_OPENERS:
+        if opener in text:
+            return _INJECTED.sub("", text).strip()
+    return text
+
+
+def is_agent_context(text: str) -> bool:
+    """The text opens with one of `AGENT_CONTEXT_OPENERS` (leading whitespace ignored)."""
+    return text.lstrip().startswith(AGENT_CONTEXT_OPENERS)

@@ -1,0 +1,149 @@
+"""Reading an OpenAI Responses API request body (SPEC §13.1) for the scorer (SPEC §4).
+
+The body's `instructions` plus its `system` / `developer` messages are the system prompt;
+`input` is a string (one user message) or a list of items:
+
+* `message` (an item with a `role` and no `type` is one too): role user / assistant / system /
+  developer; `content` a string or parts `input_text` / `output_text` (text) and
+  `input_image` / `input_file` (ignored).
+* `function_call` (`arguments`, a JSON string) and `custom_tool_call` (`input`, the freeform
+  text Codex's apply_patch sends): model output, counted as tool-call tokens, not text.
+* `function_call_output` / `custom_tool_call_output` (`output`, a string or a list of
+  `input_text` parts): tool results.
+* `reasoning`: model output whose `encrypted_content` is opaque; nothing of it is read.
+
+The latest turn is what follows the last item the model produced (an assistant message, a
+function / custom tool call or a reasoning item): its user and developer messages are the
+user turn, its tool outputs the tool results. Codex sends a developer message to steer a
+turn, so it counts as user-authored there; in the full transcript it is system text.
+
+Pure and junk-tolerant like `transcript.py`, whose hygiene (`strip_injected`) applies; on
+top of it, a user or developer text that is Codex's own context (`hygiene.is_agent_context`:
+AGENTS.md, permissions, environment, …) is not user-authored and is skipped in user and
+developer messages (a developer message's text still counts as system text in the full
+transcript).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from orca_cli.wire.hygiene import is_agent_context
+
+__all__ = ["MODEL_ITEMS", "input_items", "read_responses_latest", "read_responses_transcript"]
+
+# Items the model produced: a latest-turn walk stops at the first of them.
+MODEL_ITEMS = frozenset({"function_call", "custom_tool_call", "reasoning"})
+_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+
+Keep = Callable[[str, list[str]], None]
+
+
+def input_items(body: Mapping[str, Any]) -> list[Any]:
+    """`input` as a list of items: a string is one user message; junk is no items."""
+    raw = body.get("input")
+    if isinstance(raw, str):
+        return [{"type": "message", "role": "user", "content": raw}]
+    return raw if isinstance(raw, list) else []
+
+
+def item_kind(item: Mapping[str, Any]) -> str:
+    """The item's `type`; an item with a `role` and no `type` is a `message` (as the API
+    accepts `{role, content}` items)."""
+    kind = item.get("type")
+    if isinstance(kind, str):
+        return kind
+    return "message" if "role" in item else ""
+
+
+def _role(item: Mapping[str, Any]) -> str:
+    role = item.get("role")
+    return role if isinstance(role, str) else ""
+
+
+def read_parts(content: Any, out: list[str], keep: Keep) -> None:
+    """A string, or a list of text parts (`input_text`, `output_text`, `text`)."""
+    if isinstance(content, str):
+        keep(content, out)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") in _TEXT_PARTS:
+                text = part.get("text")
+                if isinstance(text, str):
+                    keep(text, out)
+            elif isinstance(part, str):
+                keep(part, out)
+
+
+def _authored(keep: Keep) -> Keep:
+    """`keep`, then drop what is agent context rather than typed by the person."""
+
+    def keep_authored(text: str, out: list[str]) -> None:
+        kept: list[str] = []
+        keep(text, kept)
+        out.extend(t for t in kept if not is_agent_context(t))
+
+    return keep_authored
+
+
+def read_responses_latest(
+    body: Mapping[str, Any], keep: Keep
+) -> tuple[list[str], list[str], int]:
+    """(user texts, tool results, item count) of the latest turn, in transcript order."""
+    items = input_items(body)
+    start = len(items)
+    while start > 0:
+        item = items[start - 1]
+        if isinstance(item, Mapping):
+            kind = item_kind(item)
+            if kind in MODEL_ITEMS or (kind == "message" and _role(item) == "assistant"):
+                break
+        start -= 1
+    users: list[str] = []
+    tools: list[str] = []
+    keep_authored = _authored(keep)
+    for item in items[start:]:
+        if not isinstance(item, Mapping):
+            continue
+        kind = item_kind(item)
+        if kind == "message" and _role(item) in ("user", "developer"):
+            read_parts(item.get("content"), users, keep_authored)
+        elif kind in _OUTPUT_ITEMS:
+            read_parts(item.get("output"), tools, keep)
+    return users, tools, len(items)
+
+
+def read_responses_transcript(
+    body: Mapping[str, Any], keep: Keep
+) -> tuple[list[str], list[str], int, int]:
+    """(system texts, message texts, tool-call chars, item count) of the whole request."""
+    system: list[str] = []
+    instructions = body.get("instructions")
+    if isinstance(instructions, str):
+        keep(instructions, system)
+    texts: list[str] = []
+    call_chars = 0
+    keep_authored = _authored(keep)
+    items = input_items(body)
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        kind = item_kind(item)
+        if kind == "message":
+            if _role(item) in _SYSTEM_ROLES:
+                read_parts(item.get("content"), system, keep)
+            else:
+                read_parts(item.get("content"), texts, keep_authored)
+        elif kind in _OUTPUT_ITEMS:
+            read_parts(item.get("output"), texts, keep)
+        elif kind == "function_call":
+            args = item.get("arguments")
+            call_chars += len(args) if isinstance(args, str) else 0
+        elif kind == "custom_tool_call":
+            text = item.get("input")
+            call_chars += len(text) if isinstance(text, str) else 0
+        # reasoning (encrypted_content, summaries) and unknown items: nothing is read
+    return system, texts, call_chars, len(items)

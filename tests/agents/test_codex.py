@@ -1,0 +1,112 @@
+"""Codex CLI (`@openai/codex`) against `orca serve` (SPEC §13.1, §14.6).
+
+A provider block with `wire_api = "responses"` points Codex at orca; `codex exec` then
+`codex exec resume --last` make two turns of one session (Codex's `session-id` header and
+`prompt_cache_key`, tests/agents/CAPTURES.md), served by one model and key, cached from turn 2.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.agents.kit import (
+    Orca,
+    Terminal,
+    agent_binary,
+    agent_env,
+    assert_one_session,
+    kill_processes_under,
+    run_agent,
+)
+
+MODEL = "orca/coding"
+
+
+def codex_config(orca: Orca) -> str:
+    """The provider block the README documents (plus the test's X-Request-Id header)."""
+    return f"""model = "{MODEL}"
+model_provider = "orca"
+
+[model_providers.orca]
+name = "orca"
+base_url = "{orca.base}/v1"
+env_key = "ORCA_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+env_http_headers = {{ "X-Request-Id" = "ORCA_TEST_REQUEST_ID" }}
+
+[analytics]
+enabled = false
+"""
+
+
+def _codex_turns(orca: Orca, tmp_path: Path) -> list[dict[str, Any]]:
+    codex = agent_binary("codex")
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (home / "config.toml").write_text(codex_config(orca))
+    traces = []
+    argvs: list[list[str | Path]] = [
+        [codex, "exec", "--skip-git-repo-check", "Explain what the parser tests check"],
+        [codex, "exec", "--skip-git-repo-check", "resume", "--last",
+         "Now list the parser edge cases they miss"]]
+    for turn, argv in enumerate(argvs, start=1):
+        env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key",
+                        ORCA_TEST_REQUEST_ID=f"codex-{turn}")
+        run = run_agent(argv, env, work)
+        assert run.returncode == 0, (run.stdout, run.stderr[-3000:], orca.server_log())
+        assert run.stdout.strip()
+        traces.append(orca.explain(f"codex-{turn}"))
+    return traces
+
+
+def test_exec_then_resume_is_one_pinned_session(orca: Orca, tmp_path: Path) -> None:
+    traces = _codex_turns(orca, tmp_path)
+    session_id = assert_one_session(traces)
+    assert {t["inbound_api"] for t in traces} == {"responses"}
+    assert {t["router"] for t in traces} == {"coding"}
+    assert {t["requested_model"] for t in traces} == {MODEL}
+    # Codex 0.171 sends `session-id` (and prompt_cache_key = the same id): either resolves it
+    assert all("session" in str(t["session_source"]) or "prompt_cache_key" in
+               str(t["session_source"]) for t in traces), [t["session_source"] for t in traces]
+    shown = orca.session(session_id)
+    assert session_id in str(shown)
+
+
+def test_tui_title_request_leaves_no_session_of_its_own(orca: Orca, tmp_path: Path) -> None:
+    """§14.1: the Codex TUI sends a thread-title request beside the first turn, under a new
+    session id of its own (`thread_source: "thread_title"`, a `title` output schema, no tools;
+    CAPTURES.md). As a side request it writes no pin and no tier state: the only session orca
+    keeps is the conversation's, the one Codex recorded."""
+    codex = agent_binary("codex")
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (home / "config.toml").write_text(codex_config(orca)
+                                      + f'\n[projects."{work}"]\ntrust_level = "trusted"\n')
+    env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key",
+                    ORCA_TEST_REQUEST_ID="codex-tui", TERM="xterm-256color")
+    term = Terminal([codex], env, work)
+    deadline = time.monotonic() + 90
+    prompt = b"Explain what the parser module tests check"
+    try:
+        term.wait_for(b"Ask Codex to do anything", deadline=deadline)   # the composer is up
+        term.type(prompt)
+        term.wait_for(prompt[-12:], deadline=deadline)
+        term.type(b"\r")
+        done, error = b"\x1b]7501;state=done:app=codex", b"\x1b]7501;state=error:app=codex"
+        outcome = term.wait_for(done, error, deadline=deadline)   # the TUI's OSC status
+        assert outcome == done, (bytes(term.screen[-3000:]), orca.server_log())
+    finally:
+        term.close()
+        kill_processes_under(home)
+    rollouts = [p.name for p in (home / "sessions").rglob("*.jsonl")]
+    sessions = orca.cli("session", "list")
+    ids = {row["session_id"] for row in sessions}
+    assert len(ids) == 1, sessions
+    (session_id,) = ids
+    assert any(session_id in name for name in rollouts), (session_id, rollouts)

@@ -1,0 +1,117 @@
+"""Strike producers for the failures agents loop on (SPEC §19): each tool's real output (see
+fixtures/strikes/README.md) gives the expected signature texts, and a second attempt that moved
+lines, paths, timings and varying identifiers gives the same signatures."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from orca_cli.routing.strikes import (
+    error_signatures,
+    line_signature_text,
+    unwrap_exec_output,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "strikes"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def texts(output: str) -> list[str]:
+    out: list[str] = []
+    for line in unwrap_exec_output(output).splitlines():
+        t = line_signature_text(line, line.lower())
+        if t is not None and t not in out:
+            out.append(t)
+    return out
+
+
+def next_attempt(output: str, renames: dict[str, str]) -> str:
+    """The same failure one edit later: other line and column numbers, another checkout
+    directory, other timings and process ids, and the identifiers that varied renamed."""
+    s = re.sub(r"(?<=[:(])(?<!\":)(\d+)(?=[:,)])", lambda m: str(int(m.group(1)) + 7), output)
+    s = re.sub(r"\d+\.\d+(?= ?m?s\b)", "0.93", s)
+    s = re.sub(r"\((\d+)\) panicked", "(31337) panicked", s)
+    s = s.replace("./main.go", "./cmd/app/main.go").replace("/home/dev/", "/srv/ci/")
+    for old, new in renames.items():
+        s = s.replace(old, new)
+    return s
+
+
+CASES: list[tuple[str, list[str], dict[str, str]]] = [
+    ("go_build.txt", ["go:missing-return",
+                      "go:cannot-use:string:variable declaration",
+                      "go:declared-not-used", "go:arguments:too many",
+                      "<path>:<n>:<n>: undefined: undefinedThing"],
+     {"cannot use 5": "cannot use 6", " x declared": " y declared", "call to f": "call to g"}),
+    ("go_build_go120.txt", ["go:declared-not-used", "go:missing-return"],
+     {"used: x": "used: count"}),
+    ("go_test.txt", ["--- FAIL: TestAdd (<n>.<n>s)"], {}),
+    ("tsc.txt", ["ts:TS2322", "ts:TS2554", "ts:TS2304"],
+     {"'missing'": "'absent'", "'number'": "'boolean'"}),
+    ("rustc.txt", ["rust:E0425", "rust:E0308"], {"`y`": "`z`"}),
+    ("cargo_test.txt", ["tests::adds --- FAILED", "rust:panic",
+                        ("test result: FAILED. <n> passed; <n> failed; <n> ignored; "
+                         "<n> measured; <n> filtered out; finished in <n>.<n>s")], {}),
+    ("python_traceback.txt", ["AssertionError"], {}),
+    ("python_syntax.txt", ["SyntaxError: invalid syntax"], {}),
+    ("pytest.txt", ["E assert -<n> == <n>", "FAILED test_x.py::test_add - assert -<n> == <n>"],
+     {"-1": "-2"}),
+    ("jest.txt", ["jest:expect:toBe", "jest:test:adds <n> + <n> to equal <n>"],
+     {"Received: -1": "Received: 4"}),
+    ("javac.txt", ["A.java:<n>: error: incompatible types: String cannot be converted to int",
+                   "A.java:<n>: error: cannot find symbol"], {}),
+    ("gcc.txt", ["a.c:<n>:<n>: error: too many arguments to function <q>",
+                 "a.c:<n>:<n>: error: <q> undeclared (first use in this function)"], {}),
+    ("ruff.txt", ["lint:I001", "lint:F401"], {"`os`": "`sys`"}),
+    ("eslint.txt", ["<n>:<n> error <q> is assigned a value but never used no-unused-vars",
+                    "<n>:<n> error <q> is not defined no-undef"], {"'x'": "'count'"}),
+    ("kotlin_gradle.txt", ["kotlin:Type mismatch: inferred type is String but Int was expected",
+                           "kotlin:Unresolved reference: lookupEntry"], {}),
+    ("junit_surefire.txt", ["[ERROR] com.acme.CalcTest.adds Time elapsed: <n>.<n> s <<< FAILURE!",
+                            "org.opentest<n>j.AssertionFailedError: expected: <<n>> but was: <-<n>>"],
+     {"<-1>": "<-3>"}),
+    ("claude_code_tool_errors.txt", ["tool:error:String to replace not found in file"],
+     {"cache.get(key)": "cache.lookup(key)"}),
+    ("claude_code_bash_exit.txt", ["tool:exit:1"], {}),
+    ("claude_code_rejected.txt", ["tool:rejected"], {}),
+    ("codex_exec_json.txt", ["tool:exit:2", "go:arguments:too many"], {"0.4": "1.7"}),
+    ("codex_exec_text.txt", ["tool:exit:2", "go:arguments:too many"], {"0.4": "2.5"}),
+]
+
+
+@pytest.mark.parametrize(("name", "expected", "renames"), CASES, ids=[c[0] for c in CASES])
+def test_a_tools_failure_gives_its_template_and_the_next_attempt_the_same_signatures(
+        name: str, expected: list[str], renames: dict[str, str]) -> None:
+    output = fixture(name)
+    found = texts(output)
+    assert [e for e in expected if e not in found] == [], found
+    sigs = error_signatures([output])
+    assert sigs
+    assert error_signatures([next_attempt(output, renames)]) == sigs
+
+
+def test_codes_and_exit_statuses_tell_failures_apart() -> None:
+    ts = error_signatures(["a.ts(2,7): error TS2322: Type 'number' is not assignable."])
+    other = error_signatures(["a.ts(2,7): error TS2345: Argument of type 'number' is not."])
+    assert ts and other and ts != other
+    assert error_signatures(["Exit code 1"]) != error_signatures(["Exit code 2"])
+    assert error_signatures(["Exit code 0\nok"]) == ()
+    assert error_signatures(['{"output":"ok\\n","metadata":{"exit_code":0}}']) == ()
+    assert error_signatures(["error[E0308]: mismatched types"]) != error_signatures(
+        ["error[E0425]: cannot find value `y` in this scope"])
+
+
+def test_source_lines_that_only_mention_expect_do_not_strike() -> None:
+    assert error_signatures(["    > 3 |   expect(sum(1, 2)).toBe(3);"]) == ()
+
+
+def test_an_exit_code_at_the_end_of_a_long_json_line_is_found() -> None:
+    body = "x" * 5000
+    line = f'{{"output":"{body}","metadata":{{"exit_code":1,"duration_seconds":0.5}}}}'
+    assert error_signatures([line]) == error_signatures(['{"exit_code":1}'])

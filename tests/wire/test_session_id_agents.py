@@ -1,0 +1,123 @@
+"""Agent session headers and the Responses API in the session id chain (SPEC §1.4, §13.1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from orca_cli.wire.session_id import (
+    AGENT_SESSION_HEADERS,
+    SESSION_HEADERS,
+    SessionId,
+    derive_session_id,
+    resolve_session_id,
+)
+
+CODEX_FIRST_TURN: dict[str, Any] = {
+    "model": "gpt-5-codex",
+    "instructions": "You are Codex.",
+    "input": [
+        {"type": "message", "role": "developer",
+         "content": [{"type": "input_text", "text": "<permissions instructions>x"}]},
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<user_instructions>AGENTS.md</user_instructions>"}]},
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<environment_context>/repo</environment_context>"}]},
+        {"type": "message", "role": "user",
+         "content": [{"type": "input_text", "text": "fix the build"}]},
+    ],
+    "tools": [{"type": "function", "name": "shell", "parameters": {}},
+              {"type": "custom", "name": "apply_patch", "format": {"type": "text"}}],
+    "store": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("header", "agent"),
+    [
+        ("x-claude-code-session-id", "claude-code"),
+        ("session_id", "codex"),
+        ("session-id", "codex"),
+        ("conversation_id", "codex"),
+        ("thread-id", "codex"),
+        ("x-opencode-session", "opencode"),
+        ("x-amp-thread-id", "amp"),
+    ],
+)
+@pytest.mark.parametrize("api", ["openai", "anthropic", "responses"])
+def test_each_agent_header_names_the_session(header: str, agent: str, api: str) -> None:
+    assert (header, agent) in AGENT_SESSION_HEADERS
+    got = resolve_session_id({header: " conv-1 "}, {"prompt_cache_key": "pck"},
+                             router="coding", api=api)  # type: ignore[arg-type]
+    assert got == SessionId("conv-1", "conv-1", f"header:{header}", True)
+    # orca's own header still wins over every agent's
+    both = resolve_session_id({header: "a", "x-orca-session": "o"}, {}, router="coding",
+                              api=api)  # type: ignore[arg-type]
+    assert both.id == "o"
+
+
+def test_chain_order_is_orca_agents_generic() -> None:
+    assert SESSION_HEADERS[0] == "x-orca-session"
+    assert SESSION_HEADERS[-1] == "x-session-id"
+    assert SESSION_HEADERS[1:-1] == tuple(name for name, _ in AGENT_SESSION_HEADERS)
+    # Codex: the legacy spelling before the current one
+    headers = {"session-id": "new", "session_id": "old"}
+    assert resolve_session_id(headers, {}, router="r", api="responses").id == "old"
+
+
+def test_prompt_cache_key_joins_the_chain_for_responses() -> None:
+    body = {**CODEX_FIRST_TURN, "prompt_cache_key": "019a2b-conv"}
+    got = resolve_session_id({}, body, router="coding", api="responses")
+    assert got == SessionId("019a2b-conv", "019a2b-conv", "body:prompt_cache_key", True)
+    # after explicit headers ...
+    assert resolve_session_id({"x-session-id": "h"}, body, router="coding",
+                              api="responses").id == "h"
+    # ... and before the derived id
+    plain = resolve_session_id({}, CODEX_FIRST_TURN, router="coding", api="responses")
+    assert plain.source == "derived" and not plain.explicit
+
+
+def test_responses_derived_id_is_stable_across_turns_and_ignores_injected_blocks() -> None:
+    first = derive_session_id(CODEX_FIRST_TURN, router="coding", api="responses")
+    later = {**CODEX_FIRST_TURN, "input": [
+        *CODEX_FIRST_TURN["input"],
+        {"type": "reasoning", "encrypted_content": "gAAA"},
+        {"type": "function_call", "name": "shell", "call_id": "c", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": "ok"},
+        {"type": "message", "role": "user", "content": "and the docs"},
+    ]}
+    assert derive_session_id(later, router="coding", api="responses") == first
+    assert first.startswith("d:") and len(first) == 34
+    other_ask = {**CODEX_FIRST_TURN, "input": [*CODEX_FIRST_TURN["input"][:3],
+                                               {"role": "user", "content": "write docs"}]}
+    assert derive_session_id(other_ask, router="coding", api="responses") != first
+    assert derive_session_id(CODEX_FIRST_TURN, router="other", api="responses") != first
+    other_instr = {**CODEX_FIRST_TURN, "instructions": "You are someone else."}
+    assert derive_session_id(other_instr, router="coding", api="responses") != first
+
+
+def test_responses_derived_id_from_a_string_input_and_junk() -> None:
+    a = derive_session_id({"input": "hi", "instructions": "x"}, router="r", api="responses")
+    assert a == derive_session_id({"input": "hi", "instructions": "x"}, router="r",
+                                  api="responses")
+    assert a != derive_session_id({"input": "ho", "instructions": "x"}, router="r",
+                                  api="responses")
+    for junk in ({}, {"input": 5}, {"input": [None, {"role": 3}]}, {"instructions": 7}):
+        assert derive_session_id(junk, router="r", api="responses").startswith("d:")
+
+
+def test_responses_derived_id_skips_agents_md_and_environment_parts() -> None:
+    agents = "# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\nuse uv\n</INSTRUCTIONS>"
+    env = "<environment_context><cwd>/repo</cwd></environment_context>"
+
+    def first_turn(ask: str) -> dict[str, Any]:
+        return {"instructions": "You are Codex.", "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": agents},
+                                         {"type": "input_text", "text": env}]},
+            {"role": "user", "content": [{"type": "input_text", "text": ask}]},
+        ]}
+
+    a = derive_session_id(first_turn("fix the build"), router="r", api="responses")
+    b = derive_session_id(first_turn("write the docs"), router="r", api="responses")
+    assert a != b  # two conversations in one directory are two sessions

@@ -1,0 +1,160 @@
+"""Scoring text from OpenAI Responses API bodies (SPEC §13.1, §4) as Codex CLI sends them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orca_cli.routing.features import Scorer
+from orca_cli.wire.transcript import detect_api, has_tools, latest_turn, transcript
+
+ENC = "gAAAAA" + "Z" * 4000  # an opaque encrypted reasoning blob
+
+
+def _codex_body(*tail: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "model": "gpt-5-codex",
+        "instructions": "You are Codex, a coding agent.",
+        "input": [
+            {"type": "message", "role": "developer",
+             "content": [{"type": "input_text", "text": "sandbox: workspace-write"}]},
+            {"type": "message", "role": "user", "content": [
+                {"type": "input_text",
+                 "text": "<environment_context><cwd>/x</cwd></environment_context>"}]},
+            {"type": "message", "role": "user",
+             "content": [{"type": "input_text", "text": "fix the failing test"}]},
+            {"type": "reasoning", "summary": [], "encrypted_content": ENC},
+            {"type": "function_call", "name": "shell", "call_id": "c1",
+             "arguments": '{"command":["pytest"]}'},
+            {"type": "function_call_output", "call_id": "c1", "output": "1 failed"},
+            {"type": "custom_tool_call", "name": "apply_patch", "call_id": "c2",
+             "input": "*** Begin Patch\n*** End Patch"},
+            {"type": "custom_tool_call_output", "call_id": "c2", "output": "Done!"},
+            {"type": "message", "role": "assistant",
+             "content": [{"type": "output_text", "text": "Fixed it."}]},
+            *tail,
+        ],
+        "tools": [
+            {"type": "function", "name": "shell", "parameters": {"type": "object"}},
+            {"type": "custom", "name": "apply_patch",
+             "format": {"type": "grammar", "syntax": "lark", "definition": "start: x"}},
+            {"type": "web_search"},
+        ],
+        "store": False,
+        "stream": True,
+        "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "019a-conv",
+    }
+
+
+def test_user_turn_is_the_latest_user_message() -> None:
+    body = _codex_body({"type": "message", "role": "user",
+                        "content": [{"type": "input_text", "text": "now add a test"}]})
+    turn = latest_turn(body, "responses")
+    assert turn.user_texts == ("now add a test",)
+    assert turn.tool_results == ()
+    assert turn.is_user_turn
+    assert turn.message_count == 10
+
+
+def test_tool_outputs_after_a_call_are_a_tool_continuation() -> None:
+    body = _codex_body(
+        {"type": "function_call", "name": "shell", "call_id": "c3", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c3", "output": "ok: 3 passed"},
+        {"type": "custom_tool_call_output", "call_id": "c4",
+         "output": [{"type": "input_text", "text": "patched"}]},
+    )
+    turn = latest_turn(body, "responses")
+    assert turn.user_texts == ()
+    assert turn.tool_results == ("ok: 3 passed", "patched")
+    assert turn.is_tool_continuation
+
+
+def test_a_developer_message_steering_the_turn_is_user_authored() -> None:
+    body = _codex_body({"role": "developer", "content": "stop and summarise"})
+    assert latest_turn(body, "responses").user_texts == ("stop and summarise",)
+
+
+def test_reasoning_ends_the_walk_and_is_never_text() -> None:
+    body = _codex_body({"type": "reasoning", "encrypted_content": ENC})
+    assert latest_turn(body, "responses").chars == 0
+    t = transcript(body, "responses")
+    assert all("ZZZZ" not in text for text in t.texts)
+    assert t.chars < len(ENC)
+
+
+def test_full_transcript_reads_instructions_items_and_tools() -> None:
+    t = transcript(_codex_body(), "responses")
+    assert t.system == "You are Codex, a coding agent.\nsandbox: workspace-write"
+    # the environment_context block is agent boilerplate: stripped, so that message is gone
+    assert t.texts == ("fix the failing test", "1 failed", "Done!", "Fixed it.")
+    assert t.call_chars == len('{"command":["pytest"]}') + len("*** Begin Patch\n*** End Patch")
+    assert t.has_tools and t.tools_chars > 0
+    assert t.message_count == 9
+
+
+def test_input_as_a_string_is_one_user_message() -> None:
+    body = {"model": "m", "input": "write a haiku", "instructions": "be brief"}
+    assert latest_turn(body, "responses").user_texts == ("write a haiku",)
+    t = transcript(body, "responses")
+    assert (t.system, t.texts, t.message_count) == ("be brief", ("write a haiku",), 1)
+    assert not has_tools(body)
+
+
+def test_junk_is_skipped_never_raised() -> None:
+    for body in (None, [], {"input": 3}, {"input": [None, 1, {"type": 5}, {"role": "user"}]},
+                 {"input": [{"type": "function_call_output", "output": {"x": 1}}]}):
+        assert latest_turn(body, "responses").chars == 0
+        assert transcript(body, "responses").chars == 0
+
+
+def test_detect_api_recognises_responses_bodies() -> None:
+    assert detect_api({"model": "m", "input": "hi"}) == "responses"
+    assert detect_api({"model": "m", "instructions": "x", "input": []}) == "responses"
+    assert detect_api({"model": "m", "messages": [], "input": "x"}) == "openai"
+
+
+def test_scorer_reads_responses_bodies() -> None:
+    scorer = Scorer()
+    long_ask = "refactor the scheduler and explain the trade-offs " * 400
+    short = scorer.delta(_codex_body({"role": "user", "content": "thanks"}), "responses")
+    long = scorer.delta(_codex_body({"role": "user", "content": long_ask}), "responses")
+    assert short.is_user_turn and long.is_user_turn
+    assert long.score > short.score
+    assert long.user_texts == (long_ask,)
+    tool = scorer.delta(_codex_body({"type": "function_call_output", "output": "boom"}), "responses")
+    assert tool.is_tool_continuation and tool.tool_result_texts == ("boom",)
+
+
+AGENTS_MD = "# AGENTS.md instructions for /repo\n\n<INSTRUCTIONS>\nuse uv\n</INSTRUCTIONS>"
+
+
+def test_codex_context_messages_are_not_the_user_turn() -> None:
+    """Turn 1 of a Codex conversation: permissions (developer), AGENTS.md and environment
+    (user) messages come before the ask; only the ask is user-authored."""
+    body = {"instructions": "You are Codex.", "input": [
+        {"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "<permissions instructions>\nsandbox: read-only"}]},
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": AGENTS_MD},
+            {"type": "input_text",
+             "text": "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>"}]},
+        {"type": "message", "role": "user",
+         "content": [{"type": "input_text", "text": "add a --verbose flag"}]},
+    ]}
+    turn = latest_turn(body, "responses")
+    assert turn.user_texts == ("add a --verbose flag",)
+    t = transcript(body, "responses")
+    assert t.texts == ("add a --verbose flag",)
+    assert "sandbox: read-only" in t.system  # developer text is still system text
+
+
+def test_a_context_only_turn_is_not_a_user_turn() -> None:
+    body = _codex_body({"role": "user", "content": [
+        {"type": "input_text", "text": "<turn_aborted>\nThe user interrupted.\n</turn_aborted>"}]})
+    assert not latest_turn(body, "responses").is_user_turn
+
+
+def test_an_ask_after_a_stripped_block_in_one_part_is_kept() -> None:
+    body = {"input": [{"role": "user", "content": [{"type": "input_text",
+             "text": "<environment_context>x</environment_context>\nfix the flaky test"}]}]}
+    assert latest_turn(body, "responses").user_texts == ("fix the flaky test",)
