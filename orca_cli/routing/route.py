@@ -293,7 +293,9 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
                              evidence=evidence, tier_state=state)
         model = ranking.ordered[0] if ranking.ordered else usable[0].model
     elif router.strategy == "auto" and c.cfg.auto.fallbacks:
-        ranking = _rank(c, router, candidates, None)  # the pinned turn's fallback order
+        # The pinned turn keeps its model; the ranking is only its fallback order.
+        ranking = _rank(c, router, candidates, None)
+        ranking = replace(ranking, note=ranking.note + "; pinned: fallback order only")
     first = _first_channel(c, tier, model, pins)
     fallbacks = router.fallbacks
     if router.strategy == "auto":  # SPEC §16: the ranked list is the fallback order

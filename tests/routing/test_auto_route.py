@@ -49,6 +49,7 @@ def test_a_pinned_turn_keeps_its_model_and_falls_back_in_rank_order() -> None:
     plan = _plan(_cfg(), Snapshot(pins={"base": "c"}))
     assert [a.model for a in plan.attempts] == ["c", "a", "b"]
     assert plan.full_skipped == "pinned"
+    assert plan.ranking is not None and plan.ranking.note.endswith("pinned: fallback order only")
 
 
 def test_fallbacks_off_keeps_to_the_chosen_model() -> None:
