@@ -191,3 +191,19 @@ async def test_the_example_configs_auto_router_serves_both_sdks(server: Sidecar)
             await an.close()
     assert raw.parse().choices[0].message.content and (await msg.parse()).content
     assert raw.headers["x-orca-model"] in allowed and msg.headers["x-orca-model"] in allowed
+
+
+async def test_the_strong_tier_is_the_top_quality_band(server: Sidecar) -> None:
+    cfg = loads(config('objective = "cost"'), source="t")
+    assert cfg.routers["auto"].strong_pool == ("big",)
+    async with server.use(cfg, transports=_ups()) as st:
+        client = openai.AsyncOpenAI(base_url=st.base + "/v1", api_key="agent", max_retries=0,
+                                    default_headers={"x-orca-session": "strong-1",
+                                                     "x-orcarouter-tier": "strong"})
+        try:
+            raw = await client.chat.completions.with_raw_response.create(
+                model="orca/auto", messages=_user(EASY))  # type: ignore[arg-type]
+        finally:
+            await client.close()
+    assert raw.headers["x-orca-model"] == "big"
+    assert raw.headers["x-orca-session-tier"].startswith("strong")
