@@ -5,7 +5,7 @@ trace explains the decision without content."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import anthropic
@@ -59,7 +59,7 @@ def _ups() -> dict[str, ScriptedTransport]:
 
 
 async def _chat(st: Stack, messages: list[dict[str, Any]], session: str | None = None,
-                **extra: Any) -> tuple[str, dict[str, Any]]:
+                **extra: Any) -> tuple[str, Mapping[str, Any]]:
     """One request through the OpenAI SDK; (served model, the request's trace)."""
     client = openai.AsyncOpenAI(base_url=st.base + "/v1", api_key="agent", max_retries=0,
                                 default_headers={"x-orca-session":

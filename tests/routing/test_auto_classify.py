@@ -8,6 +8,7 @@ import pytest
 
 from orca_cli.routing.auto.classify import classify_local, hard_facts
 from orca_cli.routing.features import Scorer
+from orca_cli.types import Api
 
 SCORER = Scorer()
 TOOLS = [{"type": "function", "function": {"name": "read_file", "parameters": {}}}]
@@ -79,7 +80,7 @@ LABELLED: list[tuple[str, dict[str, Any]]] = [
 @pytest.mark.parametrize(("label", "body"), LABELLED,
                          ids=[f"{i}-{lbl}" for i, (lbl, _) in enumerate(LABELLED)])
 def test_labelled_primary_workload(label: str, body: dict[str, Any]) -> None:
-    api = "anthropic" if "input_schema" in str(body.get("tools")) else "openai"
+    api: Api = "anthropic" if "input_schema" in str(body.get("tools")) else "openai"
     cls = classify_local(body, SCORER.delta(body, api), SCORER.full(body, api))
     assert cls.workload == label, cls
     assert 0.0 <= cls.complexity <= 1.0 and 0.0 <= cls.confidence <= 1.0

@@ -69,8 +69,8 @@ def test_a_valid_answer_parses() -> None:
 def test_anything_else_is_rejected(answer: str, why: str) -> None:
     with pytest.raises(ClassifierOutputError, match=why.replace("[", r"\[").replace("]", r"\]")):
         parse_answer(answer)
-    assert from_model_answer(answer, "m", _body("x")).fallback_reason.startswith(
-        "invalid_output: ")  # type: ignore[union-attr]
+    reason = from_model_answer(answer, "m", _body("x")).fallback_reason
+    assert reason is not None and reason.startswith("invalid_output: ")
 
 
 def test_hard_facts_are_added_to_the_model_answer() -> None:
