@@ -30,6 +30,9 @@ class HousekeepingRule:
     system_prefix: tuple[str, ...] = ()
     no_tools: bool = True
     max_tokens_le: int | None = None
+    # Also a match: the request asks for structured output whose JSON schema has exactly these
+    # property names (Claude Code's and Codex's title requests ask for `{"title": …}`).
+    output_schema_keys: tuple[str, ...] = ()
 
 
 _CODEX_TITLE = (
@@ -43,8 +46,9 @@ _AIDER_COMMIT = (
 DEFAULT_HOUSEKEEPING: tuple[HousekeepingRule, ...] = (
     HousekeepingRule(
         "claude-code-title", "claude-code",
-        ("Generate a concise, sentence-case title", "Please write a 5-10 word title",
-         "Summarize this coding conversation"),
+        ("You are naming a coding session", "Generate a concise, sentence-case title",
+         "Please write a 5-10 word title", "Summarize this coding conversation"),
+        output_schema_keys=("title",),
     ),
     HousekeepingRule(
         "claude-code-topic", "claude-code",
@@ -53,6 +57,7 @@ DEFAULT_HOUSEKEEPING: tuple[HousekeepingRule, ...] = (
     HousekeepingRule(
         "codex-title", "codex",
         (_CODEX_TITLE, "Generate a concise title for this task"),
+        output_schema_keys=("title",),
     ),
     HousekeepingRule("opencode-title", "opencode", ("You are a title generator",)),
     HousekeepingRule(

@@ -185,10 +185,12 @@ def _post_housekeeping(
     if "name" in raw and not _NAME.fullmatch(rule.name):
         ctx.error(join_key(path, "name"),
                   f"must be letters, digits, '_', '.' or '-', got {show(rule.name)}")
-    if "system_prefix" not in raw or (isinstance(raw["system_prefix"], list)
-                                      and not raw["system_prefix"]):
+    has_schema = bool(raw.get("output_schema_keys"))
+    if not has_schema and ("system_prefix" not in raw or (
+            isinstance(raw["system_prefix"], list) and not raw["system_prefix"])):
         ctx.error(join_key(path, "system_prefix"),
-                  'must list at least one opening phrase, e.g. ["You are a title generator"]')
+                  'must list at least one opening phrase, e.g. ["You are a title generator"] '
+                  '(or set output_schema_keys)')
     for i, phrase in enumerate(rule.system_prefix):
         if not phrase.strip():
             ctx.error(f"{join_key(path, 'system_prefix')}[{i}]", "must not be empty")

@@ -102,6 +102,7 @@ class RouteInput:
     dedupe_key: str = ""
     degraded: bool = False  # the store could not be read: base, no escalation
     full: Difficulty | None = None  # a full-transcript score computed earlier (the replay)
+    side: bool = False  # a side request (SPEC §14.1): base, no trigger evaluated, no writes
     # The auto router (SPEC §16): a model classifier's answer (None: the local classifier)
     # and the channels' measured recent latency in ms.
     classification: Classification | None = None
@@ -234,6 +235,8 @@ def plan_route(
 def _plain_reason(c: _Ctx, router: RouterConfig, escalates: bool) -> TierDecision | None:
     """Base without evaluating any trigger, or None when the triggers decide."""
     inp = c.inp
+    if inp.side:
+        return _plain("base", "side")
     if inp.session is None:
         return _plain("base", "no_session")
     if not escalates:
@@ -245,7 +248,7 @@ def _plain_reason(c: _Ctx, router: RouterConfig, escalates: bool) -> TierDecisio
     return None
 
 
-def _resolve(c: _Ctx, router: RouterConfig, state: TierState, caps: CapsView,
+def _resolve(c: _Ctx, router: RouterConfig, state: TierState | None, caps: CapsView,
              strong: Sequence[Candidate], evidence: dict[str, Any], now: float) -> TierDecision:
     """The triggers, caps and tier state of SPEC §6 over this turn's signals."""
     inp, esc = c.inp, router.escalation

@@ -104,7 +104,9 @@ class Turn:
     dedupe_key: str = ""
     affinity_key: str | None = None
     side: str | None = None  # the `[[housekeeping]]` rule that made this a side request
-    side_session: str | None = None  # a side request's session, for the trace only
+    # A side request's own session (router, session id): its trace names it and its figures
+    # count the request; nothing else of the session is read for or written by it.
+    side_of: tuple[str, str] | None = None
     read: ReadRequest | None = None  # what to read from the store; None: nothing
     snapshot: Snapshot = field(default_factory=Snapshot)
     degraded: bool = False

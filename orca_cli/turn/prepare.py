@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -16,11 +17,13 @@ from orca_cli.routing.candidates import Healthy
 from orca_cli.routing.caps import window_hours
 from orca_cli.routing.features import Scorer
 from orca_cli.routing.route import RouteInput, RoutePlan, plan_route
+from orca_cli.routing.side import match_housekeeping
 from orca_cli.routing.target import resolve_target
 from orca_cli.routing.tiers import Ask
 from orca_cli.state.base import ReadRequest
 from orca_cli.turn.model import RequestHead, Turn
 from orca_cli.wire.session_id import derive_session_id, resolve_session_id
+from orca_cli.wire.side_facts import side_facts
 
 __all__ = ["ASKS", "MAX_JSON_DEPTH", "decide", "prepare"]
 
@@ -85,16 +88,41 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: di
     hmap = head.header_map()
     if router is not None and router.session_aware and not _sessionless(body):
         turn.sid = resolve_session_id(hmap, body, router=router.name, api=turn.api)
+        _side(cfg, turn)
     turn.delta = scorer.delta(body, turn.api)
-    session = turn.session
-    if router is not None and session is not None:
+    router, session = turn.router, turn.session  # a side request may have moved them
+    if router is not None and session is not None and turn.side is None:
         rid = turn.client_request_id
         turn.dedupe_key = ("c:" + rid[:128]) if rid else turn.delta.dedupe_key(router.name,
                                                                                 session)
-    if router is not None and session is None and not cache_aware_off(body):
+    if router is not None and session is None and turn.side is None and not cache_aware_off(body):
         turn.affinity_key = derive_session_id(body, router=router.name, api=turn.api)
     turn.read = _read_request(turn)
     return turn
+
+
+def _side(cfg: Config, turn: Turn) -> None:
+    """A side request (SPEC §14.1) goes to `[routing] side_router` without its session, or,
+    with none configured, stays on its router reading the session's base pin, read-only."""
+    if not cfg.housekeeping or turn.router is None or turn.sid is None:
+        return
+    f = side_facts(turn.body, turn.api)
+    rule = match_housekeeping(cfg.housekeeping, f.system_text, f.has_tools, f.max_tokens,
+                              first_instruction=f.first_instruction, schema_keys=f.schema_keys)
+    if rule is None:
+        return
+    turn.side, turn.side_of = rule.name, (turn.router.name, turn.sid.id)
+    name = cfg.routing.side_router
+    if not name:
+        return
+    try:
+        target = resolve_target(name, cfg)
+    except UnknownModel:
+        return  # validated at load; a config built in code may still name nothing
+    if target.router is None:
+        return
+    turn.target = replace(target, requested=turn.target.requested)
+    turn.router, turn.sid = cfg.routers[target.router], None
 
 
 def _read_request(turn: Turn) -> ReadRequest | None:
@@ -118,8 +146,9 @@ def decide(cfg: Config, turn: Turn, *, scorer: Scorer, healthy: Healthy,
     """The routing plan over the snapshot the handler read into the turn (SPEC §3 3-6)."""
     assert turn.delta is not None
     inp = RouteInput(target=turn.target, api=turn.api, body=turn.body, delta=turn.delta,
-                     est_tokens=turn.est_tokens, session=turn.session, ask=turn.ask,
-                     dedupe_key=turn.dedupe_key, degraded=turn.degraded)
+                     est_tokens=turn.est_tokens, session=turn.session,
+                     ask=None if turn.side else turn.ask, dedupe_key=turn.dedupe_key,
+                     degraded=turn.degraded, side=turn.side is not None)
     plan = plan_route(cfg, inp, turn.snapshot, now=turn.now, scorer=scorer, healthy=healthy,
                       rng=rng)
     turn.plan = plan

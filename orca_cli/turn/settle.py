@@ -19,8 +19,14 @@ from orca_cli.routing.candidates import model_config
 from orca_cli.routing.cost import request_cost
 from orca_cli.routing.linucb import context_vector, linucb_increments, linucb_reward
 from orca_cli.routing.route import Attempt, RoutePlan
-from orca_cli.state.base import CommitBatch, CommitResult, DelOp, SetOp
-from orca_cli.state.plan import PlanContext, TurnOutcome, build_commit, settle_batch
+from orca_cli.state.base import CommitBatch, CommitResult, DelOp, SetOp, SlotRef, SlotWrite
+from orca_cli.state.plan import (
+    PlanContext,
+    TurnOutcome,
+    build_commit,
+    figures_ops,
+    settle_batch,
+)
 from orca_cli.trace.build import build_trace, refusal_trace
 from orca_cli.turn.model import Outcome, RequestHead, Turn
 from orca_cli.wire.usage import Usage
@@ -79,7 +85,9 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
     router = turn.router
     esc = router.escalation if router is not None else EscalationConfig()
     billed = out.billed_success
-    if turn.degraded or turn.side is not None:
+    if turn.side is not None:
+        return _side_settle(cfg, turn, sv, latency_ms)
+    if turn.degraded:
         trace = _trace(turn, sv, committed=False, latency_ms=latency_ms)
         pin = None
         if turn.degraded and billed and out.served is not None and turn.session:
@@ -110,6 +118,24 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
                    usage=usage, cost=sv.cost)
 
 
+def _side_settle(cfg: Config, turn: Turn, sv: Served, latency_ms: float) -> Settled:
+    """A side request writes nothing of its session but the count of its figures."""
+    writes: tuple[SlotWrite, ...] = ()
+    usage = sv.usage
+    if turn.side_of is not None and turn.outcome.billed_success and not turn.degraded:
+        router_name, session = turn.side_of
+        router = cfg.routers.get(router_name)
+        ttl = float(router.escalation.tier_ttl_s) if router is not None else sv.window_s
+        outcome = TurnOutcome(
+            billed_success=True, prompt_tokens=usage.prompt_tokens if usage else 0,
+            cached_tokens=usage.cached_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0, cost_usd=sv.cost)
+        writes = (SlotWrite(SlotRef.of_session(router_name, session),
+                            figures_ops(outcome, ttl, side=True)),)
+    trace = _trace(turn, sv, committed=bool(writes), latency_ms=latency_ms)
+    return Settled(CommitBatch(turn.request_id, writes, trace=trace), usage=usage, cost=sv.cost)
+
+
 def _context(cfg: Config, turn: Turn, esc: EscalationConfig, sv: Served, *, billed: bool,
              strike: bool, durable: bool) -> PlanContext:
     plan = turn.plan
@@ -133,7 +159,7 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
     sid = turn.sid
     trace = build_trace(
         request_id=turn.request_id, client_request_id=turn.client_request_id, ts=turn.now,
-        session_id=sid.id if sid else turn.side_session,
+        session_id=sid.id if sid else (turn.side_of[1] if turn.side_of else None),
         session_source=sid.source if sid else None,
         router=turn.router_name, inbound_api=turn.api, requested_model=turn.target.requested,
         stream=turn.stream, delta=turn.delta, plan=turn.plan,

@@ -164,10 +164,10 @@ def test_config_show_lists_the_effective_rules() -> None:
     [
         ({"system_prefix": ["x"]}, "housekeeping[0].name: is required"),
         ({"name": "r"}, ('housekeeping[0].system_prefix: must list at least one opening phrase, '
-                        'e.g. ["You are a title generator"]')),
+                        'e.g. ["You are a title generator"] (or set output_schema_keys)')),
         ({"name": "r", "system_prefix": []}, ("housekeeping[0].system_prefix: must list at least "
                                              'one opening phrase, e.g. ["You are a title '
-                                             'generator"]')),
+                                             'generator"] (or set output_schema_keys)')),
         ({"name": "r", "system_prefix": ["  "]}, ("housekeeping[0].system_prefix[0]: must not "
                                                  "be empty")),
         ({"name": "r", "system_prefix": "x"},

@@ -9,6 +9,7 @@ import openai
 import orjson
 import pytest
 
+from orca_cli.state.base import ReadRequest, SlotRef
 from tests.e2e.conftest import Sidecar
 
 pytestmark = pytest.mark.asyncio
@@ -125,3 +126,113 @@ async def test_count_tokens_checks_its_types(sidecar: Sidecar, body: dict[str, o
                               headers={**JSON, "anthropic-version": "2023-06-01"})
     assert got.status_code == 400
     assert got.json()["error"]["type"] == "invalid_request_error"
+
+
+# --- side requests (SPEC §14.1) ---------------------------------------------------------
+
+TITLE_SYSTEM = [
+    {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1; cc_entrypoint=cli"},
+    {"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."},
+    {"type": "text", "text": "You are naming a coding session so the user can pick it out "
+                             "later. Answer with a short title."},
+]
+TITLE_FORMAT = {"type": "json_schema", "schema": {
+    "type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"],
+    "additionalProperties": False}}
+TOOLS = [{"name": "Bash", "description": "Run a shell command",
+          "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]
+
+
+async def _post_messages(sc: Sidecar, body: dict[str, object], session: str) -> httpx.Response:
+    async with httpx.AsyncClient(base_url=sc.base) as http:
+        return await http.post("/v1/messages", content=orjson.dumps(body), headers={
+            **JSON, "anthropic-version": "2023-06-01", "x-claude-code-session-id": session})
+
+
+async def test_a_title_request_is_a_side_request_and_decides_nothing(sidecar: Sidecar) -> None:
+    session = "cc-title-1"
+    title = {"model": "claude-sonnet-4-5", "max_tokens": 128000, "tools": [],
+             "system": TITLE_SYSTEM, "output_config": {"format": TITLE_FORMAT},
+             "messages": [{"role": "user", "content": "<session>fix the flaky test</session>"}]}
+    got = await _post_messages(sidecar, title, session)
+    assert got.status_code == 200
+    assert got.headers["x-orca-session-tier"] == "base; reason=side"
+    assert got.json()["model"] == "claude-sonnet-4-5"  # the name it sent
+    store = sidecar.rt.gate.store
+    trace = await store.get_trace(got.headers["x-orca-request-id"])
+    assert trace is not None and trace["side"] == {"rule": "claude-code-title"}
+    assert trace["session_id"] == session and trace["router"] == "background"
+    snap = await store.read(ReadRequest(router="coding", session=session))
+    assert snap.tier is None and not snap.pins, "a side request wrote session state"
+
+    turn = {"model": "claude-sonnet-4-5", "max_tokens": 4096, "tools": TOOLS,
+            "system": TITLE_SYSTEM[:2],
+            "messages": [{"role": "user", "content": "fix the flaky test in tests/test_io.py"}]}
+    real = await _post_messages(sidecar, turn, session)
+    assert real.status_code == 200
+    assert real.headers["x-orca-session-tier"] == "base; reason=default"
+    trace = await store.get_trace(real.headers["x-orca-request-id"])
+    assert trace is not None and trace["router"] == "coding" and "side" not in trace
+    assert trace["difficulty"]["full"] is not None, "the real turn chose the base pin"
+    snap = await store.read(ReadRequest(router="coding", session=session))
+    assert snap.pins.get("base") == real.headers["x-orca-model"]
+
+
+async def test_a_side_request_counts_in_its_sessions_figures(sidecar: Sidecar) -> None:
+    session = "cc-title-2"
+    turn = {"model": "claude-sonnet-4-5", "max_tokens": 512, "tools": TOOLS,
+            "messages": [{"role": "user", "content": "rename x to count"}]}
+    assert (await _post_messages(sidecar, turn, session)).status_code == 200
+    title = {"model": "claude-sonnet-4-5", "max_tokens": 64, "tools": [],
+             "system": TITLE_SYSTEM, "messages": [{"role": "user", "content": "name it"}]}
+    assert (await _post_messages(sidecar, title, session)).status_code == 200
+    figures = await sidecar.rt.gate.store.get(SlotRef.of_session("coding", session), "figures")
+    assert figures is not None
+    counts = figures.value
+    assert float(counts["requests"]) == 1 and float(counts["side_requests"]) == 1
+
+
+async def test_a_codex_title_request_is_recognised_by_its_title_schema(
+        sidecar: Sidecar) -> None:
+    body = {"model": "gpt-5-codex", "stream": False, "store": False, "tools": [],
+            "input": [{"type": "message", "role": "developer",
+                       "content": [{"type": "input_text",
+                                    "text": "You are a coding agent running in the Codex CLI"}]},
+                      {"type": "message", "role": "user",
+                       "content": [{"type": "input_text", "text": "title: fix the build"}]}],
+            "text": {"format": {"type": "json_schema", "name": "codex_output_schema",
+                                "strict": True, "schema": {
+                                    "type": "object",
+                                    "properties": {"title": {"type": "string"}},
+                                    "required": ["title"], "additionalProperties": False}}}}
+    async with httpx.AsyncClient(base_url=sidecar.base) as http:
+        got = await http.post("/v1/responses", content=orjson.dumps(body),
+                              headers={**JSON, "session-id": "codex-title-1"})
+    assert got.status_code == 200, got.text
+    assert got.headers["x-orca-session-tier"] == "base; reason=side"
+    assert got.json()["model"] == "gpt-5-codex"
+
+
+async def test_without_a_side_router_a_title_reads_the_base_pin_and_writes_nothing() -> None:
+    from orca_cli.config.load import loads
+    from orca_cli.config.template import example_text
+    from orca_cli.testing import sidecar as serve
+
+    text = example_text().replace('side_router = "orca/background"', 'side_router = ""')
+    cfg = loads(text, source="example")
+    assert cfg.routing.side_router == ""
+    async with serve(cfg) as sc:
+        session = "cc-title-3"
+        turn = {"model": "claude-sonnet-4-5", "max_tokens": 512, "tools": TOOLS,
+                "messages": [{"role": "user", "content": "rename x to count"}]}
+        first = await _post_messages(sc, turn, session)  # type: ignore[arg-type]
+        pinned = first.headers["x-orca-model"]
+        title = {"model": "claude-sonnet-4-5", "max_tokens": 64, "tools": [],
+                 "system": TITLE_SYSTEM, "messages": [{"role": "user", "content": "name it"}]}
+        got = await _post_messages(sc, title, session)  # type: ignore[arg-type]
+        assert got.headers["x-orca-session-tier"] == "base; reason=side"
+        assert got.headers["x-orca-model"] == pinned  # the session's base pin, read only
+        trace = await sc.rt.gate.store.get_trace(got.headers["x-orca-request-id"])
+        assert trace is not None and trace["router"] == "coding"
+        snap = await sc.rt.gate.store.read(ReadRequest(router="coding", session=session))
+        assert snap.tier is not None and snap.tier.get("turn") == 1, "the title was a turn"

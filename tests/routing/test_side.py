@@ -72,3 +72,15 @@ def test_shipped_rules_recognise_each_agents_housekeeping_and_not_a_main_turn() 
     main = "You are Claude Code, Anthropic's official CLI for Claude.\n\nYou are an agent..."
     assert match_housekeeping(DEFAULT_HOUSEKEEPING, main, False, None) is None
     assert match_housekeeping(DEFAULT_HOUSEKEEPING, cases["opencode-title"], True, None) is None
+
+
+def test_a_title_schema_matches_whatever_the_prompt_says() -> None:
+    from orca_cli.config.housekeeping import DEFAULT_HOUSEKEEPING
+
+    rule = match_housekeeping(DEFAULT_HOUSEKEEPING, "You are a coding agent running in the",
+                              False, None, schema_keys=frozenset({"title"}))
+    assert rule is not None and rule.name == "claude-code-title"
+    assert match_housekeeping(DEFAULT_HOUSEKEEPING, "You are a coding agent", False, None,
+                              schema_keys=frozenset({"title", "summary"})) is None
+    assert match_housekeeping(DEFAULT_HOUSEKEEPING, "You are a coding agent", True, None,
+                              schema_keys=frozenset({"title"})) is None  # tools: a real turn
