@@ -65,6 +65,7 @@ def score_document(
     body: Any, api: str | None = None, difficulty: DifficultyConfig | None = None
 ) -> dict[str, Any]:
     """The `score --json` document (SPEC §1.1a) for a parsed body."""
+    from orca_cli.routing.auto.classify import classify_local
     from orca_cli.routing.features import Scorer
     from orca_cli.wire.transcript import detect_api
 
@@ -86,6 +87,7 @@ def score_document(
         "turn": _turn_json(delta),
         "delta_max": round(scorer.max_delta, 6),
         "weights": _weights_json(scorer),
+        "workload": classify_local(body, delta, full).to_json(),  # the auto router's (§16)
     }
 
 
@@ -168,3 +170,6 @@ def _render(doc: dict[str, Any]) -> None:
     console.print(f"tokens estimated as chars/4: full {doc['tokens']['full']}, "
                   f"delta {doc['tokens']['delta']}; the delta's maximum is "
                   f"{doc['delta_max']:.2f} (the system-prompt term is fixed at 0 there)")
+    w = doc["workload"]
+    console.print(f"auto router workload: {', '.join(w['workloads'])}; complexity "
+                  f"{w['complexity']:.2f}, confidence {w['confidence']:.2f} (local classifier)")

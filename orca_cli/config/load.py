@@ -22,6 +22,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+from orca_cli.config.auto import with_auto_router
 from orca_cli.config.build import build
 from orca_cli.config.check import ConfigIssue, check
 from orca_cli.config.discover import discover, search_paths
@@ -115,7 +116,7 @@ def validate_doc(
     ctx = Ctx(source, environ, [])
     built = build(Config, doc, "", ctx)
     assert isinstance(built, Config)
-    cfg = dataclasses.replace(built, source=source)
+    cfg = with_auto_router(dataclasses.replace(built, source=source), ctx.error)
     cross_check(cfg, ctx)
     if ctx.errors:
         return None, ctx.errors

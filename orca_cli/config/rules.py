@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from orca_cli.config.auto import AutoConfig, post_auto
 from orca_cli.config.housekeeping import HousekeepingRule
 from orca_cli.config.redact import redact_url
 from orca_cli.config.schema import (
@@ -256,5 +257,6 @@ POST: dict[type, Callable[[Any, Mapping[str, Any], str, Ctx], Any]] = {
     RouterConfig: _post_router,
     HousekeepingRule: _post_housekeeping,
     TelemetryConfig: _post_telemetry,
+    AutoConfig: post_auto,
     Config: _post_config,
 }

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from orca_cli.config.auto import AutoConfig
 from orca_cli.config.compiled import CompiledConfig
 from orca_cli.config.housekeeping import DEFAULT_HOUSEKEEPING, HousekeepingRule
 from orca_cli.types import Api
@@ -205,6 +206,7 @@ class ModelConfig:
     cache_write: float = 1.0  # multiplier on the input price for a cache write
     quality: float = 0.5
     context_window: int = 128000
+    quality_by_workload: dict[str, float] = field(default_factory=dict)  # SPEC §16
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +232,9 @@ class EscalationConfig:
 @dataclass(frozen=True, slots=True)
 class RouterConfig:
     name: str
-    strategy: Literal["cheapest", "quality", "balanced", "linucb", "gated_adaptive"] = (
+    strategy: Literal[
+        "cheapest", "quality", "balanced", "linucb", "gated_adaptive", "auto"
+    ] = (
         "gated_adaptive"
     )
     mode: Literal["balanced", "price", "latency", "throughput"] = "balanced"
@@ -329,6 +333,7 @@ class Config:
     aliases: dict[str, str] = field(default_factory=dict)
     workspace: WorkspaceConfig = field(default_factory=WorkspaceConfig)
     difficulty: DifficultyConfig = field(default_factory=DifficultyConfig)
+    auto: AutoConfig = field(default_factory=AutoConfig)  # SPEC §16
     routing: RoutingConfig = field(default_factory=RoutingConfig)
     # The effective side-request rules: the shipped defaults unless the file has its own
     # `[[housekeeping]]` (which replace them all; `housekeeping = []` turns detection off).

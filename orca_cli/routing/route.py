@@ -29,6 +29,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from orca_cli.config.schema import Config, RouterConfig
+from orca_cli.routing.auto.classify import Classification
+from orca_cli.routing.auto.request import AutoRequest
 from orca_cli.routing.candidates import (
     Api,
     Candidate,
@@ -101,6 +103,10 @@ class RouteInput:
     degraded: bool = False  # the store could not be read: base, no escalation
     full: Difficulty | None = None  # a full-transcript score computed earlier (the replay)
     side: bool = False  # a side request (SPEC §14.1): base, no trigger evaluated, no writes
+    # The auto router (SPEC §16): a model classifier's answer (None: the local classifier)
+    # and the channels' measured recent latency in ms.
+    classification: Classification | None = None
+    latency_ms: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,21 +284,42 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
     full_skipped: str | None = "pinned"
     if model is None:
         full_skipped = None
-        if router.strategy == "gated_adaptive":
+        if router.strategy in ("gated_adaptive", "auto"):
             full = inp.full if inp.full is not None else c.scorer.full(inp.body, inp.api)
         else:
             full_skipped = "strategy"
-        banding = (c.scorer.banding(inp.body, inp.api).score
-                   if router.strategy == "gated_adaptive" else None)
-        signals = StrategySignals(full.score if full else None, inp.delta.difficulty.values,
-                                  banding)
-        ranking = STRATEGIES[router.strategy](candidates, c.cfg, router, signals,
-                                              c.snapshot.linucb, c.rng)
+        ranking = _rank(c, router, candidates, full)
+        if not ranking.ordered and router.strategy == "auto":
+            return RoutePlan(router, decision, candidates, (), ranking=ranking, caps=caps,
+                             refusal=(503, "no_candidate", f"no model of router {router.name!r} "
+                                      "is eligible under [auto] (patterns, price caps)"),
+                             evidence=evidence, tier_state=state)
         model = ranking.ordered[0] if ranking.ordered else usable[0].model
+    elif router.strategy == "auto" and c.cfg.auto.fallbacks:
+        # The pinned turn keeps its model; the ranking is only its fallback order.
+        ranking = _rank(c, router, candidates, None)
+        ranking = replace(ranking, note=ranking.note + "; pinned: fallback order only")
     first = _first_channel(c, tier, model, pins)
-    attempts = _attempts(c, router, model, candidates, first)
+    fallbacks = router.fallbacks
+    if router.strategy == "auto":  # SPEC §16: the ranked list is the fallback order
+        fallbacks = ranking.ordered if ranking is not None and c.cfg.auto.fallbacks else ()
+    attempts = _attempts(c, router, model, candidates, first, fallbacks)
     return RoutePlan(router, decision, candidates, attempts, tuple(pins), ranking, full,
                      full_skipped, caps, evidence=evidence, tier_state=state)
+
+
+def _rank(c: _Ctx, router: RouterConfig, candidates: Sequence[Candidate],
+          full: Difficulty | None) -> Ranking:
+    inp = c.inp
+    request = None
+    if router.strategy == "auto":
+        request = AutoRequest(inp.body, inp.delta, full, inp.classification, inp.latency_ms)
+    banding = (c.scorer.banding(inp.body, inp.api).score
+               if router.strategy == "gated_adaptive" else None)
+    signals = StrategySignals(full.score if full else None, inp.delta.difficulty.values,
+                              banding_score=banding, request=request)
+    return STRATEGIES[router.strategy](candidates, c.cfg, router, signals,
+                                       c.snapshot.linucb, c.rng)
 
 
 def _pinned_model(c: _Ctx, tier: Tier, candidates: Sequence[Candidate],
@@ -337,7 +364,8 @@ def _first_channel(c: _Ctx, tier: Tier, model: str,
 
 def _attempts(c: _Ctx, router: RouterConfig | None, model: str,
               candidates: Sequence[Candidate],
-              first: tuple[str, int, str] | None) -> tuple[Attempt, ...]:
+              first: tuple[str, int, str] | None,
+              fallbacks: Sequence[str] = ()) -> tuple[Attempt, ...]:
     """Pinned (channel, key) first, then the model's channels and keys, then fallbacks."""
     out: list[Attempt] = []
     seen: set[tuple[str, str, int]] = set()
@@ -358,7 +386,7 @@ def _attempts(c: _Ctx, router: RouterConfig | None, model: str,
     if router is not None and c.inp.target.channel is None:
         # Fallback models in order, each re-checked: it must be a usable candidate of this
         # tier's pool (policy, tier and caps were applied when the pool was built).
-        for fb in router.fallbacks[:MAX_FALLBACK_MODELS]:
+        for fb in fallbacks[:MAX_FALLBACK_MODELS]:
             cand = by_model.get(fb)
             if cand is None or fb == model:
                 continue

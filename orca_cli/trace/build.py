@@ -95,6 +95,9 @@ def build_trace(
             for c in (plan.candidates if plan else ())
         ],
         "strategy_note": plan.ranking.note if plan and plan.ranking else None,
+        # The auto router's decision (SPEC §16), only when a strategy explained itself.
+        **({"auto": plan.ranking.explain} if plan and plan.ranking and plan.ranking.explain
+           else {}),
         "selected": selected,
         "attempts": list(attempts),
         "usage": usage,

@@ -43,7 +43,7 @@ def test_repo_example_and_packaged_example_are_identical() -> None:
 def test_example_loads_with_no_environment_and_checks_clean() -> None:
     cfg = load(str(EXAMPLE), environ={})
     assert check(cfg) == []
-    assert set(cfg.routers) == {"coding", "background"}
+    assert set(cfg.routers) == {"coding", "background", "auto"}  # auto: the implicit router
 
 
 def test_example_routers_use_only_sim_channels_and_real_ones_are_off() -> None:

@@ -66,7 +66,7 @@ def test_unknown_top_level_key_lists_the_valid_ones() -> None:
         ("server.max_body_mb", True, "must be a number, got true (a boolean)"),
         ("routers.coding.session_aware", "yes", 'must be true or false, got "yes" (a string)'),
         ("routers.coding.strategy", "smart", 'must be one of "cheapest", "quality", "balanced", '
-                                             '"linucb", "gated_adaptive", got "smart"'),
+                                             '"linucb", "gated_adaptive", "auto", got "smart"'),
         ("routers.coding.escalation.mode", "on",
          'must be one of "off", "shadow", "auto", got "on"'),
         ("routers.coding.mode", "fastest", 'must be one of "balanced", "price", "latency", '

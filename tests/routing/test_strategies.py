@@ -62,7 +62,8 @@ def _rank(
 
 
 def test_registry_names_match_config_literals() -> None:
-    assert set(STRATEGIES) == {"cheapest", "quality", "balanced", "linucb", "gated_adaptive"}
+    assert set(STRATEGIES) == {"cheapest", "quality", "balanced", "linucb", "gated_adaptive",
+                               "auto"}
 
 
 def test_cheapest_orders_by_blended_price() -> None:

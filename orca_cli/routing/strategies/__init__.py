@@ -7,6 +7,7 @@ deterministic for a given rng; none touches the store.
 
 from __future__ import annotations
 
+from orca_cli.routing.strategies.auto import auto
 from orca_cli.routing.strategies.balanced import balanced
 from orca_cli.routing.strategies.base import (
     Ranking,
@@ -37,4 +38,5 @@ STRATEGIES: dict[str, Strategy] = {
     "balanced": balanced,
     "linucb": linucb,
     "gated_adaptive": gated_adaptive,
+    "auto": auto,
 }

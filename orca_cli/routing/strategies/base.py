@@ -10,9 +10,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from orca_cli.config.schema import Config, RouterConfig
+from orca_cli.routing.auto.request import AutoRequest
 from orca_cli.routing.candidates import Candidate, model_config
 
 __all__ = [
@@ -28,11 +29,14 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Ranking:
-    """Models best first, each model's score (meaning per strategy), and a one-line note."""
+    """Models best first, each model's score (meaning per strategy), and a one-line note.
+    `explain` is a strategy's structured, content-free detail for the trace (the auto
+    router's classification, factors and exclusions); None for the others."""
 
     ordered: tuple[str, ...]
     scores: dict[str, float]
     note: str
+    explain: dict[str, Any] | None = None
 
 
 class Signals(Protocol):
@@ -62,6 +66,8 @@ class StrategySignals:
     full_score: float | None = None
     delta_features: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
     banding_score: float | None = None
+    # The request as the auto strategy reads it (SPEC §16); None for the other strategies.
+    request: AutoRequest | None = None
 
 
 class Strategy(Protocol):
