@@ -15,7 +15,8 @@ import pytest
 import pytest_asyncio
 
 from orca_cli.config.load import loads
-from tests.e2e.harness import Reply, ScriptedTransport, Sidecar, Stack, sidecar_server
+from orca_cli.testing import Sidecar, sidecar
+from tests.e2e.scripted import Reply, ScriptedTransport
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -50,7 +51,7 @@ _sessions = itertools.count()
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def server() -> AsyncIterator[Sidecar]:
-    async with sidecar_server() as sc:
+    async with sidecar() as sc:
         yield sc
 
 
@@ -58,7 +59,7 @@ def _ups() -> dict[str, ScriptedTransport]:
     return {name: ScriptedTransport() for name in CHANNELS}
 
 
-async def _chat(st: Stack, messages: list[dict[str, Any]], session: str | None = None,
+async def _chat(st: Sidecar, messages: list[dict[str, Any]], session: str | None = None,
                 **extra: Any) -> tuple[str, Mapping[str, Any]]:
     """One request through the OpenAI SDK; (served model, the request's trace)."""
     client = openai.AsyncOpenAI(base_url=st.base + "/v1", api_key="agent", max_retries=0,
