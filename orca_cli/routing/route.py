@@ -103,6 +103,9 @@ class RouteInput:
     degraded: bool = False  # the store could not be read: base, no escalation
     full: Difficulty | None = None  # a full-transcript score computed earlier (the replay)
     side: bool = False  # a side request (SPEC §14.1): base, no trigger evaluated, no writes
+    # Responses `previous_response_id`: the snapshot's affinity is that response's record,
+    # a hard pin to the channel, key and model that produced it (SPEC §13.1).
+    previous_response: bool = False
     # The auto router (SPEC §16): a model classifier's answer (None: the local classifier)
     # and the channels' measured recent latency in ms.
     classification: Classification | None = None
@@ -278,6 +281,13 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
         return RoutePlan(router, decision, candidates, (), caps=caps,
                          refusal=refusal, evidence=evidence, tier_state=state)
     pins: list[PinRead] = []
+    record = c.snapshot.affinity if inp.previous_response else None
+    if record is not None and isinstance(record.get("model"), str):
+        return _stored_response(c, router, decision, candidates, caps, evidence, state)
+    if inp.previous_response:
+        # Unknown id (made before orca saw it, or its record expired): routed as usual, and
+        # the upstream decides whether it knows the response.
+        evidence["previous_response"] = "unknown"
     model = _pinned_model(c, tier, candidates, pins)
     ranking: Ranking | None = None
     full: Difficulty | None = None
@@ -320,6 +330,35 @@ def _rank(c: _Ctx, router: RouterConfig, candidates: Sequence[Candidate],
                               banding_score=banding, request=request)
     return STRATEGIES[router.strategy](candidates, c.cfg, router, signals,
                                        c.snapshot.linucb, c.rng)
+
+
+STORED_RESPONSE_MESSAGE = (
+    "previous_response_id names a response stored at one provider account ({why}); orca "
+    "cannot move it to another upstream. Send the full input with store: false instead "
+    "(what Codex CLI does by default), or retry once that upstream is back.")
+
+
+def _stored_response(c: _Ctx, router: RouterConfig, decision: TierDecision,
+                     candidates: tuple[Candidate, ...], caps: CapsView,
+                     evidence: dict[str, Any], state: TierState | None) -> RoutePlan:
+    """The one attempt a stored response allows: the channel, key and model that made it;
+    a 400 when that upstream cannot serve it now."""
+    record = c.snapshot.affinity
+    assert record is not None
+    model = str(record["model"])
+    pin = PinRead("affinity", decision.tier, dict(record), "hit", "previous_response")
+    ok, _keep, why = check_channel_pin(record, model, c.cfg, c.healthy, c.inp.api)
+    if ok and not any(x.model == model and x.excluded is None for x in candidates):
+        ok, why = False, f"its model {model} is not in the {decision.tier} tier now"
+    if not ok:
+        return RoutePlan(router, decision, candidates, (), (replace(pin, status="dropped",
+                                                                    reason=why),),
+                         caps=caps, evidence=evidence, tier_state=state,
+                         refusal=(400, "previous_response_not_found",
+                                  STORED_RESPONSE_MESSAGE.format(why=why)))
+    att = Attempt(model, str(record["channel"]), int(record["key_index"]), "pin")
+    return RoutePlan(router, decision, candidates, (att,), (pin,), caps=caps,
+                     full_skipped="pinned", evidence=evidence, tier_state=state)
 
 
 def _pinned_model(c: _Ctx, tier: Tier, candidates: Sequence[Candidate],

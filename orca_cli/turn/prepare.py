@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Mapping
 from dataclasses import replace
@@ -25,7 +26,7 @@ from orca_cli.turn.model import RequestHead, Turn
 from orca_cli.wire.session_id import derive_session_id, resolve_session_id
 from orca_cli.wire.side_facts import side_facts
 
-__all__ = ["ASKS", "MAX_JSON_DEPTH", "decide", "prepare"]
+__all__ = ["ASKS", "MAX_JSON_DEPTH", "decide", "prepare", "response_key"]
 
 ASKS: tuple[Ask, ...] = ("strong", "once", "base")
 PERCENTILE_SAMPLES = 1000
@@ -42,6 +43,12 @@ def _too_deep(raw: bytes, body: dict[str, Any]) -> bool:
     except TypeError:
         return True
     return False
+
+
+def response_key(response_id: str) -> str:
+    """Where a Responses answer's (channel, key, model) is recorded: `r:` + its id's hash
+    (ids are the provider's; hashing keeps any of them a safe store key)."""
+    return "r:" + hashlib.sha256(response_id.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
 def _sessionless(body: Mapping[str, Any]) -> bool:
@@ -97,6 +104,11 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: di
                                                                                 session)
     if router is not None and session is None and turn.side is None and not cache_aware_off(body):
         turn.affinity_key = derive_session_id(body, router=router.name, api=turn.api)
+    previous = body.get("previous_response_id") if turn.api == "responses" else None
+    if isinstance(previous, str) and previous and router is not None:
+        # The stored response's record (SPEC §13.1): read where an affinity pin is read.
+        turn.affinity_key = response_key(previous)
+        turn.previous_response = previous
     turn.read = _read_request(turn)
     return turn
 
@@ -148,7 +160,8 @@ def decide(cfg: Config, turn: Turn, *, scorer: Scorer, healthy: Healthy,
     inp = RouteInput(target=turn.target, api=turn.api, body=turn.body, delta=turn.delta,
                      est_tokens=turn.est_tokens, session=turn.session,
                      ask=None if turn.side else turn.ask, dedupe_key=turn.dedupe_key,
-                     degraded=turn.degraded, side=turn.side is not None)
+                     degraded=turn.degraded, side=turn.side is not None,
+                     previous_response=turn.previous_response is not None)
     plan = plan_route(cfg, inp, turn.snapshot, now=turn.now, scorer=scorer, healthy=healthy,
                       rng=rng)
     turn.plan = plan

@@ -29,6 +29,7 @@ from orca_cli.state.plan import (
 )
 from orca_cli.trace.build import build_trace, refusal_trace
 from orca_cli.turn.model import Outcome, RequestHead, Turn
+from orca_cli.turn.prepare import response_key
 from orca_cli.wire.usage import Usage
 
 __all__ = ["FollowUp", "Served", "Settled", "refused", "settle"]
@@ -39,6 +40,7 @@ AFFINITY_TTL_S = 900.0
 AFFINITY_MAX_AGE_S = 86400.0
 ONE_HOUR_MARKERS = (b'"ttl":"1h"', b'"ttl": "1h"')
 DEFAULT_WINDOW_S = 300.0
+STORED_RESPONSE_TTL_S = 30 * 86400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +151,7 @@ def _context(cfg: Config, turn: Turn, esc: EscalationConfig, sv: Served, *, bill
         percentile_sample=(delta.score if esc.threshold == "percentile"
                            and delta.is_user_turn else None),
         linucb=_linucb(cfg, turn.router, plan, turn.outcome.served, billed, strike, turn),
-        affinity=_affinity(turn, sv),
+        affinity=_stored_response(cfg, turn, sv, durable) or _affinity(turn, sv),
     )
 
 
@@ -202,6 +204,23 @@ def _linucb(cfg: Config, router: RouterConfig | None, plan: RoutePlan, att: Atte
                            router.linucb_cost_weight)
     x = context_vector(turn.delta.difficulty.values, cfg.difficulty)
     return {att.model: linucb_increments(x, reward)}
+
+
+def _stored_response(cfg: Config, turn: Turn, sv: Served,
+                     durable: bool) -> tuple[str, dict[str, Any], float] | None:
+    """A Responses answer the provider stored (`store` not false): record which channel, key
+    and model made it, so a later `previous_response_id` is served there (SPEC §13.1) — 30
+    days on a durable store, the traces' lifetime in memory. Recorded where affinity pins
+    live; on such a turn of a sessionless request this record takes the affinity's place."""
+    att, tap = turn.outcome.served, turn.outcome.tap
+    if turn.api != "responses" or att is None or tap is None or turn.body.get("store") is False:
+        return None
+    rid = tap.response_head().get("id")
+    if not isinstance(rid, str) or not rid or not turn.outcome.billed_success:
+        return None
+    ttl = STORED_RESPONSE_TTL_S if durable else float(cfg.server.trace_ttl_s)
+    return response_key(rid), {"channel": att.channel, "key_index": att.key_index,
+                               "key_fp": sv.key_fp, "model": att.model}, ttl
 
 
 def _affinity(turn: Turn, sv: Served) -> tuple[str, dict[str, Any], float] | None:

@@ -236,3 +236,44 @@ async def test_without_a_side_router_a_title_reads_the_base_pin_and_writes_nothi
         assert trace is not None and trace["router"] == "coding"
         snap = await sc.rt.gate.store.read(ReadRequest(router="coding", session=session))
         assert snap.tier is not None and snap.tier.get("turn") == 1, "the title was a turn"
+
+
+# --- previous_response_id (SPEC §13.1) ---------------------------------------------------
+
+
+async def test_previous_response_id_is_served_where_the_response_is_stored(
+        sidecar: Sidecar) -> None:
+    client = _oa(sidecar, **{"session-id": "resp-chain-1"})
+    first = await client.responses.with_raw_response.create(
+        model="orca/coding", input="list the files in src/")
+    made = first.parse()
+    for _ in range(3):  # whatever the routing would pick, the stored response's upstream serves
+        again = await client.responses.with_raw_response.create(
+            model="orca/coding", input="and now count them", previous_response_id=made.id)
+        assert again.headers["x-orca-channel"] == first.headers["x-orca-channel"]
+        assert again.headers["x-orca-model"] == first.headers["x-orca-model"]
+        trace = await sidecar.rt.gate.store.get_trace(again.headers["x-orca-request-id"])
+        assert trace is not None
+        assert [p["reason"] for p in trace["pins"]] == ["previous_response"]
+        assert trace["selected"]["key_index"] == trace["pins"][0]["value"]["key_index"]
+
+
+async def test_a_stored_response_that_cannot_move_is_a_400_saying_why(sidecar: Sidecar) -> None:
+    client = _oa(sidecar, **{"session-id": "resp-chain-2"})
+    made = await client.responses.create(model="orca/coding", input="list the files in src/")
+    with pytest.raises(openai.BadRequestError) as err:
+        await _oa(sidecar, **{"session-id": "resp-chain-2", "x-orcarouter-tier": "strong"}
+                  ).responses.create(model="orca/coding", input="go on",
+                                     previous_response_id=made.id)
+    assert err.value.code == "previous_response_not_found"
+    assert "store: false" in err.value.message and "strong tier" in err.value.message
+
+
+async def test_store_false_records_nothing_and_an_unknown_id_routes_as_usual(
+        sidecar: Sidecar) -> None:
+    client = _oa(sidecar, **{"session-id": "resp-chain-3"})
+    made = await client.responses.create(model="orca/coding", input="hello", store=False)
+    later = await client.responses.with_raw_response.create(
+        model="orca/coding", input="again", previous_response_id=made.id)
+    trace = await sidecar.rt.gate.store.get_trace(later.headers["x-orca-request-id"])
+    assert trace is not None and all(p["reason"] != "previous_response" for p in trace["pins"])
