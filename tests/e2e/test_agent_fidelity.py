@@ -277,3 +277,30 @@ async def test_store_false_records_nothing_and_an_unknown_id_routes_as_usual(
         model="orca/coding", input="again", previous_response_id=made.id)
     trace = await sidecar.rt.gate.store.get_trace(later.headers["x-orca-request-id"])
     assert trace is not None and all(p["reason"] != "previous_response" for p in trace["pins"])
+
+
+async def test_a_six_turn_responses_session_keeps_one_model_and_key_and_reads_the_cache(
+        sidecar: Sidecar) -> None:
+    client = _oa(sidecar, **{"session-id": "resp-six"})
+    items: list[dict[str, object]] = [
+        {"type": "message", "role": "developer",
+         "content": [{"type": "input_text", "text": "You are a coding agent. " * 40}]}]
+    served: set[tuple[str, str]] = set()
+    cached: list[int] = []
+    for turn in range(6):
+        items.append({"type": "message", "role": "user",
+                      "content": [{"type": "input_text", "text": f"step {turn}: edit main.go"}]})
+        raw = await client.responses.with_raw_response.create(
+            model="orca/coding", input=items, store=False)  # type: ignore[arg-type]
+        done = raw.parse()
+        assert done.model == "orca/coding"
+        served.add((raw.headers["x-orca-model"], raw.headers["x-orca-channel"]))
+        trace = await sidecar.rt.gate.store.get_trace(raw.headers["x-orca-request-id"])
+        assert trace is not None and trace["session_id"] == "resp-six"
+        served.add((trace["selected"]["model"], str(trace["selected"]["key_index"])))
+        assert done.usage is not None
+        cached.append(done.usage.input_tokens_details.cached_tokens)
+        items.append({"type": "message", "role": "assistant",
+                      "content": [{"type": "output_text", "text": done.output_text}]})
+    assert len(served) == 2, served  # one (model, channel) and one (model, key)
+    assert cached[0] == 0 and all(c > 0 for c in cached[1:]), cached
