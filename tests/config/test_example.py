@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+
+import pytest
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +134,32 @@ def test_example_openai_channel_speaks_responses_then_openai() -> None:
     ch = load(str(EXAMPLE), environ={}).channel("openai")
     assert ch is not None and not ch.enabled
     assert (ch.api, ch.apis) == ("responses", ("responses", "openai"))
+
+
+@pytest.mark.parametrize(("sent", "target"), [
+    ("claude-opus-5-5", "coding"),  # Claude Code 2.1's default
+    ("claude-sonnet-4-5-20250929", "coding"),
+    ("claude-3-7-sonnet-latest", "coding"),
+    ("claude-3-5-haiku-latest", "background"),
+    ("claude-3-5-haiku-20241022", "background"),
+    ("gpt-5-codex", "coding"),
+    ("gpt-5.1-codex", "coding"),
+    ("o3", "coding"),
+    ("o4-mini", "coding"),
+    ("gemini-2.5-pro", "coding"),
+])
+def test_example_aliases_catch_the_names_current_agents_send(sent: str, target: str) -> None:
+    from orca_cli.routing.target import resolve_target
+
+    got = resolve_target(sent, load(str(EXAMPLE), environ={}))
+    assert got.kind == "router" and got.router == target
+
+
+@pytest.mark.parametrize(("sent", "model"), [("gpt-4.1-2025-04-14", "gpt-4.1"),
+                                              ("gpt-4.1-mini-2025-04-14", "gpt-4.1-mini"),
+                                              ("gpt-4.1", "gpt-4.1")])
+def test_example_dated_openai_ids_reach_their_model(sent: str, model: str) -> None:
+    from orca_cli.routing.target import resolve_target
+
+    got = resolve_target(sent, load(str(EXAMPLE), environ={}))
+    assert got.kind == "model" and got.model == model
