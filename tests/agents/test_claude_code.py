@@ -144,3 +144,46 @@ def test_title_request_is_a_side_request_and_pins_nothing(orca: Orca, tmp_path: 
     model_pin = next(p for p in turn["pins"] if p["kind"] == "model")
     assert model_pin["status"] == "miss", turn["pins"]
     assert turn["tier"]["reason"] != "side"
+
+
+def _orca_text(orca: Orca, *args: str, stdin: str | None = None) -> str:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "orca_cli", *args], check=False, env=orca.env,
+                          input=stdin, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_the_operator_finds_explains_and_watches_a_claude_code_session(
+        orca: Orca, tmp_path: Path) -> None:
+    """SPEC §15 with the real agent: no response header is ever shown to the user, yet the
+    latest request is found (`orca requests`), explained (`orca explain last`) and the status
+    line follows the session (`orca statusline` reading Claude Code's status-line JSON)."""
+    claude = agent_binary("claude")
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = agent_env(home, ANTHROPIC_BASE_URL=orca.base, ANTHROPIC_API_KEY="orca-dummy-key",
+                    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+    first = run_agent([claude, "-p", FIRST], env, work)
+    assert first.returncode == 0, (first.stderr, orca.server_log())
+    rows = orca.cli("requests", "--limit", "5")
+    rows = rows.get("requests", rows) if isinstance(rows, dict) else rows
+    newest = rows[0]
+    session = newest["session_id"]
+    assert newest["requested_model"] == DEFAULT_MODEL and newest["status"] == 200
+    last = orca.cli("explain", "last")
+    assert last["request_id"] == newest["request_id"] and last["session_id"] == session
+    status_in = json.dumps({"session_id": session, "model": {"id": DEFAULT_MODEL}})
+    line_1 = _orca_text(orca, "statusline", "--url", orca.base, stdin=status_in)
+    assert "base" in line_1 and "$" in line_1, line_1
+    second = run_agent([claude, "-p", "--continue", SECOND], env, work)
+    assert second.returncode == 0, (second.stderr, orca.server_log())
+    again = orca.cli("explain", "last")
+    assert again["session_id"] == session and again["request_id"] != last["request_id"]
+    line_2 = _orca_text(orca, "statusline", "--url", orca.base, stdin=status_in)
+    assert line_2 != line_1, "the status line did not follow the session"
+    log = orca.server_log()
+    assert newest["request_id"][4:12] in log, "the request log printed no line for it"
