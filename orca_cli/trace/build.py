@@ -8,6 +8,7 @@ this document as stored; nothing is recomputed.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from orca_cli import ALGORITHM_VERSION
@@ -15,7 +16,7 @@ from orca_cli.routing.features import Delta, Difficulty
 from orca_cli.routing.intents import Intent
 from orca_cli.routing.route import RoutePlan
 
-__all__ = ["build_trace", "intent_json"]
+__all__ = ["TraceHead", "TraceResult", "build_trace", "intent_json", "refusal_trace"]
 
 
 def intent_json(intent: Intent) -> dict[str, Any]:
@@ -30,45 +31,73 @@ def _difficulty(d: Difficulty | None) -> dict[str, Any] | None:
     return None if d is None else d.to_json()
 
 
-def build_trace(
-    *,
-    request_id: str,
-    client_request_id: str | None,
-    ts: float,
-    session_id: str | None,
-    session_source: str | None,
-    router: str | None,
-    inbound_api: str,
-    requested_model: str,
-    stream: bool,
-    delta: Delta | None,
-    plan: RoutePlan | None,
-    selected: dict[str, Any] | None,
-    attempts: Sequence[dict[str, Any]],
-    usage: dict[str, int] | None,
-    cost_usd: float,
-    status: int,
-    committed: bool,
-    degraded: bool,
-    error: str | None = None,
-    cache: str | None = None,
-    latency_ms: float = 0.0,
-) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class TraceHead:
+    """What the request was: ids, session, router, format, the name it asked for."""
+
+    request_id: str
+    client_request_id: str | None
+    ts: float
+    inbound_api: str
+    requested_model: str
+    session_id: str | None = None
+    session_source: str | None = None
+    router: str | None = None
+    stream: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TraceResult:
+    """What happened: what served, every attempt, usage and cost, the status."""
+
+    status: int
+    selected: dict[str, Any] | None = None
+    attempts: Sequence[dict[str, Any]] = ()
+    usage: dict[str, int] | None = None
+    cost_usd: float = 0.0
+    committed: bool = False
+    degraded: bool = False
+    error: str | None = None
+    cache: str | None = None
+    latency_ms: float = 0.0
+
+
+def build_trace(head: TraceHead, delta: Delta | None, plan: RoutePlan | None,
+                result: TraceResult) -> dict[str, Any]:
+    """The trace document (the keys of `orca explain --json`)."""
+    decision = plan.decision if plan is not None else None
+    return {
+        "request_id": head.request_id,
+        "client_request_id": head.client_request_id,
+        "ts": head.ts,
+        "session_id": head.session_id,
+        "session_source": head.session_source,
+        "router": head.router,
+        "inbound_api": head.inbound_api,
+        "requested_model": head.requested_model,
+        "stream": head.stream,
+        "status": result.status,
+        "error": result.error,
+        "latency_ms": round(result.latency_ms, 3),
+        **_decision(plan, delta),
+        "selected": result.selected,
+        "attempts": list(result.attempts),
+        "usage": result.usage,
+        "cost_usd": round(result.cost_usd, 8),
+        "cache": result.cache,
+        "intents": [intent_json(i) for i in decision.intents] if decision else [],
+        "committed": result.committed,
+        "degraded": result.degraded,
+        "algorithm_version": ALGORITHM_VERSION,
+    }
+
+
+def _decision(plan: RoutePlan | None, delta: Delta | None) -> dict[str, Any]:
+    """The routing decision's part: tier, difficulty, caps, pins, candidates, strategy."""
     decision = plan.decision if plan is not None else None
     full = plan.full if plan is not None else None
+    ranking = plan.ranking if plan is not None else None
     return {
-        "request_id": request_id,
-        "client_request_id": client_request_id,
-        "ts": ts,
-        "session_id": session_id,
-        "session_source": session_source,
-        "router": router,
-        "inbound_api": inbound_api,
-        "requested_model": requested_model,
-        "stream": stream,
-        "status": status,
-        "error": error,
-        "latency_ms": round(latency_ms, 3),
         "tier": {
             "decision": decision.tier if decision else None,
             "reason": decision.reason if decision else None,
@@ -89,24 +118,14 @@ def build_trace(
         "pins": [p.to_json() for p in plan.pins] if plan else [],
         "candidates": [
             {"model": c.model, "channel": c.channels[0].channel if c.channels else None,
-             "score": plan.ranking.scores.get(c.model) if plan.ranking else None,
+             "score": ranking.scores.get(c.model) if ranking else None,
              "excluded": c.excluded, "reason": c.reason,
              "filtered": [list(f) for f in c.filtered]}
             for c in (plan.candidates if plan else ())
         ],
-        "strategy_note": plan.ranking.note if plan and plan.ranking else None,
+        "strategy_note": ranking.note if ranking else None,
         # The auto router's decision (SPEC §16), only when a strategy explained itself.
-        **({"auto": plan.ranking.explain} if plan and plan.ranking and plan.ranking.explain
-           else {}),
-        "selected": selected,
-        "attempts": list(attempts),
-        "usage": usage,
-        "cost_usd": round(cost_usd, 8),
-        "cache": cache,
-        "intents": [intent_json(i) for i in decision.intents] if decision else [],
-        "committed": committed,
-        "degraded": degraded,
-        "algorithm_version": ALGORITHM_VERSION,
+        **({"auto": ranking.explain} if ranking and ranking.explain else {}),
     }
 
 
@@ -125,9 +144,6 @@ def refusal_trace(*, request_id: str, client_request_id: str | None, ts: float,
                   requested_model: str | None = None) -> dict[str, Any]:
     """The trace of a request refused before routing (bad JSON, unknown model, a bad header):
     the same keys, nothing decided, nothing committed."""
-    return build_trace(
-        request_id=request_id, client_request_id=client_request_id, ts=ts, session_id=None,
-        session_source=None, router=None, inbound_api=inbound_api,
-        requested_model=requested_model or "", stream=False, delta=None, plan=None,
-        selected=None, attempts=(), usage=None, cost_usd=0.0, status=status, committed=False,
-        degraded=False, error=error)
+    head = TraceHead(request_id=request_id, client_request_id=client_request_id, ts=ts,
+                     inbound_api=inbound_api, requested_model=requested_model or "")
+    return build_trace(head, None, None, TraceResult(status=status, error=error))

@@ -27,7 +27,7 @@ from orca_cli.state.plan import (
     figures_ops,
     settle_batch,
 )
-from orca_cli.trace.build import build_trace, refusal_trace
+from orca_cli.trace.build import TraceHead, TraceResult, build_trace, refusal_trace
 from orca_cli.turn.model import Outcome, RequestHead, Turn
 from orca_cli.turn.prepare import response_key
 from orca_cli.wire.usage import Usage
@@ -159,22 +159,24 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
     out, usage = turn.outcome, sv.usage
     att = out.served
     sid = turn.sid
-    trace = build_trace(
+    head = TraceHead(
         request_id=turn.request_id, client_request_id=turn.client_request_id, ts=turn.now,
+        inbound_api=turn.api, requested_model=turn.target.requested,
         session_id=sid.id if sid else (turn.side_of[1] if turn.side_of else None),
-        session_source=sid.source if sid else None,
-        router=turn.router_name, inbound_api=turn.api, requested_model=turn.target.requested,
-        stream=turn.stream, delta=turn.delta, plan=turn.plan,
+        session_source=sid.source if sid else None, router=turn.router_name,
+        stream=turn.stream)
+    result = TraceResult(
+        status=out.status,
         selected=({"model": att.model, "channel": att.channel, "key_index": att.key_index,
                    "key_fp": sv.key_fp} if att else None),
         attempts=[a.to_json() for a in out.attempts],
         usage=({"prompt_tokens": usage.prompt_tokens, "cached_tokens": usage.cached_tokens,
                 "cache_write_tokens": usage.cache_write_tokens,
                 "output_tokens": usage.output_tokens} if usage else None),
-        cost_usd=sv.cost, status=out.status, committed=committed, degraded=turn.degraded,
-        error=out.own_error,
+        cost_usd=sv.cost, committed=committed, degraded=turn.degraded, error=out.own_error,
         cache=("warm" if usage.cached_tokens > 0 else "cold") if usage else None,
         latency_ms=latency_ms)
+    trace = build_trace(head, turn.delta, turn.plan, result)
     if turn.side is not None:
         trace["side"] = {"rule": turn.side}
     if out.own_kind is not None:
