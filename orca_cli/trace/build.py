@@ -89,7 +89,7 @@ def build_trace(
         "pins": [p.to_json() for p in plan.pins] if plan else [],
         "candidates": [
             {"model": c.model, "channel": c.channels[0].channel if c.channels else None,
-             "score": plan.ranking.scores.get(c.model) if plan.ranking else None,
+             "score": plan.ranking.scores.get(c.model) if plan and plan.ranking else None,
              "excluded": c.excluded, "reason": c.reason,
              "filtered": [list(f) for f in c.filtered]}
             for c in (plan.candidates if plan else ())
