@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["__version__", "ALGORITHM_VERSION"]
+__all__ = ["ALGORITHM_VERSION", "__version__"]
 
 __version__ = "0.1.0"
 # Bumped whenever a routing rule changes what a trace would record for the same input.

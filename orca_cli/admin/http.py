@@ -25,7 +25,7 @@ travels as `%2F`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -37,15 +37,12 @@ from orca_cli.admin.status import session_status
 from orca_cli.errors import AdminError, BadRequest, StoreUnavailable
 from orca_cli.proxy.guard import ClientGone, read_body
 from orca_cli.proxy.runtime import Runtime
+from orca_cli.types import Receive, Scope, Send
 from orca_cli.wire.errors import error_body
 
 __all__ = ["MAX_ADMIN_BODY", "admin_handler"]
 
 log = logging.getLogger("orca")
-
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 MAX_ADMIN_BODY = 64 * 1024
 _PREFIX = ("orca", "v1")

@@ -19,8 +19,11 @@ import functools
 import re
 import secrets
 from collections.abc import Mapping, Sequence
+from datetime import UTC
 from typing import Any
 
+from orca_cli.admin.stats import stats
+from orca_cli.admin.views import SessionKeys, group_sessions, member_text, pin_rows, session_view
 from orca_cli.config.schema import Config, RouterConfig
 from orca_cli.errors import AdminError
 from orca_cli.routing.caps import in_canary
@@ -30,8 +33,6 @@ from orca_cli.state.apply import apply_intents
 from orca_cli.state.base import CommitBatch, SlotRef, SlotWrite, Store
 from orca_cli.state.codec import AUDIT_FIELDS
 from orca_cli.state.keys import RECENT_KEY, check_name
-from orca_cli.admin.stats import stats
-from orca_cli.admin.views import SessionKeys, group_sessions, member_text, pin_rows, session_view
 
 __all__ = [
     "RECENT_WINDOW_S",
@@ -281,7 +282,7 @@ def parse_since(text: str | None, now: float) -> float | None:
     m = _DURATION.match(text)
     if m:
         return now - float(m.group(1)) * _UNIT_S[m.group(2)]
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     try:
         when = datetime.fromisoformat(text.strip())
@@ -289,7 +290,7 @@ def parse_since(text: str | None, now: float) -> float | None:
         raise OperatorError(f"since must be a duration such as 15m, 2h or 7d, or an ISO time, "
                             f"got {text[:40]!r}", status=400, code="bad_since") from None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
+        when = when.replace(tzinfo=UTC)
     return when.timestamp()
 
 

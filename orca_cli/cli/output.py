@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any, NoReturn
 
-__all__ = ["print_json", "fail", "err_console", "out_console", "EXIT_OK", "EXIT_FAIL", "EXIT_USAGE"]
+__all__ = ["EXIT_FAIL", "EXIT_OK", "EXIT_USAGE", "err_console", "fail", "out_console", "print_json"]
 
 EXIT_OK = 0
 EXIT_FAIL = 1

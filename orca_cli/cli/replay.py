@@ -62,7 +62,7 @@ def register(app: typer.Typer) -> None:
         from orca_cli.config.load import load, loads
         from orca_cli.errors import ConfigError
         from orca_cli.replay.reference import REFERENCE_TOML
-        from orca_cli.replay.run import ReplayOptions, replay
+        from orca_cli.replay.run import ReplayOptions
 
         try:
             cfg = load(config) if config else loads(REFERENCE_TOML,

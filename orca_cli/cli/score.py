@@ -21,7 +21,7 @@ from orca_cli.cli.output import fail, out_console, print_json
 
 if TYPE_CHECKING:
     from orca_cli.config.schema import DifficultyConfig
-    from orca_cli.routing.features import Delta, Difficulty, Scorer
+    from orca_cli.routing.features import Delta, Scorer
 
 __all__ = ["register", "score_document"]
 
@@ -135,9 +135,8 @@ def _read_body(file: str) -> Any:
 
 def _difficulty_config(path: str | None) -> DifficultyConfig:
     """The effective `[difficulty]` tables: the config `load()` finds, else the defaults."""
-    from orca_cli.errors import ConfigError
-
     from orca_cli.config.load import load
+    from orca_cli.errors import ConfigError
 
     try:
         return load(path).difficulty

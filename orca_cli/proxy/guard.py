@@ -28,9 +28,9 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from orca_cli.hosts import is_loopback_host
 from orca_cli.config.schema import ServerConfig
 from orca_cli.errors import BadRequest, OrcaError, Refusal
+from orca_cli.hosts import is_loopback_host
 from orca_cli.types import Api, Receive, Scope, Send
 from orca_cli.wire.errors import error_body, error_type
 

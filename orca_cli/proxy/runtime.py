@@ -299,11 +299,12 @@ class Runtime:
     def start(self) -> None:
         """Background housekeeping, on the running loop (the app's lifespan calls it): a store
         that sweeps expired keys only inside commits (memory) is swept while idle too."""
-        if self._housekeeping is None and hasattr(self.gate.store, "sweep_if_due"):
-            self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep())
+        # Not part of the Store protocol: only the in-process store sweeps on its own.
+        sweep: Callable[[], object] | None = getattr(self.gate.store, "sweep_if_due", None)
+        if self._housekeeping is None and sweep is not None:
+            self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep(sweep))
 
-    async def _housekeep(self) -> None:
-        sweep = self.gate.store.sweep_if_due
+    async def _housekeep(self, sweep: Callable[[], object]) -> None:
         while True:
             await asyncio.sleep(HOUSEKEEPING_INTERVAL_S)
             try:

@@ -26,17 +26,22 @@ from typing import Any
 
 from orca_cli.clock import FakeClock
 from orca_cli.config.schema import Config, RouterConfig
+from orca_cli.replay.corpus import Session, Turn
 from orca_cli.routing.candidates import key_fp, model_config, speaks
 from orca_cli.routing.caps import window_hours
-from orca_cli.routing.cost import REPLAY_OUTPUT_TOKENS, cold_turn_cost, expected_turn_cost, warm_turn_cost
+from orca_cli.routing.cost import (
+    REPLAY_OUTPUT_TOKENS,
+    cold_turn_cost,
+    expected_turn_cost,
+    warm_turn_cost,
+)
 from orca_cli.routing.features import Delta, Difficulty, Scorer
 from orca_cli.routing.route import RouteInput, plan_route
 from orca_cli.routing.target import resolve_target
-from orca_cli.replay.corpus import Session, Turn
 from orca_cli.state.base import ReadRequest, Store
 from orca_cli.state.plan import PlanContext, TurnOutcome, build_commit
 
-__all__ = ["Prepared", "EscalationRun", "baseline_costs", "prepare", "run_escalation"]
+__all__ = ["EscalationRun", "Prepared", "baseline_costs", "prepare", "run_escalation"]
 
 TURN_GAP_S = 30.0
 SESSION_GAP_S = 600.0  # between sessions: every session starts cold

@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
-    "ShareView",
-    "CapsView",
-    "share_denied",
-    "window_hours",
-    "in_canary",
-    "effective_t2",
     "PERCENTILE_MIN_SAMPLES",
     "PERCENTILE_SAMPLES",
+    "CapsView",
+    "ShareView",
+    "effective_t2",
+    "in_canary",
+    "share_denied",
+    "window_hours",
 ]
 
 PERCENTILE_MIN_SAMPLES = 200
@@ -97,5 +97,5 @@ def effective_t2(*, threshold: str, t2: float, t1: float, percentile: float,
     if threshold != "percentile" or len(samples) < PERCENTILE_MIN_SAMPLES:
         return t2
     ordered = sorted(samples)
-    idx = min(len(ordered) - 1, max(0, int(round(percentile * (len(ordered) - 1)))))
+    idx = min(len(ordered) - 1, max(0, round(percentile * (len(ordered) - 1))))
     return max(ordered[idx], t1 + 0.05)

@@ -143,7 +143,7 @@ class _Lexicon:
     probe runs only when all its trigger codes were seen.
     """
 
-    __slots__ = ("_kinds", "_probes", "_caret", "_symbols")
+    __slots__ = ("_caret", "_kinds", "_probes", "_symbols")
 
     def __init__(self) -> None:
         self._kinds: dict[bytes, int] = {}
@@ -244,7 +244,7 @@ def _sample(pieces: Sequence[str], budget: int = SAMPLE_CHARS) -> str:
 class Scorer:
     """Built once from `DifficultyConfig`; `full()` and `delta()` are pure and cheap."""
 
-    __slots__ = ("_specs", "_lexicon")
+    __slots__ = ("_lexicon", "_specs")
 
     def __init__(self, cfg: DifficultyConfig | None = None) -> None:
         cfg = cfg or DifficultyConfig()
@@ -335,7 +335,7 @@ class Scorer:
             float(maths),
         )
         contributions = tuple(
-            weight * (value if value < cap else cap) / cap
+            weight * (min(cap, value)) / cap
             for (_, weight, cap), value in zip(self._specs, raw)
         )
         score = sum(contributions)

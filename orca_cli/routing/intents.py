@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 __all__ = [
-    "Scope",
-    "Escalate",
-    "OnceBoost",
-    "Deescalate",
-    "Reset",
-    "SetPending",
     "ConsumePending",
-    "RecordTurn",
+    "Deescalate",
+    "Escalate",
     "Intent",
+    "OnceBoost",
+    "RecordTurn",
+    "Reset",
+    "Scope",
+    "SetPending",
 ]
 
 Scope = Literal["main", "shadow"]

@@ -13,14 +13,14 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 __all__ = [
-    "Tier",
-    "Ask",
-    "Strike",
-    "Pending",
-    "TierState",
     "DEDUPE_RING",
     "MAX_SIGNATURES",
     "MAX_STRIKES_KEPT",
+    "Ask",
+    "Pending",
+    "Strike",
+    "Tier",
+    "TierState",
     "empty_state",
 ]
 

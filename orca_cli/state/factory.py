@@ -127,7 +127,9 @@ def redis_client_factory(
             options: dict[str, Any] = dict(common, max_connections=max_connections)
             options.update((k, url[k]) for k in ("username", "password", "db") if url.get(k))
             probe = {k: common[k] for k in ("socket_timeout", "socket_connect_timeout", "retry")}
-            manager: Any = Sentinel(hosts, sentinel_kwargs=probe)  # type: ignore[no-untyped-call]
+            # redis-py types Sentinel.__init__ only in some releases (redis>=5.0 is allowed).
+            manager: Any = Sentinel(  # type: ignore[no-untyped-call, unused-ignore]
+                hosts, sentinel_kwargs=probe)
             extra.extend(manager.sentinels)
             return manager.master_for(cfg.sentinel_service, **options)
 

@@ -31,13 +31,13 @@ def cfg() -> Config:
     return loads(example_text(), source="example")
 
 
-async def drive(store: Store, cfg: Config, session: str, *, now: float, rid: str,
+async def drive(st: Store, cfg: Config, session: str, *, now: float, rid: str,
                 ask: str | None = None, delta: float = 0.1, router: str = ROUTER,
                 cost: float = 0.001, cached: int = 0) -> TierDecision:
     """One billed-success turn of `session`: read, resolve, commit (as `proxy.handler`)."""
     esc = cfg.routers[router].escalation
-    snap = await store.read(ReadRequest(router=router, session=session,
-                                        share_hours=window_hours(now, esc.share_window_h)))
+    snap = await st.read(ReadRequest(router=router, session=session,
+                                     share_hours=window_hours(now, esc.share_window_h)))
     caps = CapsView(share=ShareView(snap.share.strong, snap.share.total),
                     workspace_share=ShareView(snap.workspace_share.strong,
                                               snap.workspace_share.total),
@@ -49,14 +49,14 @@ async def drive(store: Store, cfg: Config, session: str, *, now: float, rid: str
                             strong_available=True)
     model = "gpt-4.1" if decision.tier == "strong" else "deepseek-chat"
     ctx = PlanContext(request_id=rid, router=router, session=session, explicit_session=True,
-                      durable_store=store.backend == "redis", esc=esc, now=now)
+                      durable_store=st.backend == "redis", esc=esc, now=now)
     outcome = TurnOutcome(True, model=model, channel="sim-cheap", key_index=0,
                           key_fp="abcd1234", window_s=300, prompt_tokens=100,
                           cached_tokens=cached, output_tokens=10, cost_usd=cost)
     trace: dict[str, Any] = {"request_id": rid, "client_request_id": f"client-{rid}",
                              "ts": now, "router": router, "session_id": session,
                              "tier": {"decision": decision.tier, "reason": decision.reason}}
-    await store.commit(build_commit(ctx, decision, snap, outcome, trace=trace))
+    await st.commit(build_commit(ctx, decision, snap, outcome, trace=trace))
     return decision
 
 

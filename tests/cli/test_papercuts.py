@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from orca_cli.cli import app
 from orca_cli.config.schema import StateConfig
-from tests.cli.test_operator_cli import Agent, serving, _cfg, orca
+from tests.cli.test_operator_cli import Agent, _cfg, orca, serving
 
 COMMANDS = [["serve"], ["demo"], ["init"], ["score"], ["explain"], ["requests"],
             ["session", "list"], ["session", "show"], ["escalate"], ["reset"], ["pins", "dump"],

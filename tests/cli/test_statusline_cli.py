@@ -16,7 +16,7 @@ import pytest
 from orca_cli.config.schema import StateConfig
 from orca_cli.proxy.token import SidecarRecord, write_sidecar_record
 from orca_cli.statusline import format_status
-from tests.cli.test_operator_cli import Agent, serving, _cfg, orca
+from tests.cli.test_operator_cli import Agent, _cfg, orca, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-
-import pytest
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from orca_cli.config import check, example_text, load, template_text
 from orca_cli.config.schema import (

@@ -12,6 +12,7 @@ from orca_cli.config.schema import Config
 from orca_cli.config.template import example_text
 from orca_cli.testing import Sidecar
 from orca_cli.testing import sidecar as serve_sidecar
+from tests.e2e.tier_kit import backend, launch  # noqa: F401 - fixtures for every e2e test
 
 __all__ = ["Sidecar", "example_config"]
 

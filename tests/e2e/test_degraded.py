@@ -142,7 +142,8 @@ async def test_the_sidecar_recovers_by_itself_when_the_store_answers_again(
         h = await chat(st, "rec-1")
         assert h["x-orca-session-tier"] == "base; reason=degraded"
         assert len(st.rt.gate.degraded_pins) == 1
-        started.append(subprocess.Popen(
+        # Popen returns at once (it does not wait for the child); /healthz is awaited below.
+        started.append(subprocess.Popen(  # noqa: ASYNC220 - see the line above
             ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         async def healthy() -> bool:

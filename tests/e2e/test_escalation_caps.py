@@ -6,14 +6,12 @@ from __future__ import annotations
 import pytest
 
 from tests.e2e.tier_bodies import FIX_THE_BUILD, Conversation, build_failure
-from tests.e2e.tier_kit import (  # noqa: F401 - backend and launch are fixtures
+from tests.e2e.tier_kit import (
     BASE_MODELS,
     STRONG_MODEL,
     Launch,
     Reply,
-    backend,
     evals,
-    launch,
     ok,
     tier_config,
 )

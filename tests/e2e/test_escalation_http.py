@@ -21,15 +21,13 @@ from tests.e2e.tier_bodies import (
     passing_tool_output,
     volatile_failure,
 )
-from tests.e2e.tier_kit import (  # noqa: F401 - backend and launch are fixtures
+from tests.e2e.tier_kit import (
     BASE_MODELS,
     STRONG_MODEL,
     Launch,
     Reply,
     TierStack,
-    backend,
     evals,
-    launch,
     ok,
 )
 from tests.routing.bodies import HARD_PROSE, goroutine_dump, python_traceback

@@ -4,14 +4,12 @@ through the real HTTP path (SPEC §6.1, §6.2, §1.1 escalate/reset)."""
 from __future__ import annotations
 
 from tests.e2e.tier_bodies import FIX_THE_BUILD, Conversation, build_failure
-from tests.e2e.tier_kit import (  # noqa: F401 - backend and launch are fixtures
+from tests.e2e.tier_kit import (
     BASE_MODELS,
     STRONG_MODEL,
     Launch,
     Reply,
     TierStack,
-    backend,
-    launch,
     ok,
     tier_config,
 )

@@ -12,16 +12,14 @@ from orca_cli.clock import FakeClock
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.testing import eventually
 from tests.e2e.tier_bodies import FIX_THE_BUILD, Conversation, build_failure
-from tests.e2e.tier_kit import (  # noqa: F401 - backend and launch are fixtures
+from tests.e2e.tier_kit import (
     BASE_MODELS,
     STRONG_MODEL,
     Launch,
     Reply,
     TierStack,
-    backend,
     closed_port_store,
     evals,
-    launch,
     ok,
     tier_config,
 )

@@ -14,8 +14,14 @@ from typing import Any
 
 from tests.routing.bodies import OPENAI_TOOLS, SYSTEM_PROMPT, TRIVIAL_EDITS
 
-__all__ = ["Conversation", "FIX_THE_BUILD", "VOLATILE", "build_failure", "passing_tool_output",
-           "volatile_failure"]
+__all__ = [
+    "FIX_THE_BUILD",
+    "VOLATILE",
+    "Conversation",
+    "build_failure",
+    "passing_tool_output",
+    "volatile_failure",
+]
 
 FIX_THE_BUILD = "fix the build"
 

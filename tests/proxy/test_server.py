@@ -152,18 +152,18 @@ async def test_keep_alive_requests_each_get_a_fresh_deadline(port: int) -> None:
 
 
 async def test_over_the_concurrency_limit_is_503(app: App) -> None:
-    async with running(app, ServerConfig(header_timeout_s=5, max_concurrency=2)) as port:
-        async with httpx.AsyncClient() as client:
-            held = asyncio.create_task(client.get(f"http://127.0.0.1:{port}/slow"))
-            async with asyncio.timeout(3):
-                await app.entered.wait()
-            async with httpx.AsyncClient() as other:
-                refused = await other.get(f"http://127.0.0.1:{port}/fast")
-            assert refused.status_code == 503
-            app.release.set()
-            first = await held
-            assert first.status_code == 200 and first.text == "hello /slow"
-            assert (await client.get(f"http://127.0.0.1:{port}/fast")).status_code == 200
+    async with (running(app, ServerConfig(header_timeout_s=5, max_concurrency=2)) as port,
+                httpx.AsyncClient() as client):
+        held = asyncio.create_task(client.get(f"http://127.0.0.1:{port}/slow"))
+        async with asyncio.timeout(3):
+            await app.entered.wait()
+        async with httpx.AsyncClient() as other:
+            refused = await other.get(f"http://127.0.0.1:{port}/fast")
+        assert refused.status_code == 503
+        app.release.set()
+        first = await held
+        assert first.status_code == 200 and first.text == "hello /slow"
+        assert (await client.get(f"http://127.0.0.1:{port}/fast")).status_code == 200
 
 
 async def test_a_pre_bound_socket_is_served(app: App) -> None:

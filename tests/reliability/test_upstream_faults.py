@@ -173,7 +173,7 @@ async def test_5xx_falls_to_the_next_channel_and_lowers_health(
     first, headers, _, _ = await call(sc, "openai", sid)  # turn 1 pins channel a
     assert first == 200 and headers["x-orca-channel"] == "a"
     up.on("a", Act(status, body=b'{"error":{"message":"upstream broke","type":"server_error"}}'))
-    code, headers, body, _ = await call(sc, "openai", sid, turn=2)
+    code, headers, _, _ = await call(sc, "openai", sid, turn=2)
     assert code == 200 and headers["x-orca-channel"] == "b"
     trace = await trace_of(sc, headers)
     assert [(a["channel"], a["status"]) for a in trace["attempts"]] == [("a", status), ("b", 200)]
@@ -252,7 +252,7 @@ async def test_stall_before_the_first_byte_times_out_and_falls_over(
     first = "a" if api == "openai" else "x"
     up.on(first, Act(stall_before_s=3.0))
     sid = new_session()
-    status, headers, body, took = await call(sc, api, sid, stream=True)
+    status, headers, _, took = await call(sc, api, sid, stream=True)
     assert status == 200 and headers["x-orca-channel"] == ("b" if api == "openai" else "y")
     assert 0.35 <= took < 1.5, f"first-byte timeout is 0.4 s, took {took:.2f} s"
     trace = await trace_of(sc, headers)

@@ -213,7 +213,7 @@ def test_balanced_without_rng_is_weight_order() -> None:
 
 def test_order_keys_skips_unhealthy_and_rotates_from_random_start() -> None:
     ch = channel("a", ["m"], keys=["k0", "k1", "k2", "k3"])
-    healthy = lambda name, i: i != 2  # noqa: E731
+    healthy = lambda name, i: i != 2
     assert order_keys(ch, healthy) == (0, 1, 3)
     rng = random.Random(5)
     seen = Counter(order_keys(ch, healthy, rng) for _ in range(3000))
@@ -321,7 +321,7 @@ def test_pin_to_drained_channel_kept_when_other_live_channel_cannot_serve() -> N
 
 def test_pin_unhealthy_key_not_usable_but_kept() -> None:
     cfg = _pin_cfg()
-    healthy = lambda name, i: not (name == "a" and i == 1)  # noqa: E731
+    healthy = lambda name, i: not (name == "a" and i == 1)
     assert check_channel_pin(_pin(cfg), "m", cfg, healthy) == (False, True, "unhealthy")
 
 

@@ -109,9 +109,9 @@ def test_rewarded_arm_is_picked_on_its_context() -> None:
     x = context_vector([6.0, 3, 0, 4.0, 1, 0], DifficultyConfig())
     arms = {m: decode_arm(None) for m in ("a", "b", "c")}
     for _ in range(30):
-        for m in arms:
+        for m, arm in arms.items():
             reward = 1.0 if m == "b" else 0.1
-            arms[m] = linucb_update(*arms[m], x, reward)
+            arms[m] = linucb_update(*arm, x, reward)
     scores = {m: linucb_score(*arms[m], x, 1.0)[0] for m in arms}
     assert max(scores, key=lambda m: scores[m]) == "b"
     # Its estimate converges towards the reward it earned.

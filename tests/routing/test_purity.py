@@ -115,7 +115,8 @@ def test_routing_does_not_import_the_state_package() -> None:
     offenders = []
     for path in MODULES:
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                if node.module == "orca_cli.state" or node.module.startswith("orca_cli.state."):
-                    offenders.append(f"{path.relative_to(ROUTING)}: {node.module}")
+            if (isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+                    and (node.module == "orca_cli.state"
+                         or node.module.startswith("orca_cli.state."))):
+                offenders.append(f"{path.relative_to(ROUTING)}: {node.module}")
     assert offenders == []

@@ -17,10 +17,10 @@ BODY = {"model": "orca/coding", "messages": [{"role": "user", "content": "rename
 
 
 def _cfg(**router_kw: object):  # type: ignore[no-untyped-def]
-    kw: dict[str, object] = dict(
-        name="coding", strategy="cheapest",
-        allowed_models=("cheap-a", "cheap-b", "frontier"), strong_pool=("frontier",),
-        fallbacks=("cheap-b", "frontier"))
+    kw: dict[str, object] = {
+        "name": "coding", "strategy": "cheapest",
+        "allowed_models": ("cheap-a", "cheap-b", "frontier"), "strong_pool": ("frontier",),
+        "fallbacks": ("cheap-b", "frontier")}
     kw.update(router_kw)
     return config(
         [channel("c1", ["cheap-a", "cheap-b"], keys=("k-1", "k-2")),
@@ -32,7 +32,10 @@ def _cfg(**router_kw: object):  # type: ignore[no-untyped-def]
     )
 
 
-def _plan(cfg, snapshot: Snapshot = Snapshot(), *, session: str | None = "s1",  # type: ignore[no-untyped-def]
+EMPTY = Snapshot()
+
+
+def _plan(cfg, snapshot: Snapshot = EMPTY, *, session: str | None = "s1",  # type: ignore[no-untyped-def]
           ask: str | None = None, model: str = "orca/coding", **kw: object) -> RoutePlan:
     body = {**BODY, "model": model}
     inp = RouteInput(target=resolve_target(model, cfg), api="openai", body=body,
@@ -74,14 +77,14 @@ def test_base_pin_is_followed_and_a_rotated_key_pin_is_dropped() -> None:
                     channel_pins={"base": {"channel": "c1", "key_index": 1, "key_fp": "00000000"}})
     plan = _plan(cfg, snap)
     assert plan.attempts[0].model == "cheap-b"
-    chan = [p for p in plan.pins if p.kind == "channel"][0]
+    chan = next(p for p in plan.pins if p.kind == "channel")
     assert (chan.status, chan.reason) == ("dropped", "key_rotated")
     assert plan.dropped_pins == ("chan:base",)
 
 
 def test_a_pin_outside_the_tier_is_not_followed() -> None:
     plan = _plan(_cfg(), Snapshot(pins={"base": "frontier"}))
-    model_pin = [p for p in plan.pins if p.kind == "model"][0]
+    model_pin = next(p for p in plan.pins if p.kind == "model")
     assert model_pin.status == "dropped" and model_pin.reason == "not_in_tier"
     assert plan.attempts[0].model == "cheap-a"
 

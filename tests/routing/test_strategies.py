@@ -29,9 +29,10 @@ def _cfg(models: Mapping[str, object] | None = None) -> Config:
 
 
 def _router(**kw: object) -> RouterConfig:
-    base: dict[str, object] = dict(
-        weak_pool=("weak",), mid_pool=("mid", "mid2"), strong_pool=("strong",), t1=0.35, t2=0.70
-    )
+    base: dict[str, object] = {
+        "weak_pool": ("weak",), "mid_pool": ("mid", "mid2"), "strong_pool": ("strong",),
+        "t1": 0.35, "t2": 0.70,
+    }
     base.update(kw)
     return RouterConfig("r", **base)  # type: ignore[arg-type]
 

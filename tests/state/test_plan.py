@@ -20,13 +20,16 @@ NOW = 3600 * 500 + 12.0
 
 
 def _ctx(**kw: object) -> PlanContext:
-    base = dict(request_id="r1", router="coding", session="s1", explicit_session=True,
-                durable_store=True, esc=ESC, now=NOW)
+    base = {"request_id": "r1", "router": "coding", "session": "s1", "explicit_session": True,
+            "durable_store": True, "esc": ESC, "now": NOW}
     base.update(kw)
     return PlanContext(**base)  # type: ignore[arg-type]
 
 
-def _decide(ask: str | None = None, caps: CapsView = CapsView(enabled=False)):  # type: ignore[no-untyped-def]
+NO_CAPS = CapsView(enabled=False)
+
+
+def _decide(ask: str | None = None, caps: CapsView = NO_CAPS):  # type: ignore[no-untyped-def]
     return resolve_tier(None, TurnSignals("k", 0.2, True, ask=ask), caps, ESC,  # type: ignore[arg-type]
                         now=NOW, t2=0.55, strong_window_s=300, strong_available=True)
 

@@ -67,8 +67,7 @@ def gated_adaptive(
         for m in order_cheapest(bands[i], cfg)[0]:
             if m not in ordered:
                 ordered.append(m)
-    for m in order_cheapest([m for m in models if m not in ordered], cfg)[0]:
-        ordered.append(m)
+    ordered.extend(order_cheapest([m for m in models if m not in ordered], cfg)[0])
     _, scores = order_cheapest(models, cfg)
 
     shown = "not computed (pinned)" if full is None else f"{full:.3f}"
