@@ -52,13 +52,15 @@ def member_text(value: Any) -> str:
 
 def group_sessions(entries: Iterable[KeyEntry]) -> dict[tuple[str, str], SessionKeys]:
     """Session-slot entries grouped per (router, session); idempotency markers left out, so a
-    session whose state expired and left only markers is not listed."""
+    session whose state expired and left only markers is not listed. Neither is one with
+    figures alone: side requests under an id no real turn used (Codex's title request comes
+    under a session id of its own) count there, but they make no session."""
     out: dict[tuple[str, str], SessionKeys] = {}
     for e in entries:
         if e.slot.kind != "session" or e.key not in _SESSION_KEYS:
             continue
         out.setdefault((e.slot.router, e.slot.session), {})[e.key] = e
-    return out
+    return {k: v for k, v in out.items() if set(v) != {"figures"}}
 
 
 def _escalation(cfg: Config, router: str) -> EscalationConfig:

@@ -107,6 +107,8 @@ def test_tui_title_request_leaves_no_session_of_its_own(orca: Orca, tmp_path: Pa
     rollouts = [p.name for p in (home / "sessions").rglob("*.jsonl")]
     sessions = orca.cli("session", "list")
     ids = {row["session_id"] for row in sessions}
-    assert len(ids) == 1, sessions
+    seen = [(r.get("session_id"), r.get("tier"), r.get("side"), r.get("requested_model"))
+            for r in orca.cli("requests", "--limit", "20")]
+    assert len(ids) == 1, (sessions, seen, orca.server_log()[-4000:])
     (session_id,) = ids
     assert any(session_id in name for name in rollouts), (session_id, rollouts)

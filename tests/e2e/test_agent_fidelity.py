@@ -304,3 +304,14 @@ async def test_a_six_turn_responses_session_keeps_one_model_and_key_and_reads_th
                       "content": [{"type": "output_text", "text": done.output_text}]})
     assert len(served) == 2, served  # one (model, channel) and one (model, key)
     assert cached[0] == 0 and all(c > 0 for c in cached[1:]), cached
+
+
+async def test_a_side_request_under_an_id_of_its_own_makes_no_session(sidecar: Sidecar) -> None:
+    from orca_cli.admin.service import list_sessions
+
+    title = {"model": "claude-sonnet-4-5", "max_tokens": 64, "tools": [],
+             "system": TITLE_SYSTEM, "messages": [{"role": "user", "content": "name it"}]}
+    got = await _post_messages(sidecar, title, "only-a-title")
+    assert got.headers["x-orca-session-tier"] == "base; reason=side"
+    listed = await list_sessions(sidecar.rt.gate.store, sidecar.rt.cfg)
+    assert all(v["session_id"] != "only-a-title" for v in listed), listed
