@@ -19,6 +19,12 @@ def test_demo_shows_the_mechanism_end_to_end() -> None:
     assert all(r["tier"].startswith("base;") for r in trivial)
     assert len({(r["model"], r["channel"]) for r in trivial}) == 1
     assert all(r["cached_tokens"] > 0 for r in trivial[1:])
+    # ... and cheap: served by the example config's weak pool, never its mid or strong model.
+    from orca_cli.config.load import loads
+    from orca_cli.config.template import example_text
+
+    coding = loads(example_text(), source="example").routers["coding"]
+    assert trivial[0]["model"] in coding.weak_pool
     # The failure loop escalates by strikes on turn 4 and stays strong on one model.
     assert by[("failure-loop", 3)]["tier"] == "base; reason=default"
     assert by[("failure-loop", 4)]["tier"] == "strong; reason=strikes"
