@@ -116,7 +116,10 @@ def test_opencode_setup_as_written(orca: Orca, tmp_path: Path) -> None:
     second `--continue`, are one session on one key."""
     opencode = agents_dir() / "npm" / "node_modules" / ".bin" / "opencode"
     if not os.access(opencode, os.X_OK):
-        pytest.skip(f"OpenCode is not installed at {opencode} (npm install opencode-ai)")
+        message = f"OpenCode is not installed at {opencode}; install the agents with .ci/install-agents"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
     home, work = _dirs(tmp_path)
     env = agent_env(home)
     setup = init(orca, "opencode", env, work, "--write")
