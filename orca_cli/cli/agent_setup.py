@@ -27,6 +27,7 @@ class Setup:
     model: str = "orca/coding"
     side_model: str | None = "orca/background"
     key: str = "orca"
+    passthrough: bool = False  # a channel forwards the client's own key (pass_through_auth)
 
     @property
     def v1(self) -> str:
@@ -44,15 +45,19 @@ def setup_for(cfg: object, base: str) -> Setup:
         sessionless[0] if sessionless else None)
     server = getattr(cfg, "server", None)
     token = getattr(server, "inbound_token", "") if server is not None else ""
+    passthrough = any(getattr(ch, "pass_through_auth", False) and getattr(ch, "enabled", True)
+                      for ch in getattr(cfg, "channels", ()) or ())
     return Setup(base=base, model=f"orca/{main}",
                  side_model=f"orca/{side}" if side else None,
-                 key="$ORCA_INBOUND_TOKEN" if token else "orca")
+                 key="$ORCA_INBOUND_TOKEN" if token else "orca", passthrough=passthrough)
 
 
 def banner_lines(s: Setup) -> list[str]:
     """The start-up lines of `orca serve`: per agent, what points it here."""
     key = "your inbound_token as the API key" if s.key.startswith("$") else \
         "any non-empty API key"
+    if s.passthrough:
+        key += "; a pass_through_auth channel forwards the agent's key: give it your real one"
     codex = [f"                 {line}" for line in codex_block(s).splitlines() if line]
     return [
         f"Point your agent at it ({key}; `orca init --agent NAME` prints each set-up):",

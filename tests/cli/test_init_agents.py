@@ -111,3 +111,18 @@ def test_banner_names_every_agent_and_the_key_to_give() -> None:
     assert "OPENAI_BASE_URL" not in lines
     tokened = banner_lines(Setup(base=BASE, key="$ORCA_INBOUND_TOKEN"))
     assert "inbound_token" in tokened[0]
+
+
+def test_banner_says_when_the_agents_key_matters(tmp_path: Path) -> None:
+    """An inbound token is the key to give; a pass_through_auth channel forwards the agent's
+    own key, so "any key" would be wrong."""
+    text = (ROOT / "orca.toml.example").read_text()
+    text = text.replace('inbound_token = "${ORCA_INBOUND_TOKEN:-}"', 'inbound_token = "t0k"')
+    text = text.replace("pass_through_auth = false\nlatency_ms = 20",
+                        "pass_through_auth = true\nlatency_ms = 20", 1)
+    path = tmp_path / "orca.toml"
+    path.write_text(text)
+    setup = setup_for(load(str(path)), BASE)
+    first = banner_lines(setup)[0]
+    assert "inbound_token" in first and "pass_through_auth" in first, first
+    assert "ANTHROPIC_API_KEY=$ORCA_INBOUND_TOKEN" in "\n".join(banner_lines(setup))
