@@ -1,6 +1,7 @@
-"""`orca init [--path orca.toml] [--force] [--agent claude-code [--settings PATH]]` (SPEC §1.1,
-§15): write the commented example config; with `--agent claude-code`, also add
-`orca statusline` as Claude Code's status line."""
+"""`orca init [--path orca.toml] [--force] [--agent NAME [--write] [--url URL] [--settings PATH]]`
+(SPEC §1.1, §14.5, §15): write the commented example config; with `--agent`, print what makes
+that agent use the sidecar, and with `--write` put it in the agent's own config file.
+`--agent claude-code` always adds `orca statusline` as Claude Code's status line."""
 
 from __future__ import annotations
 
@@ -8,11 +9,19 @@ import os
 
 import typer
 
+from orca_cli.cli.agent_setup import (
+    AGENTS,
+    Setup,
+    codex_block,
+    codex_config_path,
+    llm_models_path,
+    llm_yaml,
+    opencode_json,
+)
 from orca_cli.cli.output import fail
 
-__all__ = ["STATUSLINE_COMMAND", "register", "write_claude_statusline"]
+__all__ = ["STATUSLINE_COMMAND", "agent_text", "register", "write_claude_statusline"]
 
-AGENTS = ("claude-code",)
 STATUSLINE_COMMAND = "orca statusline"
 
 
@@ -21,10 +30,17 @@ def register(app: typer.Typer) -> None:
     def init_cmd(
         path: str = typer.Option("orca.toml", "--path", "-p", help="Where to write the config."),
         force: bool = typer.Option(False, "--force", "-f", help="Overwrite an existing file "
-                                   "(or replace another status line)."),
-        agent: str | None = typer.Option(None, "--agent", metavar="claude-code",
-                                         help="Also set the agent up: for claude-code, add "
-                                              "`orca statusline` as its status line."),
+                                   "(or replace another status line or provider)."),
+        agent: str | None = typer.Option(None, "--agent", metavar="|".join(AGENTS),
+                                         help="Print that agent's set-up for this sidecar; "
+                                              "for claude-code, also add `orca statusline` "
+                                              "as its status line."),
+        write: bool = typer.Option(False, "--write", help="With --agent codex, llm or "
+                                   "opencode: also write the set-up into the agent's config "
+                                   "file (keeping what is there)."),
+        url: str | None = typer.Option(None, "--url", help="The sidecar's address in the "
+                                       "set-up (default: [server] host and port of the "
+                                       "config, http://127.0.0.1:8787)."),
         settings: str | None = typer.Option(None, "--settings", metavar="PATH",
                                             help="Claude Code settings file to edit (default "
                                                  "~/.claude/settings.json)."),
@@ -35,15 +51,66 @@ def register(app: typer.Typer) -> None:
         Example:
           orca init && orca serve --config orca.toml
           orca init --agent claude-code
+          orca init --agent codex --write
         """
         if agent is not None and agent not in AGENTS:
             fail(f"--agent must be one of {', '.join(AGENTS)}, got {agent!r}", 2)
         if agent is None or not os.path.exists(path) or force:
             _write_config(path, force)
+        if agent is None:
+            return
+        setup = Setup(base=(url or _config_url(path)).rstrip("/"))
+        typer.echo(agent_text(agent, setup), nl=False)
         if agent == "claude-code":
             target = settings or os.path.join(os.path.expanduser("~"), ".claude",
                                               "settings.json")
             typer.echo(write_claude_statusline(target, force=force))
+        elif write:
+            typer.echo(_write_agent(agent, setup, force))
+
+
+def _config_url(path: str) -> str:
+    """`http://host:port` from the config's [server] table, read as plain TOML (no
+    environment needed); the defaults when it cannot be read."""
+    import tomllib
+
+    host, port = "127.0.0.1", 8787
+    try:
+        with open(path, "rb") as fh:
+            server = tomllib.load(fh).get("server", {})
+        host = str(server.get("host", host))
+        port = int(server.get("port", port))
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def agent_text(agent: str, s: Setup) -> str:
+    """The set-up `orca init --agent` prints: commands to paste, files to write."""
+    if agent == "claude-code":
+        return (f"export ANTHROPIC_BASE_URL={s.base}\n"
+                f"export ANTHROPIC_API_KEY={s.key}    # any non-empty value; orca holds "
+                "the provider keys\n"
+                "claude\n")
+    if agent == "codex":
+        return (f"# {codex_config_path()}\n{codex_block(s)}\n"
+                f"export ORCA_API_KEY={s.key}    # Codex insists on a key: any non-empty "
+                "value\ncodex\n")
+    if agent == "aider":
+        weak = f" --weak-model openai/{s.side_model}" if s.side_model else ""
+        return (f"export OPENAI_API_BASE={s.v1}    # Aider reads OPENAI_API_BASE\n"
+                f"export OPENAI_API_KEY={s.key}\n"
+                f"aider --model openai/{s.model}{weak}\n")
+    if agent == "llm":
+        return (f"# {llm_models_path()}\n{llm_yaml(s)}\n"
+                f"llm keys set orca    # any non-empty value\n"
+                f"llm -m orca \"…\"    # then: llm -c \"…\"\n")
+    return (f"# opencode.json (in the project, or ~/.config/opencode/opencode.json)\n"
+            f"{opencode_json(s)}\n"
+            f"export ORCA_API_KEY={s.key}\n"
+            "opencode\n")
 
 
 def _write_config(path: str, force: bool) -> None:
@@ -105,3 +172,108 @@ def write_claude_statusline(path: str, *, force: bool = False) -> str:
         fail(f"cannot write {path}: {exc.strerror or exc}; pass --settings")
     return (f"Claude Code status line set in {path}: `{STATUSLINE_COMMAND}` (restart Claude "
             "Code to see it)")
+
+
+def _write_agent(agent: str, s: Setup, force: bool) -> str:
+    if agent == "codex":
+        return _write_codex(codex_config_path(), s, force)
+    if agent == "llm":
+        return _write_llm(llm_models_path(), s, force)
+    if agent == "opencode":
+        return _write_opencode("opencode.json", s, force)
+    fail(f"{agent} is set up by the environment above; there is no file to write", 2)
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}")
+
+
+def _replace_file(path: str, text: str) -> None:
+    parent = os.path.dirname(path)
+    try:
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        fail(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def _write_codex(path: str, s: Setup, force: bool) -> str:
+    """Add the provider to Codex's config.toml, keeping its other settings and comments: the
+    top-level keys go first (TOML puts them before any table), the table at the end. A file
+    that already names another provider, model or `orca` provider changes only with --force
+    (then rewritten from its parsed form, comments lost)."""
+    import tomllib
+
+    import tomli_w
+
+    text = _read_text(path)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        fail(f"{path} is not valid TOML ({exc}); fix it first")
+    wanted = tomllib.loads(codex_block(s))
+    current = {k: doc.get(k) for k in ("model", "model_provider")}
+    provider = doc.get("model_providers", {}).get("orca")
+    if current == {k: wanted[k] for k in current} and provider == wanted["model_providers"]["orca"]:
+        return f"{path} already uses orca"
+    clash = [k for k, v in current.items() if v is not None] + (["[model_providers.orca]"]
+                                                                 if provider else [])
+    if clash and not force:
+        fail(f"{path} already sets {', '.join(clash)}; pass --force to replace them")
+    if clash:
+        doc.update({k: wanted[k] for k in current})
+        doc.setdefault("model_providers", {})["orca"] = wanted["model_providers"]["orca"]
+        new = tomli_w.dumps(doc)
+    else:
+        head, table = codex_block(s).split("\n\n", 1)
+        new = f"{head}\n{text}{'' if not text or text.endswith(chr(10)) else chr(10)}\n{table}"
+    tomllib.loads(new)  # what is written parses
+    _replace_file(path, new)
+    return f"wrote the orca provider into {path}"
+
+
+def _write_llm(path: str, s: Setup, force: bool) -> str:
+    """Append the model to llm's extra-openai-models.yaml (a YAML list), once."""
+    text = _read_text(path)
+    entry = llm_yaml(s)
+    if entry in text:
+        return f"{path} already has the orca model"
+    if "model_id: orca\n" in text and not force:
+        fail(f"{path} already has a model `orca`; edit it, or pass --force to add this one")
+    sep = "" if not text or text.endswith("\n") else "\n"
+    _replace_file(path, text + sep + entry)
+    return f"added the orca model to {path}"
+
+
+def _write_opencode(path: str, s: Setup, force: bool) -> str:
+    """Add the `orca` provider (and the default model) to ./opencode.json, keeping the rest."""
+    import json
+
+    text = _read_text(path)
+    try:
+        doc = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        fail(f"{path} is not JSON ({exc}); fix it first")
+    if not isinstance(doc, dict):
+        fail(f"{path} is not a JSON object; fix it first")
+    wanted = json.loads(opencode_json(s))
+    providers = doc.setdefault("provider", {})
+    if providers.get("orca") == wanted["provider"]["orca"] and doc.get("model") == wanted["model"]:
+        return f"{path} already uses orca"
+    if ("orca" in providers or "model" in doc) and not force:
+        fail(f"{path} already sets provider.orca or model; pass --force to replace them")
+    doc.setdefault("$schema", wanted["$schema"])
+    providers["orca"] = wanted["provider"]["orca"]
+    doc["model"] = wanted["model"]
+    _replace_file(path, json.dumps(doc, indent=2) + "\n")
+    return f"wrote the orca provider into {path}"

@@ -79,6 +79,7 @@ def _run(cfg: object, host: str, port: int, log_level: str,
     import gc
     import logging
 
+    from orca_cli.cli.agent_setup import banner_lines, setup_for
     from orca_cli.compose import create_app
     from orca_cli.config.schema import Config
     from orca_cli.proxy.server import bind_socket, build_server
@@ -102,9 +103,8 @@ def _run(cfg: object, host: str, port: int, log_level: str,
     con = _Plain()
     con.print(f"orca {cfg.source or '(built-in defaults)'} listening on {base} "
               f"(state: {cfg.state.backend})")
-    con.print("Point your agent at it:")
-    con.print(f"  export ANTHROPIC_BASE_URL={base}        # Claude Code")
-    con.print(f"  export OPENAI_BASE_URL={base}/v1        # Codex CLI, Aider, OpenCode, Cline")
+    for line in banner_lines(setup_for(cfg, base)):
+        con.print(line)
     con.print(f"admin token: {admin_token_path()} (for orca explain, session, escalate)")
     server = build_server(app, cfg.server, host=host, port=real_port, log_level=log_level)
     # What start-up built (config, modules, the runtime) lives as long as the process: out
