@@ -1,0 +1,107 @@
+"""Budget windows, counter names and verdicts (SPEC §17). Pure: `now` is given.
+
+A counter is named `<scope>:<id>:<window>:<period>` — e.g. `key:ci:day:2026-12-04`,
+`session:s1:month:2026-12`, `route:rollout:week:2026-W49` (ISO week), `session:s1:all:-`
+(a session's whole life, for `[budgets] session_usd`). Its value is (requests, usd), counted
+at commit from billed cost. Periods are UTC calendar days, ISO weeks and calendar months.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from orca_cli.routing.routes.facts import RequestFacts
+
+__all__ = [
+    "BUDGET_WINDOWS",
+    "Counters",
+    "Spend",
+    "Verdict",
+    "budget_refusal",
+    "budget_verdict",
+    "counter_key",
+    "period",
+    "spend_keys",
+]
+
+Window = Literal["day", "week", "month", "all"]
+BUDGET_WINDOWS: tuple[Window, ...] = ("day", "week", "month")
+Verdict = Literal["ok", "deny_strong", "refuse"]
+STRONG_DENIAL_SHARE = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    requests: int = 0
+    usd: float = 0.0
+
+
+Counters = Mapping[str, Spend]
+NO_SPEND = Spend()
+
+
+def period(window: Window, now: float) -> str:
+    if window == "all":
+        return "-"
+    d = datetime.fromtimestamp(now, UTC)
+    if window == "day":
+        return d.strftime("%Y-%m-%d")
+    if window == "month":
+        return d.strftime("%Y-%m")
+    year, week, _ = d.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def scope_id(scope: str, facts: RequestFacts, route: str) -> str:
+    """Whose counter: the inbound key's name (`-` with none), the session, or the route."""
+    if scope == "key":
+        return facts.key_name or "-"
+    if scope == "session":
+        return facts.session_id or f"request:{facts.request_id}"
+    return route
+
+
+def counter_key(scope: str, ident: str, window: Window, now: float) -> str:
+    return f"{scope}:{ident}:{window}:{period(window, now)}"
+
+
+def spend_keys(facts: RequestFacts, route: str) -> tuple[str, ...]:
+    """Every counter one committed request adds its billed cost (and 1 request) to: its
+    key's and (when a route matched) the route's day/week/month, its session's windows and
+    whole life. The store increments them in the commit batch, once per request id."""
+    out: list[str] = []
+    scopes = [("key", facts.key_name or "-")]
+    if route:
+        scopes.append(("route", route))
+    if facts.session_id:
+        scopes.append(("session", facts.session_id))
+        out.append(counter_key("session", facts.session_id, "all", facts.now))
+    for scope, ident in scopes:
+        out.extend(counter_key(scope, ident, w, facts.now) for w in BUDGET_WINDOWS)
+    return tuple(out)
+
+
+def budget_verdict(spent: float, budget: float) -> Verdict:
+    """`refuse` at 100 % of a $ budget, `deny_strong` from 80 %, else `ok`; 0 = no budget."""
+    if budget <= 0:
+        return "ok"
+    if spent >= budget:
+        return "refuse"
+    if spent >= STRONG_DENIAL_SHARE * budget:
+        return "deny_strong"
+    return "ok"
+
+
+def budget_refusal(name: str, spent: float, budget: float, who: str, window: str) -> str:
+    """The 429 message: which budget, what was spent, and the command that raises it.
+    `name` is `session_usd`, `day_usd` or `month_usd`; `who` is `inbound key "ci"`,
+    `session "s1"` or `this sidecar`; `window` e.g. `2026-12-04 (UTC)`."""
+    key = ""
+    if who.startswith('inbound key "'):
+        key = " --key " + who[len('inbound key "'):-1]
+    return (f"budget {name} for {who} is spent: ${spent:.2f} of ${budget:.2f} in {window}; "
+            f"requests are refused until the window ends or the budget is raised with "
+            f"`orca budget raise {name} <usd>{key}`")
