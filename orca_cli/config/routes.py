@@ -93,7 +93,7 @@ class InboundKey:
 
     name: str
     token: str = ""
-    token_sha256: str = field(default="", metadata={"derived": True})
+    token_sha256: str = field(default="", metadata={"derived": True, "shown": False})
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +292,8 @@ def post_inbound_key(k: InboundKey, raw: Mapping[str, Any], path: str, ctx: Ctx)
         ctx.error(join_key(path, "name"),
                   f"must be letters, digits, '_', '.' or '-', got {show(k.name)}")
     if not k.token:
-        if not ctx.lenient:
+        optional = isinstance(raw.get("token"), str) and "${" in raw["token"]
+        if not optional:
             ctx.error(join_key(path, "token"), "is required (and must not be empty)")
         return k
     return dataclasses.replace(k, token="", token_sha256=hash_token(k.token))
