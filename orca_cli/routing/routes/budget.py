@@ -8,6 +8,7 @@ at commit from billed cost. Periods are UTC calendar days, ISO weeks and calenda
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -44,9 +45,15 @@ NO_SPEND = Spend()
 
 
 def period(window: Window, now: float) -> str:
+    """The UTC calendar period `now` falls in (a day's computation is cached)."""
     if window == "all":
         return "-"
-    d = datetime.fromtimestamp(now, UTC)
+    return _period(window, int(now // 86400))
+
+
+@functools.lru_cache(maxsize=64)
+def _period(window: Window, day: int) -> str:
+    d = datetime.fromtimestamp(day * 86400, UTC)
     if window == "day":
         return d.strftime("%Y-%m-%d")
     if window == "month":

@@ -41,13 +41,13 @@ def _pointer(tokens: tuple[str, ...]) -> Reader:
     def read(f: RequestFacts) -> Any:
         cur: Any = f.body
         for tok in tokens:
-            if isinstance(cur, Mapping):
+            if type(cur) is dict or isinstance(cur, Mapping):  # dict first: no ABC check
                 cur = cur.get(tok, MISSING)
-            elif isinstance(cur, list) and tok.isdigit() and int(tok) < len(cur):
+                if cur is MISSING:
+                    return MISSING
+            elif type(cur) is list and tok.isdigit() and int(tok) < len(cur):
                 cur = cur[int(tok)]
             else:
-                return MISSING
-            if cur is MISSING:
                 return MISSING
         return cur
     return read

@@ -68,14 +68,17 @@ class Decision:
 NO_ROUTE = Decision("none")
 
 
+Step = Callable[[RequestFacts, Counters, list[str]], int]
+
+
 @dataclass(frozen=True, slots=True)
 class _Node:
+    """A compiled node: `step` gives the next node's index (None for target / deny)."""
+
     name: str
     kind: str
-    test: Test | None = None  # condition
-    exits: tuple[int, ...] = ()  # condition: (true, false); budget: (within, exceeded)
-    cuts: tuple[int, ...] = ()  # split: cumulative upper bounds in 1/10000
-    budget: tuple[str, str, int, float] = ("", "", 0, 0.0)  # scope, window, requests, usd
+    step: Step | None = None
+    budget: tuple[str, str] = ("", "")  # scope, window (for `counters_needed`)
     target: TargetSpec | None = None
     deny: DenySpec | None = None
 
@@ -111,40 +114,79 @@ def _test(n: RouteNode) -> Test:
         return cmp
     if op == "in":
         options = frozenset(value if isinstance(value, tuple) else (value,))
-        return lambda f: (v := read(f)) is not MISSING and text_of(v) in options
+
+        def among(f: RequestFacts) -> bool:
+            v = read(f)
+            return (v in options) if type(v) is str else (v is not MISSING and text_of(v) in options)
+        return among
     if op == "eq":
-        return lambda f: (v := read(f)) is not MISSING and text_of(v) == value
+        def equal(f: RequestFacts) -> bool:
+            v = read(f)
+            return (v == value) if type(v) is str else (v is not MISSING and text_of(v) == value)
+        return equal
     pattern = re.compile(translate(str(value)) if op == "glob" else str(value))
     find = pattern.match if op == "glob" else pattern.search
     return lambda f: (v := read(f)) is not MISSING and find(text_of(v)) is not None
 
 
+def _condition_step(n: RouteNode, yes: int, no: int) -> Step:
+    test = _test(n)
+
+    def step(f: RequestFacts, counters: Counters, buckets: list[str]) -> int:
+        return yes if test(f) else no
+    return step
+
+
+def _split_step(route: str, name: str, n: RouteNode, index: dict[str, int]) -> Step:
+    cuts: list[tuple[int, int, str]] = []  # (upper bound in 1/10000, next node, bucket label)
+    acc = 0.0
+    for k, b in enumerate(n.branches):
+        acc += b.percent
+        cuts.append((round(acc * 100), index[b.next], f"{name}={k}"))
+    last = cuts[-1]
+
+    def step(f: RequestFacts, counters: Counters, buckets: list[str]) -> int:
+        b = split_bucket(route, name, _sticky(f))
+        hit = next((c for c in cuts if b < c[0]), last)
+        buckets.append(hit[2])
+        return hit[1]
+    return step
+
+
+def _budget_step(route: str, n: RouteNode, within: int, exceeded: int) -> Step:
+    scope, window, max_requests, max_usd = n.scope, n.window, n.requests, n.usd
+
+    def step(f: RequestFacts, counters: Counters, buckets: list[str]) -> int:
+        spent = counters.get(counter_key(scope, scope_id(scope, f, route), window, f.now),
+                             NO_SPEND)
+        over = ((max_requests > 0 and spent.requests >= max_requests)
+                or (max_usd > 0 and spent.usd >= max_usd))
+        return exceeded if over else within
+    return step
+
+
+def _compile_node(route: str, n: RouteNode, name: str, index: dict[str, int]) -> _Node:
+    if n.type == "condition":
+        return _Node(name, n.type, _condition_step(n, index[n.on_true], index[n.on_false]))
+    if n.type == "split":
+        return _Node(name, n.type, _split_step(route, name, n, index))
+    if n.type == "budget":
+        step = _budget_step(route, n, index[n.within], index[n.exceeded])
+        return _Node(name, n.type, step, budget=(n.scope, n.window))
+    if n.type == "target":
+        spec = TargetSpec(n.target, n.mode, n.only, n.prefer, n.fallbacks, n.affinity)
+        return _Node(name, n.type, target=spec)
+    return _Node(name, n.type, deny=DenySpec(n.status, n.message))
+
+
 def _compile_route(r: RouteConfig) -> _Route:
     index = {name: i for i, name in enumerate(r.nodes)}
-    nodes: list[_Node] = []
-    for name, n in r.nodes.items():
-        if n.type == "condition":
-            nodes.append(_Node(name, "condition", _test(n), (index[n.on_true], index[n.on_false])))
-        elif n.type == "budget":
-            nodes.append(_Node(name, "budget", exits=(index[n.within], index[n.exceeded]),
-                               budget=(n.scope, n.window, n.requests, n.usd)))
-        elif n.type == "split":
-            cuts, acc = [], 0.0
-            for b in n.branches:
-                acc += b.percent
-                cuts.append(round(acc * 100))
-            exits = tuple(index[b.next] for b in n.branches)
-            nodes.append(_Node(name, "split", exits=exits, cuts=tuple(cuts)))
-        elif n.type == "target":
-            spec = TargetSpec(n.target, n.mode, n.only, n.prefer, n.fallbacks, n.affinity)
-            nodes.append(_Node(name, "target", target=spec))
-        else:
-            nodes.append(_Node(name, "deny", deny=DenySpec(n.status, n.message)))
+    nodes = tuple(_compile_node(r.name, n, name, index) for name, n in r.nodes.items())
     models = None
     if r.models:
         models = re.compile("|".join(f"(?:{translate(m)})" for m in r.models))
     return _Route(r.name, frozenset(r.keys), frozenset(r.endpoints), models,
-                  index[r.start or next(iter(r.nodes))], tuple(nodes))
+                  index[r.start or next(iter(r.nodes))], nodes)
 
 
 def split_bucket(route: str, node: str, sticky: str) -> int:
@@ -189,33 +231,16 @@ class RouteTable:
             return NO_ROUTE
         path: list[str] = []
         buckets: list[str] = []
-        i = r.start
+        nodes, i = r.nodes, r.start
         for _ in range(self.max_steps):
-            n = r.nodes[i]
+            n = nodes[i]
             path.append(n.name)
-            if n.kind == "target" or n.kind == "deny":
+            if n.step is None:
                 return Decision(n.kind, r.name, tuple(path), ",".join(buckets),  # type: ignore[arg-type]
                                 n.target, n.deny)
-            i = _step(r, n, f, counters, buckets)
+            i = n.step(f, counters, buckets)
         return Decision("deny", r.name, tuple(path), ",".join(buckets), None,
                         DenySpec(500, f'route "{r.name}" did not reach a target'))
-
-
-def _step(r: _Route, n: _Node, f: RequestFacts, counters: Counters, buckets: list[str]) -> int:
-    if n.kind == "condition":
-        assert n.test is not None
-        return n.exits[0] if n.test(f) else n.exits[1]
-    if n.kind == "split":
-        b = split_bucket(r.name, n.name, _sticky(f))
-        k = next((k for k, cut in enumerate(n.cuts) if b < cut), len(n.cuts) - 1)
-        buckets.append(f"{n.name}={k}")
-        return n.exits[k]
-    scope, window, max_requests, max_usd = n.budget
-    spent = counters.get(counter_key(scope, scope_id(scope, f, r.name), window, f.now),  # type: ignore[arg-type]
-                         NO_SPEND)
-    over = ((max_requests > 0 and spent.requests >= max_requests)
-            or (max_usd > 0 and spent.usd >= max_usd))
-    return n.exits[1] if over else n.exits[0]
 
 
 def compile_routes(routes: Sequence[RouteConfig] | Any) -> RouteTable:
