@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from orca_cli.config.load import parse  # noqa: E402
-from orca_cli.routing.routes import RequestFacts, Spend, compile_routes, counter_key  # noqa: E402
-from orca_cli.routing.routes.graph import RouteTable  # noqa: E402
+from orca_cli.config.load import parse
+from orca_cli.routing.routes import RequestFacts, Spend, compile_routes, counter_key
+from orca_cli.routing.routes.graph import RouteTable
 
 NOW = 1_796_371_200.0
 
