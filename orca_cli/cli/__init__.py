@@ -66,6 +66,7 @@ def _register() -> None:
         pins,
         replay,
         requests,
+        routes,
         score,
         serve,
         session,
@@ -74,7 +75,7 @@ def _register() -> None:
     )
 
     for mod in (serve, demo, init_cmd, config_cmd, score, explain, requests, session, escalate,
-                pins, audit, stats, statusline, replay, doctor):
+                pins, audit, stats, statusline, replay, doctor, routes):
         mod.register(app)
 
 
