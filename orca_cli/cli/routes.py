@@ -160,4 +160,7 @@ def _config(config: str | None, routes: str | None) -> Any:
 
 
 def register(app: typer.Typer) -> None:
+    from orca_cli.cli import routes_versions
+
+    routes_versions.register(routes_app)
     app.add_typer(routes_app, name="routes")
