@@ -176,3 +176,26 @@ def test_budget_verdict_and_message() -> None:
     msg = budget_refusal("day_usd", 50.123, 50.0, 'inbound key "ci"', "2026-12-04 (UTC)")
     assert "budget day_usd" in msg and "$50.12 of $50.00" in msg
     assert "`orca budget raise day_usd <usd> --key ci`" in msg
+
+
+def test_check_budgets_takes_the_worst_and_names_it() -> None:
+    from orca_cli.routing.routes import check_budgets, config_budget_counters
+
+    f = _facts(key_name="ci", session_id="s9")
+    c = config_budget_counters(f)
+    assert c == {"day_usd": "key:ci:day:2026-12-04", "month_usd": "key:ci:month:2026-12",
+                 "session_usd": "session:s9:all:-"}
+    limits = {"session_usd": 2.0, "day_usd": 50.0, "month_usd": 0.0}
+    assert check_budgets(limits, f, {}).verdict == "ok"
+    near = check_budgets(limits, f, {c["session_usd"]: Spend(3, 1.7)})
+    assert (near.verdict, near.name, near.message) == ("deny_strong", "session_usd", "")
+    over = check_budgets(limits, f, {c["session_usd"]: Spend(3, 1.7),
+                                     c["day_usd"]: Spend(400, 51.0),
+                                     c["month_usd"]: Spend(999, 9999.0)})  # month: no budget
+    assert (over.verdict, over.name, over.spent, over.limit) == ("refuse", "day_usd", 51.0, 50.0)
+    assert over.message.startswith('budget day_usd for inbound key "ci" is spent: $51.00 of '
+                                   "$50.00 in 2026-12-04 (UTC)")
+    assert "orca budget raise day_usd <usd> --key ci" in over.message
+    alone = check_budgets(limits, _facts(session_id="s9"), {"session:s9:all:-": Spend(9, 2.5)})
+    assert alone.verdict == "refuse" and 'session "s9"' in alone.message
+    assert "--key" not in alone.message

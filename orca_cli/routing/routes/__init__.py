@@ -1,9 +1,12 @@
 """Dynamic routes and budgets (SPEC §17): pure compile, walk and budget arithmetic."""
 
 from orca_cli.routing.routes.budget import (
+    BudgetCheck,
     Spend,
     budget_refusal,
     budget_verdict,
+    check_budgets,
+    config_budget_counters,
     counter_key,
     spend_keys,
 )
@@ -19,6 +22,7 @@ from orca_cli.routing.routes.graph import (
 from orca_cli.routing.routes.keys import inbound_key_name
 
 __all__ = [
+    "BudgetCheck",
     "Decision",
     "DenySpec",
     "RequestFacts",
@@ -27,7 +31,9 @@ __all__ = [
     "TargetSpec",
     "budget_refusal",
     "budget_verdict",
+    "check_budgets",
     "compile_routes",
+    "config_budget_counters",
     "counter_key",
     "inbound_key_name",
     "spend_keys",

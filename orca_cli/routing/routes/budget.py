@@ -17,12 +17,16 @@ from typing import Literal
 from orca_cli.routing.routes.facts import RequestFacts
 
 __all__ = [
+    "BUDGET_OK",
     "BUDGET_WINDOWS",
+    "BudgetCheck",
     "Counters",
     "Spend",
     "Verdict",
     "budget_refusal",
     "budget_verdict",
+    "check_budgets",
+    "config_budget_counters",
     "counter_key",
     "period",
     "spend_keys",
@@ -112,3 +116,55 @@ def budget_refusal(name: str, spent: float, budget: float, who: str, window: str
     return (f"budget {name} for {who} is spent: ${spent:.2f} of ${budget:.2f} in {window}; "
             f"requests are refused until the window ends or the budget is raised with "
             f"`orca budget raise {name} <usd>{key}`")
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetCheck:
+    """The worst of the `[budgets]` verdicts for one request. `name` / `counter` say which
+    budget decided (empty when `ok`); `message` is the 429 text when `refuse`."""
+
+    verdict: Verdict = "ok"
+    name: str = ""
+    counter: str = ""
+    spent: float = 0.0
+    limit: float = 0.0
+    message: str = ""
+
+
+BUDGET_OK = BudgetCheck()
+_RANK = {"ok": 0, "deny_strong": 1, "refuse": 2}
+
+
+def config_budget_counters(facts: RequestFacts) -> dict[str, str]:
+    """`[budgets]` name -> the counter it reads: `session_usd` the session's whole life,
+    `day_usd` / `month_usd` the inbound key's (`-` without keys: the whole store's)."""
+    key = facts.key_name or "-"
+    out = {"day_usd": counter_key("key", key, "day", facts.now),
+           "month_usd": counter_key("key", key, "month", facts.now)}
+    if facts.session_id:
+        out["session_usd"] = counter_key("session", facts.session_id, "all", facts.now)
+    return out
+
+
+def check_budgets(
+    limits: Mapping[str, float], facts: RequestFacts, counters: Counters,
+) -> BudgetCheck:
+    """The `[budgets]` verdict (SPEC §17): `limits` maps `session_usd` / `day_usd` /
+    `month_usd` to $ (0 = none; the caller applies `orca budget raise` overrides first)."""
+    worst = BUDGET_OK
+    for name, counter in config_budget_counters(facts).items():
+        limit = limits.get(name, 0.0)
+        spent = counters.get(counter, NO_SPEND).usd
+        verdict = budget_verdict(spent, limit)
+        if _RANK[verdict] > _RANK[worst.verdict]:
+            worst = BudgetCheck(verdict, name, counter, spent, limit)
+    if worst.verdict != "refuse":
+        return worst
+    if worst.name == "session_usd":
+        who, window = f'session "{facts.session_id}"', "this session"
+    else:
+        who = f'inbound key "{facts.key_name}"' if facts.key_name else "this gateway"
+        window = worst.counter.rsplit(":", 1)[1] + " (UTC)"
+    message = budget_refusal(worst.name, worst.spent, worst.limit, who, window)
+    return BudgetCheck(worst.verdict, worst.name, worst.counter, worst.spent, worst.limit,
+                       message)
