@@ -57,6 +57,7 @@ def _plain_help_types() -> None:
 def _register() -> None:
     from orca_cli.cli import (
         audit,
+        budget,
         config_cmd,
         demo,
         doctor,
@@ -75,7 +76,7 @@ def _register() -> None:
     )
 
     for mod in (serve, demo, init_cmd, config_cmd, score, explain, requests, session, escalate,
-                pins, audit, stats, statusline, replay, doctor, routes):
+                pins, audit, stats, statusline, replay, doctor, routes, budget):
         mod.register(app)
 
 

@@ -27,13 +27,21 @@ _JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
 def _with_versions(config: str | None, redis_url: str | None,
                    fn: Callable[[Any, Any], Awaitable[T]]) -> T:
     """Run `fn(versions, cfg)` against the configured shared store."""
+    from orca_cli.state.route_versions import RedisRouteVersions
+
+    return with_redis(config, redis_url, "route versions",
+                      lambda client, prefix, cfg: fn(RedisRouteVersions(client, prefix), cfg))
+
+
+def with_redis(config: str | None, redis_url: str | None, what: str,
+               fn: Callable[[Any, str, Any], Awaitable[T]]) -> T:
+    """Run `fn(redis client, key prefix, cfg)` against the configured shared Redis store."""
     import dataclasses
 
     from orca_cli.config.load import load
     from orca_cli.config.redact import redact_url
     from orca_cli.errors import ConfigError
     from orca_cli.state.factory import redis_client_factory
-    from orca_cli.state.route_versions import RedisRouteVersions
 
     try:
         cfg = load(config)
@@ -43,14 +51,14 @@ def _with_versions(config: str | None, redis_url: str | None,
     if redis_url:
         state = dataclasses.replace(state, backend="redis", redis_url=redis_url)
     if state.backend != "redis":
-        fail("route versions are shared through Redis; with the memory store they live inside "
+        fail(f"{what} are shared through Redis; with the memory store they live inside "
              "one sidecar. Set [state] backend = \"redis\" or pass --redis-url")
     connect, on_close = redis_client_factory(state, max_connections=4)
 
     async def go() -> T:
         client = connect()
         try:
-            return await fn(RedisRouteVersions(client, state.key_prefix), cfg)
+            return await fn(client, state.key_prefix, cfg)
         finally:
             await client.aclose()
             await on_close()
