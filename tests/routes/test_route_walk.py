@@ -199,3 +199,12 @@ def test_check_budgets_takes_the_worst_and_names_it() -> None:
     alone = check_budgets(limits, _facts(session_id="s9"), {"session:s9:all:-": Spend(9, 2.5)})
     assert alone.verdict == "refuse" and 'session "s9"' in alone.message
     assert "--key" not in alone.message
+
+
+def test_facts_of_a_request_head() -> None:
+    f = RequestFacts.of("anthropic", [("X-Team", "a"), ("x-team", "b"), ("accept", "*/*")],
+                        {"model": "claude-x", "metadata": {"plan": "pro"}}, session_id="s",
+                        key_name="ci", request_id="r", now=NOW)
+    assert (f.endpoint, f.model, f.headers["x-team"], f.session_id) == (
+        "anthropic", "claude-x", "a", "s")
+    assert RequestFacts.of("openai", [], {"model": 3}).model == ""

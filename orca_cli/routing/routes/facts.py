@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from orca_cli.types import Api
+from orca_cli.types import Api, Headers
 
 __all__ = ["MISSING", "RequestFacts", "field_reader", "number_of", "text_of"]
 
@@ -32,6 +32,18 @@ class RequestFacts:
     key_name: str | None = None
     request_id: str = ""
     now: float = 0.0
+
+    @classmethod
+    def of(cls, api: Api, headers: Headers, body: Mapping[str, Any], *, session_id: str = "",
+           key_name: str | None = None, request_id: str = "", now: float = 0.0) -> RequestFacts:
+        """From the request head's ordered headers (lower-case names; the first of a repeated
+        header wins) and the parsed body (its `model` string, else "")."""
+        hmap: dict[str, str] = {}
+        for name, value in headers:
+            hmap.setdefault(name.lower(), value)
+        model = body.get("model")
+        return cls(api, model if isinstance(model, str) else "", hmap, body, session_id,
+                   key_name, request_id, now)
 
 
 Reader = Callable[[RequestFacts], Any]
