@@ -91,6 +91,7 @@ class _Route:
     models: re.Pattern[str] | None
     start: int
     nodes: tuple[_Node, ...]
+    budgets: tuple[tuple[str, str], ...] = ()  # distinct (scope, window) of its budget nodes
 
     def matches(self, f: RequestFacts) -> bool:
         if self.keys and f.key_name not in self.keys:
@@ -185,8 +186,9 @@ def _compile_route(r: RouteConfig) -> _Route:
     models = None
     if r.models:
         models = re.compile("|".join(f"(?:{translate(m)})" for m in r.models))
+    budgets = tuple(dict.fromkeys(n.budget for n in nodes if n.kind == "budget"))
     return _Route(r.name, frozenset(r.keys), frozenset(r.endpoints), models,
-                  index[r.start or next(iter(r.nodes))], nodes)
+                  index[r.start or next(iter(r.nodes))], nodes, budgets)
 
 
 def split_bucket(route: str, node: str, sticky: str) -> int:
@@ -218,11 +220,10 @@ class RouteTable:
     def counters_needed(self, f: RequestFacts) -> tuple[str, ...]:
         """The counter names the matched route's budget nodes may read (any path)."""
         r = self.match(f)
-        if r is None:
+        if r is None or not r.budgets:
             return ()
-        return tuple(dict.fromkeys(
-            counter_key(n.budget[0], scope_id(n.budget[0], f, r.name), n.budget[1], f.now)  # type: ignore[arg-type]
-            for n in r.nodes if n.kind == "budget"))
+        return tuple([counter_key(scope, scope_id(scope, f, r.name), window, f.now)  # type: ignore[arg-type]
+                      for scope, window in r.budgets])
 
     def evaluate(self, f: RequestFacts, counters: Counters) -> Decision:
         """Walk the first matching route. Pure: reads only `f` and `counters`."""
