@@ -57,6 +57,7 @@ def _plain_help_types() -> None:
 def _register() -> None:
     from orca_cli.cli import (
         audit,
+        budget,
         config_cmd,
         demo,
         doctor,
@@ -66,6 +67,7 @@ def _register() -> None:
         pins,
         replay,
         requests,
+        routes,
         score,
         serve,
         session,
@@ -74,7 +76,7 @@ def _register() -> None:
     )
 
     for mod in (serve, demo, init_cmd, config_cmd, score, explain, requests, session, escalate,
-                pins, audit, stats, statusline, replay, doctor):
+                pins, audit, stats, statusline, replay, doctor, routes, budget):
         mod.register(app)
 
 

@@ -34,6 +34,11 @@ def register(app: typer.Typer) -> None:
             None, "--otlp-endpoint", metavar="URL", envvar="ORCA_OTLP_ENDPOINT",
             help="Export one OpenTelemetry span per request over OTLP/HTTP to this collector "
                  "(default \\[telemetry].otlp_endpoint; needs the otel extra)."),
+        state: str | None = typer.Option(None, "--state", metavar="memory|redis",
+                                         help="The state store (default \\[state].backend)."),
+        redis_url: str | None = typer.Option(None, "--redis-url", metavar="URL",
+                                             help="Redis URL (default \\[state].redis_url); "
+                                                  "implies --state redis."),
     ) -> None:
         """Start the sidecar proxy next to your coding agent.
 
@@ -54,6 +59,7 @@ def register(app: typer.Typer) -> None:
             cfg = load(config)
         except ConfigError as exc:
             fail(str(exc))
+        cfg = with_state(cfg, state, redis_url)
         if cfg.source is None and not cfg.channels:
             fail("no orca.toml found; run `orca init` (it writes a config whose sim channels "
                  "answer offline) or pass --config")
@@ -71,6 +77,27 @@ def register(app: typer.Typer) -> None:
         endpoint = otlp_endpoint or getattr(getattr(cfg, "telemetry", None), "otlp_endpoint",
                                             None)
         _run(cfg, bind, bind_port, log_level, None if quiet else log_format, endpoint or None)
+
+
+def with_state(cfg: Any, state: str | None, redis_url: str | None) -> Any:
+    """The config with `--state` / `--redis-url` applied to its `[state]` table (SPEC §1.1):
+    a URL alone means Redis; `--state memory` with a URL is a usage error."""
+    import dataclasses
+    from urllib.parse import urlsplit
+
+    if state is None and redis_url is None:
+        return cfg
+    if state not in (None, "memory", "redis"):
+        fail(f"--state must be memory or redis, got {state!r}", 2)
+    if redis_url is not None:
+        if state == "memory":
+            fail("--redis-url needs --state redis (or no --state)", 2)
+        if urlsplit(redis_url).scheme not in ("redis", "rediss", "unix"):
+            fail("--redis-url must be a redis://, rediss:// or unix:// URL", 2)
+    changes: dict[str, Any] = {"backend": state or "redis"}
+    if redis_url is not None:
+        changes["redis_url"] = redis_url
+    return dataclasses.replace(cfg, state=dataclasses.replace(cfg.state, **changes))
 
 
 def _run(cfg: object, host: str, port: int, log_level: str,

@@ -12,6 +12,15 @@ from urllib.parse import urlsplit
 from orca_cli.config.auto import AutoConfig, post_auto
 from orca_cli.config.housekeeping import HousekeepingRule
 from orca_cli.config.redact import redact_url
+from orca_cli.config.routes import (
+    BudgetsConfig,
+    InboundKey,
+    RouteConfig,
+    RouteNode,
+    post_inbound_key,
+    post_route,
+    post_route_node,
+)
 from orca_cli.config.schema import (
     DEFAULT_API_BY_TYPE,
     DEFAULT_BASE_URL_BY_TYPE,
@@ -69,6 +78,8 @@ RANGES: dict[type, dict[str, Range]] = {
     WorkspaceConfig: {"share_cap": _SHARE},
     FeatureConfig: {"weight": _NONNEG, "cap": _POS},
     HousekeepingRule: {"max_tokens_le": _ONE_UP},
+    RouteNode: {"requests": _NONNEG, "usd": _NONNEG},
+    BudgetsConfig: {"session_usd": _NONNEG, "day_usd": _NONNEG, "month_usd": _NONNEG},
 }
 
 
@@ -258,5 +269,8 @@ POST: dict[type, Callable[[Any, Mapping[str, Any], str, Ctx], Any]] = {
     HousekeepingRule: _post_housekeeping,
     TelemetryConfig: _post_telemetry,
     AutoConfig: post_auto,
+    RouteNode: post_route_node,
+    RouteConfig: post_route,
+    InboundKey: post_inbound_key,
     Config: _post_config,
 }

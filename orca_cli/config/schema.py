@@ -16,6 +16,7 @@ from typing import Literal
 from orca_cli.config.auto import AutoConfig
 from orca_cli.config.compiled import CompiledConfig
 from orca_cli.config.housekeeping import DEFAULT_HOUSEKEEPING, HousekeepingRule
+from orca_cli.config.routes import BudgetsConfig, InboundKey, RouteConfig
 from orca_cli.types import Api
 
 __all__ = [
@@ -340,6 +341,10 @@ class Config:
     housekeeping: tuple[HousekeepingRule, ...] = DEFAULT_HOUSEKEEPING
     telemetry: TelemetryConfig = field(default_factory=TelemetryConfig)
     translation: TranslationConfig = field(default_factory=TranslationConfig)
+    # SPEC §17: team tokens (hashed at load), dynamic routes, $ budgets (`config/routes.py`).
+    inbound_keys: tuple[InboundKey, ...] = ()
+    routes: tuple[RouteConfig, ...] = ()
+    budgets: BudgetsConfig = field(default_factory=BudgetsConfig)
     # The file this config came from (None for a built-in config); not a TOML key.
     source: str | None = field(default=None, metadata={"derived": True})
 

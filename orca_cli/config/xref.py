@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 
+from orca_cli.config.routes import check_routes
 from orca_cli.config.schema import Config
 from orca_cli.config.walk import Ctx, join_key
 
@@ -55,6 +56,7 @@ def cross_check(cfg: Config, ctx: Ctx) -> None:
     if side and side.removeprefix("orca/") not in cfg.routers:
         ctx.error("routing.side_router", f'"{side}" names no router; write "orca/<router>" '
                   f'or "" (the session\'s base pin); routers: {", ".join(cfg.routers) or "none"}')
+    check_routes(cfg, ctx, lambda target: _alias_problem(cfg, target, known_set))
 
 
 def unknown_model(model: str, known: list[str]) -> str:

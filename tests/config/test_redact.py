@@ -32,6 +32,6 @@ def test_redacted_is_the_whole_config_as_plain_data() -> None:
     assert json.loads(json.dumps(out)) == out
     assert set(out) == {"server", "state", "channels", "models", "routers", "aliases",
                         "workspace", "difficulty", "routing", "housekeeping", "telemetry",
-                        "translation", "auto", "source"}
+                        "translation", "auto", "inbound_keys", "routes", "budgets", "source"}
     assert out["source"] == "x.toml"
     assert out["routers"]["coding"]["escalation"]["share_cap"] == 0.2

@@ -1,0 +1,170 @@
+"""Budget windows, counter names and verdicts (SPEC §17). Pure: `now` is given.
+
+A counter is named `<scope>:<id>:<window>:<period>` — e.g. `key:ci:day:2026-12-04`,
+`session:s1:month:2026-12`, `route:rollout:week:2026-W49` (ISO week), `session:s1:all:-`
+(a session's whole life, for `[budgets] session_usd`). Its value is (requests, usd), counted
+at commit from billed cost. Periods are UTC calendar days, ISO weeks and calendar months.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from orca_cli.routing.routes.facts import RequestFacts
+
+__all__ = [
+    "BUDGET_OK",
+    "BUDGET_WINDOWS",
+    "BudgetCheck",
+    "Counters",
+    "Spend",
+    "Verdict",
+    "budget_refusal",
+    "budget_verdict",
+    "check_budgets",
+    "config_budget_counters",
+    "counter_key",
+    "period",
+    "spend_keys",
+]
+
+Window = Literal["day", "week", "month", "all"]
+BUDGET_WINDOWS: tuple[Window, ...] = ("day", "week", "month")
+Verdict = Literal["ok", "deny_strong", "refuse"]
+STRONG_DENIAL_SHARE = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class Spend:
+    requests: int = 0
+    usd: float = 0.0
+
+
+Counters = Mapping[str, Spend]
+NO_SPEND = Spend()
+
+
+def period(window: Window, now: float) -> str:
+    """The UTC calendar period `now` falls in (a day's computation is cached)."""
+    if window == "all":
+        return "-"
+    return _period(window, int(now // 86400))
+
+
+@functools.lru_cache(maxsize=64)
+def _period(window: Window, day: int) -> str:
+    d = datetime.fromtimestamp(day * 86400, UTC)
+    if window == "day":
+        return d.strftime("%Y-%m-%d")
+    if window == "month":
+        return d.strftime("%Y-%m")
+    year, week, _ = d.isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def scope_id(scope: str, facts: RequestFacts, route: str) -> str:
+    """Whose counter: the inbound key's name (`-` with none), the session, or the route."""
+    if scope == "key":
+        return facts.key_name or "-"
+    if scope == "session":
+        return facts.session_id or f"request:{facts.request_id}"
+    return route
+
+
+def counter_key(scope: str, ident: str, window: Window, now: float) -> str:
+    return f"{scope}:{ident}:{window}:{period(window, now)}"
+
+
+def spend_keys(facts: RequestFacts, route: str) -> tuple[str, ...]:
+    """Every counter one committed request adds its billed cost (and 1 request) to: its
+    key's and (when a route matched) the route's day/week/month, its session's windows and
+    whole life. The store increments them in the commit batch, once per request id."""
+    out: list[str] = []
+    scopes = [("key", facts.key_name or "-")]
+    if route:
+        scopes.append(("route", route))
+    if facts.session_id:
+        scopes.append(("session", facts.session_id))
+        out.append(counter_key("session", facts.session_id, "all", facts.now))
+    for scope, ident in scopes:
+        out.extend(counter_key(scope, ident, w, facts.now) for w in BUDGET_WINDOWS)
+    return tuple(out)
+
+
+def budget_verdict(spent: float, budget: float) -> Verdict:
+    """`refuse` at 100 % of a $ budget, `deny_strong` from 80 %, else `ok`; 0 = no budget."""
+    if budget <= 0:
+        return "ok"
+    if spent >= budget:
+        return "refuse"
+    if spent >= STRONG_DENIAL_SHARE * budget:
+        return "deny_strong"
+    return "ok"
+
+
+def budget_refusal(name: str, spent: float, budget: float, who: str, window: str) -> str:
+    """The 429 message: which budget, what was spent, and the command that raises it.
+    `name` is `session_usd`, `day_usd` or `month_usd`; `who` is `inbound key "ci"`,
+    `session "s1"` or `this sidecar`; `window` e.g. `2026-12-04 (UTC)`."""
+    key = ""
+    if who.startswith('inbound key "'):
+        key = " --key " + who[len('inbound key "'):-1]
+    return (f"budget {name} for {who} is spent: ${spent:.2f} of ${budget:.2f} in {window}; "
+            f"requests are refused until the window ends or the budget is raised with "
+            f"`orca budget raise {name} <usd>{key}`")
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetCheck:
+    """The worst of the `[budgets]` verdicts for one request. `name` / `counter` say which
+    budget decided (empty when `ok`); `message` is the 429 text when `refuse`."""
+
+    verdict: Verdict = "ok"
+    name: str = ""
+    counter: str = ""
+    spent: float = 0.0
+    limit: float = 0.0
+    message: str = ""
+
+
+BUDGET_OK = BudgetCheck()
+_RANK = {"ok": 0, "deny_strong": 1, "refuse": 2}
+
+
+def config_budget_counters(facts: RequestFacts) -> dict[str, str]:
+    """`[budgets]` name -> the counter it reads: `session_usd` the session's whole life,
+    `day_usd` / `month_usd` the inbound key's (`-` without keys: the whole store's)."""
+    key = facts.key_name or "-"
+    out = {"day_usd": counter_key("key", key, "day", facts.now),
+           "month_usd": counter_key("key", key, "month", facts.now)}
+    if facts.session_id:
+        out["session_usd"] = counter_key("session", facts.session_id, "all", facts.now)
+    return out
+
+
+def check_budgets(
+    limits: Mapping[str, float], facts: RequestFacts, counters: Counters,
+) -> BudgetCheck:
+    """The `[budgets]` verdict (SPEC §17): `limits` maps `session_usd` / `day_usd` /
+    `month_usd` to $ (0 = none; the caller applies `orca budget raise` overrides first)."""
+    worst = BUDGET_OK
+    for name, counter in config_budget_counters(facts).items():
+        limit = limits.get(name, 0.0)
+        spent = counters.get(counter, NO_SPEND).usd
+        verdict = budget_verdict(spent, limit)
+        if _RANK[verdict] > _RANK[worst.verdict]:
+            worst = BudgetCheck(verdict, name, counter, spent, limit)
+    if worst.verdict != "refuse":
+        return worst
+    if worst.name == "session_usd":
+        who, window = f'session "{facts.session_id}"', "this session"
+    else:
+        who = f'inbound key "{facts.key_name}"' if facts.key_name else "this gateway"
+        window = worst.counter.rsplit(":", 1)[1] + " (UTC)"
+    message = budget_refusal(worst.name, worst.spent, worst.limit, who, window)
+    return BudgetCheck(worst.verdict, worst.name, worst.counter, worst.spent, worst.limit,
+                       message)
