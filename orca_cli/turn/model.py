@@ -106,7 +106,7 @@ class Turn:
     side: str | None = None  # the `[[housekeeping]]` rule that made this a side request
     # A side request's own session (router, session id): its trace names it and its figures
     # count the request; nothing else of the session is read for or written by it.
-    side_of: tuple[str, str] | None = None
+    side_of: tuple[str, SessionId] | None = None  # (its router, its session)
     previous_response: str | None = None  # Responses `previous_response_id` (a hard pin)
     read: ReadRequest | None = None  # what to read from the store; None: nothing
     snapshot: Snapshot = field(default_factory=Snapshot)

@@ -123,7 +123,7 @@ def _side(cfg: Config, turn: Turn) -> None:
                               first_instruction=f.first_instruction, schema_keys=f.schema_keys)
     if rule is None:
         return
-    turn.side, turn.side_of = rule.name, (turn.router.name, turn.sid.id)
+    turn.side, turn.side_of = rule.name, (turn.router.name, turn.sid)
     name = cfg.routing.side_router
     if not name:
         return

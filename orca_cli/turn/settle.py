@@ -125,7 +125,7 @@ def _side_settle(cfg: Config, turn: Turn, sv: Served, latency_ms: float) -> Sett
     writes: tuple[SlotWrite, ...] = ()
     usage = sv.usage
     if turn.side_of is not None and turn.outcome.billed_success and not turn.degraded:
-        router_name, session = turn.side_of
+        router_name, session = turn.side_of[0], turn.side_of[1].id
         router = cfg.routers.get(router_name)
         ttl = float(router.escalation.tier_ttl_s) if router is not None else sv.window_s
         outcome = TurnOutcome(
@@ -162,8 +162,10 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
     head = TraceHead(
         request_id=turn.request_id, client_request_id=turn.client_request_id, ts=turn.now,
         inbound_api=turn.api, requested_model=turn.target.requested,
-        session_id=sid.id if sid else (turn.side_of[1] if turn.side_of else None),
-        session_source=sid.source if sid else None, router=turn.router_name,
+        session_id=sid.id if sid else (turn.side_of[1].id if turn.side_of else None),
+        session_source=sid.source if sid else (turn.side_of[1].source if turn.side_of
+                                                else None),
+        router=turn.router_name,
         stream=turn.stream)
     result = TraceResult(
         status=out.status,
