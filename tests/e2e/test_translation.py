@@ -14,11 +14,12 @@ import anthropic
 import httpx
 import httpx2
 import openai
+import orjson
 import pytest
 import pytest_asyncio
 
 from orca_cli.config.load import loads
-from orca_cli.testing import FakeUpstream, Sidecar, fake_upstream, sidecar
+from orca_cli.testing import Act, FakeUpstream, Sidecar, fake_upstream, sidecar, sse_events
 from orca_cli.types import Api
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -168,3 +169,71 @@ async def test_every_cross_direction_answers_in_the_inbound_format(
     trace = await _trace(stack)
     assert trace["translation"]["from"] == inbound and trace["translation"]["to"] == fmt
     assert trace["usage"]["prompt_tokens"] == 20 and trace["usage"]["output_tokens"] == 4
+
+
+def _error_body(fmt: Api, status: int, message: str) -> bytes:
+    if fmt == "anthropic":
+        etype = "rate_limit_error" if status == 429 else "api_error"
+        return orjson.dumps({"type": "error", "error": {"type": etype, "message": message}})
+    etype = "rate_limit_exceeded" if status == 429 else "server_error"
+    return orjson.dumps({"error": {"message": message, "type": etype, "code": etype}})
+
+
+@pytest.mark.parametrize("status", [429, 500])
+@pytest.mark.parametrize(("inbound", "model"), CROSS)
+async def test_an_upstream_error_arrives_in_the_inbound_shape_with_its_headers(
+        stack: Sidecar, provider: FakeUpstream, inbound: str, model: str, status: int) -> None:
+    prefix, fmt = TARGETS[model]
+    provider.on(prefix, Act(status=status, body=_error_body(fmt, status, "slow down please"),
+                            retry_after=7,
+                            headers=(("x-ratelimit-remaining-requests", "0"),)))
+    errors: tuple[type[Exception], ...] = (openai.APIStatusError, anthropic.APIStatusError)
+    with pytest.raises(errors) as info:
+        await _ask(stack, inbound, model, stream=False)
+    exc: Any = info.value
+    assert exc.status_code == status
+    assert exc.response.headers["retry-after"] == "7"
+    assert exc.response.headers["x-ratelimit-remaining-requests"] == "0"
+    assert "slow down please" in str(exc.message)
+    body = orjson.loads(exc.response.content)
+    if inbound == "anthropic":
+        assert body["type"] == "error" and body["error"]["message"] == "slow down please"
+    else:
+        assert body["error"]["message"] == "slow down please"
+    assert len(provider.calls(prefix)) == 1
+
+
+@pytest.mark.parametrize(("inbound", "model"), CROSS)
+async def test_a_mid_stream_failure_becomes_the_inbound_formats_error_event(
+        stack: Sidecar, provider: FakeUpstream, inbound: str, model: str) -> None:
+    prefix, _ = TARGETS[model]
+    provider.on(prefix, Act(text="one two three four", drop_after=3))
+    path = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages",
+            "responses": "/v1/responses"}[inbound]
+    body: dict[str, Any] = {"model": model, "stream": True, "max_tokens": 50,
+                            "messages": [{"role": "user", "content": "hi"}]}
+    if inbound == "responses":
+        body = {"model": model, "stream": True, "input": "hi"}
+    r = await stack.http.post(path, json=body, headers={"x-api-key": "agent"})
+    assert r.status_code == 200
+    events = sse_events(r.content)
+    last_name, last_data = events[-1]
+    if inbound == "anthropic":
+        assert last_name == "error"
+    elif inbound == "responses":
+        assert last_name in ("error", "response.failed")
+    else:
+        assert "error" in orjson.loads(last_data)
+    assert not any(name in ("message_stop", "response.completed") for name, _ in events)
+    assert all(d != "[DONE]" for _, d in events), "a broken stream never ends cleanly"
+
+
+async def test_an_untranslatable_request_is_refused_before_any_upstream_call(
+        stack: Sidecar, provider: FakeUpstream) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        await _oa(stack).chat.completions.create(
+            model="claude-t", n=2, messages=[{"role": "user", "content": "hi"}])
+    assert "an" in str(info.value.message) and "untranslatable" not in str(info.value.message)
+    assert provider.calls("an") == []
+    trace = await _trace(stack)
+    assert trace["attempts"][0]["error"].startswith("untranslatable:")
