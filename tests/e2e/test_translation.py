@@ -237,3 +237,16 @@ async def test_an_untranslatable_request_is_refused_before_any_upstream_call(
     assert provider.calls("an") == []
     trace = await _trace(stack)
     assert trace["attempts"][0]["error"].startswith("untranslatable:")
+
+
+async def test_explain_shows_the_translation(stack: Sidecar, provider: FakeUpstream) -> None:
+    from rich.console import Console
+
+    from orca_cli.cli.explain import render_trace
+
+    await _ask(stack, "responses", "claude-t", stream=False)
+    console = Console(record=True, width=200)
+    console.print(render_trace(await _trace(stack)))
+    out = console.export_text()
+    assert "translation: responses → anthropic · cache breakpoints added" in out
+    assert "reasoning dropped 0" in out
