@@ -19,7 +19,7 @@ import pytest
 import pytest_asyncio
 
 from orca_cli.config.load import loads
-from orca_cli.testing import Act, FakeUpstream, Sidecar, fake_upstream, sidecar, sse_events
+from orca_cli.testing import Act, FakeUpstream, Sidecar, event, fake_upstream, sidecar, sse_events
 from orca_cli.types import Api
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -250,3 +250,133 @@ async def test_explain_shows_the_translation(stack: Sidecar, provider: FakeUpstr
     out = console.export_text()
     assert "translation: responses → anthropic · cache breakpoints added" in out
     assert "reasoning dropped 0" in out
+
+
+# --- agents: Claude Code on a Chat Completions channel, Codex on an Anthropic one ------------
+
+def _chat_tool_stream(call_id: str, name: str, args: list[str]) -> tuple[bytes, ...]:
+    def chunk(delta: dict[str, Any], fin: str | None = None) -> bytes:
+        return event(None, {"id": "chatcmpl-t", "object": "chat.completion.chunk",
+                            "created": 1, "model": "gpt-t",
+                            "choices": [{"index": 0, "delta": delta, "finish_reason": fin}]})
+
+    out = [chunk({"role": "assistant", "content": None, "tool_calls": [{
+        "index": 0, "id": call_id, "type": "function",
+        "function": {"name": name, "arguments": ""}}]})]
+    out += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": a}}]}) for a in args]
+    out.append(chunk({}, "tool_calls"))
+    out.append(event(None, {"id": "chatcmpl-t", "object": "chat.completion.chunk", "created": 1,
+                            "model": "gpt-t", "choices": [],
+                            "usage": {"prompt_tokens": 30, "completion_tokens": 6,
+                                      "total_tokens": 36}}))
+    return (*out, b"data: [DONE]\n\n")
+
+
+def _anthropic_tool_stream(tool_id: str, name: str, args: list[str]) -> tuple[bytes, ...]:
+    return (
+        event("message_start", {"type": "message_start", "message": {
+            "id": "msg_t", "type": "message", "role": "assistant", "model": "claude-t",
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 30, "output_tokens": 1}}}),
+        event("content_block_start", {"type": "content_block_start", "index": 0,
+                                      "content_block": {"type": "tool_use", "id": tool_id,
+                                                        "name": name, "input": {}}}),
+        *(event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                        "delta": {"type": "input_json_delta", "partial_json": a}})
+          for a in args),
+        event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        event("message_delta", {"type": "message_delta",
+                                "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                                "usage": {"output_tokens": 6}}),
+        event("message_stop", {"type": "message_stop"}),
+    )
+
+
+CLAUDE_CODE_TOOLS: list[Any] = [{
+    "name": "Read", "description": "Read a file",
+    "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}},
+                     "required": ["file_path"]}}]
+CLAUDE_CODE_SYSTEM: list[Any] = [
+    {"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."},
+    {"type": "text", "text": "Be terse.", "cache_control": {"type": "ephemeral"}}]
+
+
+async def test_claude_code_runs_on_a_chat_completions_channel(
+        stack: Sidecar, provider: FakeUpstream) -> None:
+    provider.on("oa", Act(events=_chat_tool_stream("call_abc", "Read",
+                                                   ['{"file_path":', '"a.py"}'])))
+    client = _an(stack)
+    messages: list[Any] = [{"role": "user", "content": [
+        {"type": "text", "text": "read a.py", "cache_control": {"type": "ephemeral"}}]}]
+    async with client.messages.stream(
+            model="gpt-t", max_tokens=1000, system=CLAUDE_CODE_SYSTEM, tools=CLAUDE_CODE_TOOLS,
+            messages=messages, extra_headers={"anthropic-beta": "claude-code-20250219"}) as s:
+        first = await s.get_final_message()
+    assert first.stop_reason == "tool_use" and first.model == "gpt-t"
+    (call,) = [b for b in first.content if b.type == "tool_use"]
+    assert (call.id, call.name, call.input) == ("call_abc", "Read", {"file_path": "a.py"})
+    up = provider.calls("oa")[0]
+    assert up.body["messages"][0]["role"] == "system"
+    assert up.body["tools"][0]["function"]["name"] == "Read"
+    assert b"cache_control" not in up.raw and up.header("anthropic-beta") is None
+    assert first.usage.input_tokens + (first.usage.cache_read_input_tokens or 0) == 30
+
+    messages += [{"role": "assistant", "content": [b.model_dump() for b in first.content]},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_abc",
+                                               "content": "x = 1"}]}]
+    second = await client.messages.create(model="gpt-t", max_tokens=1000,
+                                          system=CLAUDE_CODE_SYSTEM, tools=CLAUDE_CODE_TOOLS,
+                                          messages=messages)
+    assert second.content[0].type == "text"
+    sent = provider.calls("oa")[1].body["messages"]
+    assert sent[-2]["tool_calls"][0]["id"] == "call_abc"
+    assert sent[-1] == {"role": "tool", "tool_call_id": "call_abc", "content": "x = 1"}
+
+
+CODEX_TOOLS: list[Any] = [{
+    "type": "function", "name": "shell", "description": "Run a command",
+    "strict": False, "parameters": {"type": "object", "properties": {
+        "command": {"type": "array", "items": {"type": "string"}}}, "required": ["command"]}}]
+
+
+def _codex_input(*extra: Any) -> list[Any]:
+    return [{"type": "message", "role": "developer",
+             "content": [{"type": "input_text", "text": "<permissions>sandboxed</permissions>"}]},
+            {"type": "message", "role": "user",
+             "content": [{"type": "input_text", "text": "list the files"}]}, *extra]
+
+
+async def test_codex_runs_on_an_anthropic_channel(stack: Sidecar, provider: FakeUpstream) -> None:
+    provider.on("an", Act(events=_anthropic_tool_stream("toolu_02", "shell",
+                                                        ['{"command":', '["ls"]}'])))
+    client = _oa(stack)
+    codex: dict[str, Any] = {
+        "model": "claude-t", "instructions": "You are Codex.", "tools": CODEX_TOOLS,
+        "tool_choice": "auto", "parallel_tool_calls": False, "store": False,
+        "reasoning": {"effort": "medium", "summary": "auto"},
+        "include": ["reasoning.encrypted_content"], "prompt_cache_key": "codex-session-1"}
+    events = await client.responses.create(input=_codex_input(), stream=True, **codex)
+    final: Any = None
+    async for ev in events:
+        if ev.type == "response.completed":
+            final = ev.response
+    assert final is not None and final.model == "claude-t"
+    (call,) = [o for o in final.output if o.type == "function_call"]
+    assert (call.call_id, call.name, orjson.loads(call.arguments)) == (
+        "toolu_02", "shell", {"command": ["ls"]})
+    up = provider.calls("an")[0].body
+    assert up["system"][0]["text"] == "You are Codex."
+    assert "sandboxed" in orjson.dumps(up["system"]).decode()
+    assert up["tools"][0]["name"] == "shell"
+    marks = [m for m in orjson.dumps(up).decode().split('"cache_control"')[1:]]
+    assert marks and all('"ttl":"1h"' in m[:60] for m in marks), "channel cache_ttl_s 3600: 1h"
+
+    more = ({"type": "function_call", "call_id": "toolu_02", "name": "shell",
+             "arguments": call.arguments},
+            {"type": "function_call_output", "call_id": "toolu_02", "output": "a.py\nb.py"})
+    done = await client.responses.create(input=_codex_input(*more), **codex)
+    assert done.output_text.strip() == "the fix is in place"
+    sent = provider.calls("an")[1].body["messages"]
+    assert sent[-2]["content"][-1]["type"] == "tool_use" and sent[-2]["content"][-1]["id"] == "toolu_02"
+    result = sent[-1]["content"][0]
+    assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_02"
