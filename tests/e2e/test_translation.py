@@ -7,6 +7,7 @@ channel's own format. Every cross direction: JSON, stream, errors in the inbound
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -380,3 +381,52 @@ async def test_codex_runs_on_an_anthropic_channel(stack: Sidecar, provider: Fake
     assert sent[-2]["content"][-1]["type"] == "tool_use" and sent[-2]["content"][-1]["id"] == "toolu_02"
     result = sent[-1]["content"][0]
     assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_02"
+
+
+# --- a session through translation keeps the provider's prompt cache warm -------------------
+
+SYSTEM = "You are a careful coding assistant working in a large repository. " * 12
+
+
+async def _turn(st: Sidecar, inbound: str, model: str, history: list[tuple[str, str]]) -> int:
+    """One JSON turn of a conversation; the cached prompt tokens the client was told of."""
+    if inbound == "openai":
+        msgs: list[Any] = [{"role": "system", "content": SYSTEM}]
+        msgs += [{"role": r, "content": t} for r, t in history]
+        r = await _oa(st).chat.completions.create(model=model, messages=msgs)
+        assert r.usage is not None and r.usage.prompt_tokens_details is not None
+        return r.usage.prompt_tokens_details.cached_tokens or 0
+    if inbound == "anthropic":
+        m = await _an(st).messages.create(
+            model=model, max_tokens=200, system=SYSTEM,
+            messages=[{"role": r, "content": t} for r, t in history])  # type: ignore[misc]
+        return m.usage.cache_read_input_tokens or 0
+    items: list[Any] = [
+        {"type": "message", "role": r,
+         "content": [{"type": "input_text" if r == "user" else "output_text", "text": t}]}
+        for r, t in history]
+    r2 = await _oa(st).responses.create(model=model, instructions=SYSTEM, input=items,
+                                        store=False)
+    assert r2.usage is not None
+    return r2.usage.input_tokens_details.cached_tokens
+
+
+@pytest.mark.parametrize(("inbound", "model"), CROSS)
+async def test_a_ten_turn_session_reports_cached_tokens_from_turn_two(
+        stack: Sidecar, provider: FakeUpstream, inbound: str, model: str) -> None:
+    provider.prompt_cache, provider.prompts = True, {}
+    try:
+        history: list[tuple[str, str]] = []
+        told, traced = [], []
+        for i in range(10):
+            history.append(("user", f"step {i}: rename the variable in module_{i}.py"))
+            told.append(await _turn(stack, inbound, model, history))
+            usage = (await _trace(stack))["usage"]
+            traced.append((usage["prompt_tokens"], usage["cached_tokens"]))
+            history.append(("assistant", "the fix is in place"))
+    finally:
+        provider.prompt_cache = False
+    assert told[0] == 0 and all(t > 0 for t in told[1:]), told
+    assert [c for _, c in traced] == told
+    for (prev_total, _), (_, cached) in itertools.pairwise(traced):
+        assert cached >= prev_total - 8, "the previous turn's whole prompt is a cache hit"
