@@ -430,3 +430,111 @@ async def test_a_ten_turn_session_reports_cached_tokens_from_turn_two(
     assert [c for _, c in traced] == told
     for (prev_total, _), (_, cached) in itertools.pairwise(traced):
         assert cached >= prev_total - 8, "the previous turn's whole prompt is a cache hit"
+
+
+# --- reasoning never reaches a model that did not make it, across a tier switch --------------
+
+ROUTERS = """
+[workspace]
+share_cap = 1.0
+
+[routers.cc]
+strategy = "gated_adaptive"
+mode = "price"
+session_aware = true
+allowed_models = ["claude-t", "gpt-t"]
+weak_pool = ["claude-t"]
+mid_pool = ["claude-t"]
+strong_pool = ["gpt-t"]
+[routers.cc.escalation]
+mode = "auto"
+share_cap = 1.0
+warmup_requests = 0
+
+[routers.cx]
+strategy = "gated_adaptive"
+mode = "price"
+session_aware = true
+allowed_models = ["codex-t", "claude-t"]
+weak_pool = ["codex-t"]
+mid_pool = ["codex-t"]
+strong_pool = ["claude-t"]
+[routers.cx.escalation]
+mode = "auto"
+share_cap = 1.0
+warmup_requests = 0
+"""
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def tiers(server: Sidecar, provider: FakeUpstream) -> AsyncIterator[Sidecar]:
+    provider.seen.clear()
+    provider.rules.clear()
+    cfg = loads(CONFIG.format(up=provider.base_url) + ROUTERS, source="test")
+    async with server.use(cfg) as st:
+        yield st
+
+
+async def test_claude_thinking_is_not_sent_to_the_strong_tier_of_another_provider(
+        tiers: Sidecar, provider: FakeUpstream) -> None:
+    provider.on("an", Act(body=orjson.dumps({
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-t",
+        "content": [{"type": "thinking", "thinking": "private chain of thought",
+                     "signature": "sig-made-by-claude"},
+                    {"type": "text", "text": "first answer"}],
+        "stop_reason": "end_turn", "stop_sequence": None,
+        "usage": {"input_tokens": 10, "output_tokens": 5}})))
+    client = _an(tiers)
+    session = {"x-orca-session": "think-1"}
+    history: list[Any] = [{"role": "user", "content": "look at the build"}]
+    first = await client.messages.create(model="orca/cc", max_tokens=500, messages=history,
+                                         extra_headers=session)
+    assert first.content[0].type == "thinking" and (await _trace(tiers))["selected"]["model"] \
+        == "claude-t"
+    history += [{"role": "assistant", "content": [b.model_dump() for b in first.content]},
+                {"role": "user", "content": "now the hard part"}]
+    second = await client.messages.create(
+        model="orca/cc", max_tokens=500, messages=history,
+        extra_headers={**session, "x-orcarouter-tier": "strong"})
+    assert second.content[0].type == "text"
+    trace = await _trace(tiers)
+    assert trace["selected"]["channel"] == "oa"
+    assert trace["translation"]["dropped_reasoning"] == 1
+    raw = provider.calls("oa")[0].raw
+    assert b"sig-made-by-claude" not in raw and b"private chain of thought" not in raw
+
+
+async def test_codex_reasoning_is_not_sent_to_claude_after_escalating(
+        tiers: Sidecar, provider: FakeUpstream) -> None:
+    reasoning = {"type": "reasoning", "id": "rs_1", "encrypted_content": "enc-made-by-openai",
+                 "summary": [{"type": "summary_text", "text": "weighing the options"}]}
+    provider.on("rs", Act(body=orjson.dumps({
+        "id": "resp_1", "object": "response", "created_at": 1, "status": "completed",
+        "model": "codex-t", "output": [reasoning, {
+            "type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": "first answer", "annotations": []}]}],
+        "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 3},
+                  "total_tokens": 15}})))
+    client = _oa(tiers)
+    session = {"session_id": "codex-think-1"}
+    items: list[Any] = [{"type": "message", "role": "user",
+                         "content": [{"type": "input_text", "text": "look at the build"}]}]
+    first = await client.responses.create(model="orca/cx", input=items, store=False,
+                                          include=["reasoning.encrypted_content"],
+                                          extra_headers=session)
+    assert first.output[0].type == "reasoning"
+    assert (await _trace(tiers))["selected"]["channel"] == "rs"
+    items += [o.model_dump(exclude_none=True) for o in first.output]
+    items.append({"type": "message", "role": "user",
+                  "content": [{"type": "input_text", "text": "now the hard part"}]})
+    second = await client.responses.create(
+        model="orca/cx", input=items, store=False, include=["reasoning.encrypted_content"],
+        extra_headers={**session, "x-orcarouter-tier": "strong"})
+    assert second.output_text.strip() == "the fix is in place"
+    trace = await _trace(tiers)
+    assert trace["selected"]["channel"] == "an"
+    assert trace["translation"]["dropped_reasoning"] == 1
+    raw = provider.calls("an")[0].raw
+    assert b"enc-made-by-openai" not in raw and b"weighing the options" not in raw
+    assert b'"thinking"' not in raw
