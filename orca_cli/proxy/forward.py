@@ -338,15 +338,15 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Out
         else:
             body = await resp.read()
             tap.feed_body(body)
-            headers = filter_response_headers(resp.headers)
+            headers, status = filter_response_headers(resp.headers), resp.status
             if xl is not None:
                 assert crossing is not None
-                body, headers = _translate_json(xl, body, headers)
+                status, body, headers = _translate_json(xl, status, body, headers)
                 res.translation = crossing.report()
             elif inb.rename is not None:
                 body = ModelNameRewriter(inb.rename).body(body)
-            res.served, res.tap, res.status = att, tap, resp.status
-            await _send_whole(send, resp.status, headers, body, inb.orca_headers(att))
+            res.served, res.tap, res.status = att, tap, status
+            await _send_whole(send, status, headers, body, inb.orca_headers(att))
         rec.latency_ms = (rt.clock.monotonic() - t0) * 1000
         outcome = "ok" if tap.billed_success else ("error_finish" if tap.error_finish else None)
         if outcome is not None:
@@ -420,15 +420,16 @@ async def _relay(inb: Inbound, tap: ResponseTap, first: bytes, chunks: Any, send
     await send({"type": "http.response.body", "body": tail, "more_body": False})
 
 
-def _translate_json(xl: ResponseTranslator, body: bytes, headers: Headers) -> tuple[bytes, Headers]:
+def _translate_json(xl: ResponseTranslator, status: int, body: bytes,
+                    headers: Headers) -> tuple[int, bytes, Headers]:
     """A 2xx JSON answer in the inbound format. One the codec cannot read goes back as the
-    inbound format's error (502), never as bytes of another format."""
+    inbound format's error (502, not billed), never as bytes of another format."""
     try:
-        return xl.translate_body(body), headers
-    except (TranslationError, ValueError, KeyError, TypeError) as exc:
-        xl.error = f"untranslatable upstream answer: {exc}"
+        return status, xl.translate_body(body), headers
+    except (TranslationError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        xl.error = f"untranslatable upstream answer: {type(exc).__name__}"
         out = error_body(xl.dst, 502, "the upstream answer could not be translated")
-        return out, (("content-type", "application/json"),)
+        return 502, out, (("content-type", "application/json"),)
 
 
 async def _relay_translated(inb: Inbound, tap: ResponseTap, xl: ResponseTranslator, first: bytes,

@@ -538,3 +538,15 @@ async def test_codex_reasoning_is_not_sent_to_claude_after_escalating(
     raw = provider.calls("an")[0].raw
     assert b"enc-made-by-openai" not in raw and b"weighing the options" not in raw
     assert b'"thinking"' not in raw
+
+
+async def test_an_unreadable_upstream_answer_is_a_502_in_the_inbound_shape(
+        stack: Sidecar, provider: FakeUpstream) -> None:
+    provider.on("an", Act(body=b"<html>proxy page</html>"))
+    with pytest.raises(openai.APIStatusError) as info:
+        await _oa(stack).chat.completions.create(
+            model="claude-t", messages=[{"role": "user", "content": "hi"}])
+    assert info.value.status_code == 502
+    assert orjson.loads(info.value.response.content)["error"]["message"]
+    trace = await _trace(stack)
+    assert trace["status"] == 502 and trace["cost_usd"] in (0, 0.0, None)
