@@ -11,6 +11,14 @@ could be attempted. One deadline covers every attempt, and retries come out of a
 budget, so an outage does not multiply traffic.
 
 A client disconnect cancels the upstream request (a watcher task on `receive`).
+
+An attempt on a channel that does not speak the inbound format goes translated (SPEC §13.2,
+`proxy.xlate`): the body in the channel's first format, the answer back event by event, an
+error answer in the inbound shape with its `retry-after` and rate-limit headers; the tap reads
+the upstream's own format for usage, billing and strikes. A candidate whose format cannot
+express the request is skipped (`untranslatable:<feature>`) before any upstream call; when no
+attempt could express it the client gets a 400 naming the feature and the channels. A
+same-format attempt keeps the raw-bytes path (only `model` swapped).
 """
 
 from __future__ import annotations
