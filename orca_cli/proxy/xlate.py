@@ -15,6 +15,9 @@ Choices where the SPEC is silent:
   "requested"` applies (a router or alias target), else the upstream model served.
 * An untranslatable feature skips the attempt before any upstream call, takes no health probe
   and costs no retry budget: it says nothing about the upstream.
+* Of the client's headers only `accept` travels (its `anthropic-beta`, `openai-beta` and
+  version headers belong to the other format); a `pass_through_auth` channel gets the
+  client's credential in the target format's own header.
 """
 
 from __future__ import annotations
