@@ -125,10 +125,26 @@ async def test_an_untranslatable_request_is_refused_before_any_upstream_call(
     with pytest.raises(openai.BadRequestError) as info:
         await oa(stack).chat.completions.create(
             model="claude-t", n=2, messages=[{"role": "user", "content": "hi"}])
-    assert "an" in str(info.value.message) and "untranslatable" not in str(info.value.message)
+    message = str(info.value.message)
+    assert "uses n," in message and "(channels tried: an)" in message
     assert provider.calls("an") == []
     trace = await trace_of(stack)
-    assert trace["attempts"][0]["error"].startswith("untranslatable:")
+    assert [a["error"] for a in trace["attempts"]] == ["untranslatable:n"]
+    assert trace["status"] == 400 and "translation" not in trace
+
+
+async def test_a_channel_that_cannot_express_the_request_is_skipped_for_one_that_can(
+        stack: Sidecar, provider: FakeUpstream) -> None:
+    # "duo" is on `rs` (Responses, weight 2: first in price mode) and `an` (Messages); the
+    # Responses API has no stop sequences, so `rs` is skipped without a call and `an` serves.
+    r = await oa(stack).chat.completions.create(
+        model="orca/pair", stop=["END"], messages=[{"role": "user", "content": "hi"}])
+    assert r.choices[0].message.content == "the fix is in place"
+    assert provider.calls("rs") == [] and provider.calls("an")[0].body["stop_sequences"] == ["END"]
+    trace = await trace_of(stack)
+    assert [(a["channel"], a["error"]) for a in trace["attempts"]] == [
+        ("rs", "untranslatable:stop_sequences"), ("an", None)]
+    assert trace["translation"]["to"] == "anthropic"
 
 
 async def test_explain_shows_the_translation(stack: Sidecar, provider: FakeUpstream) -> None:

@@ -27,7 +27,7 @@ name = "an"
 type = "anthropic"
 base_url = "{up}/an"
 keys = ["sk-an-0"]
-models = ["claude-t"]
+models = ["claude-t", "duo"]
 cache_ttl_s = 3600
 
 [[channels]]
@@ -36,7 +36,15 @@ type = "openai"
 api = "responses"
 base_url = "{up}/rs/v1"
 keys = ["sk-rs-0"]
-models = ["codex-t"]
+models = ["codex-t", "duo"]
+weight = 2
+
+[routers.pair]
+strategy = "cheapest"
+mode = "price"
+allowed_models = ["duo"]
+[routers.pair.escalation]
+mode = "off"
 """
 
 # model -> (channel prefix, the channel's format)
