@@ -140,6 +140,7 @@ async def test_a_channel_that_cannot_express_the_request_is_skipped_for_one_that
     r = await oa(stack).chat.completions.create(
         model="orca/pair", stop=["END"], messages=[{"role": "user", "content": "hi"}])
     assert r.choices[0].message.content == "the fix is in place"
+    assert r.model == "orca/pair", "a router target answers under the name the client sent"
     assert provider.calls("rs") == [] and provider.calls("an")[0].body["stop_sequences"] == ["END"]
     trace = await trace_of(stack)
     assert [(a["channel"], a["error"]) for a in trace["attempts"]] == [

@@ -286,6 +286,7 @@ async def test_claude_thinking_is_not_sent_to_the_strong_tier_of_another_provide
         model="orca/cc", max_tokens=500, messages=history,
         extra_headers={**session, "x-orcarouter-tier": "strong"})
     assert second.content[0].type == "text"
+    assert (first.model, second.model) == ("orca/cc", "orca/cc"), "the requested name, both tiers"
     trace = await trace_of(tiers)
     assert trace["selected"]["channel"] == "oa"
     assert trace["translation"]["dropped_reasoning"] == 1
