@@ -11,6 +11,14 @@ could be attempted. One deadline covers every attempt, and retries come out of a
 budget, so an outage does not multiply traffic.
 
 A client disconnect cancels the upstream request (a watcher task on `receive`).
+
+An attempt on a channel that does not speak the inbound format goes translated (SPEC §13.2,
+`proxy.xlate`): the body in the channel's first format, the answer back event by event, an
+error answer in the inbound shape with its `retry-after` and rate-limit headers; the tap reads
+the upstream's own format for usage, billing and strikes. A candidate whose format cannot
+express the request is skipped (`untranslatable:<feature>`) before any upstream call; when no
+attempt could express it the client gets a 400 naming the feature and the channels. A
+same-format attempt keeps the raw-bytes path (only `model` swapped).
 """
 
 from __future__ import annotations
@@ -38,7 +46,9 @@ from orca_cli.proxy.transport import (
     filter_response_headers,
     upstream_url,
 )
+from orca_cli.proxy.xlate import Crossing, cross, translated_error
 from orca_cli.routing.route import Attempt
+from orca_cli.translate import ResponseTranslator, TranslationError
 from orca_cli.turn.model import AttemptRecord, Outcome, Turn
 from orca_cli.types import Api, Receive, Send
 from orca_cli.wire.errors import error_body, stream_error_event
@@ -185,12 +195,21 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
     # Keys that answered 401/402 here: the request's health view predates that answer, and
     # a fallback model on the same key would resend a credential the upstream just refused.
     refused: set[tuple[str, int]] = set()
+    crossings: dict[tuple[str, str], Crossing | None] = {}
     rt.budget.request_started()
     try:
         for att in attempts:
             if rt.clock.monotonic() >= timeouts.deadline_monotonic:
                 break
             if (att.channel, att.key_index) in refused:
+                continue
+            crossing = _crossing(rt, inb, att, crossings)
+            if crossing is not None and crossing.untranslatable is not None:
+                if (att.channel, att.model) not in res.untranslatable:
+                    res.untranslatable[(att.channel, att.model)] = crossing.untranslatable
+                    rec = AttemptRecord(att.model, att.channel, att.key_index)
+                    rec.error = f"untranslatable:{crossing.untranslatable}"
+                    res.attempts.append(rec)
                 continue
             if not inb.healthy(att.channel, att.key_index):
                 continue
@@ -200,7 +219,7 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
             retry = tried > 0
             tried += 1
             try:
-                done = await _attempt(rt, inb, att, send, res, timeouts)
+                done = await _attempt(rt, inb, att, send, res, timeouts, crossing)
             finally:
                 if retry:
                     rt.budget.retry_finished()
@@ -218,9 +237,33 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
     await _answer_failure(inb, send, res, last)
 
 
+def _crossing(rt: Runtime, inb: Inbound, att: Attempt,
+              seen: dict[tuple[str, str], Crossing | None]) -> Crossing | None:
+    """The attempt's translation when its channel does not speak the inbound format (built
+    once per channel and model of a request), else None: the raw-bytes fast path."""
+    key = (att.channel, att.model)
+    if key not in seen:
+        ch = rt.cfg.channel(att.channel)
+        assert ch is not None
+        seen[key] = None if ch.accepts(inb.api) else cross(rt.cfg, inb, ch, att.model)
+    return seen[key]
+
+
 async def _answer_failure(inb: Inbound, send: Send, res: Outcome,
                           last: tuple[int, Headers, bytes, Attempt] | None) -> None:
     """No attempt answered the client: the last upstream error as it was, else orca's own."""
+    if last is None and res.untranslatable and all(
+            (a.error or "").startswith("untranslatable:") for a in res.attempts):
+        # SPEC §13.2 rule 5: no candidate can express the request; nothing was sent upstream.
+        features = sorted(set(res.untranslatable.values()))
+        channels = sorted({ch for ch, _ in res.untranslatable})
+        res.status, res.own_kind = 400, "untranslatable"
+        res.own_error = (f"the request uses {', '.join(features)}, which no candidate channel's "
+                         f"format can express (channels tried: {', '.join(channels)})")
+        body = error_body(inb.api, 400, res.own_error)
+        await _send_whole(send, 400, (("content-type", "application/json"),), body,
+                          inb.orca_headers(None) + [(b"x-should-retry", b"false")])
+        return
     if last is not None:
         status, headers, body, att = last
         res.status, res.served = status, None
@@ -245,41 +288,73 @@ async def _answer_failure(inb: Inbound, send: Send, res: Outcome,
                       inb.orca_headers(None) + [(b"x-should-retry", b"false")])
 
 
-async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Outcome,
-                   timeouts: Timeouts) -> bool | tuple[int, Headers, bytes, Attempt] | None:
-    """True: answered the client. A tuple: a failed upstream answer to keep as `last`.
-    None: a transport failure, nothing to show."""
-    assert rt.health is not None
+def _request(rt: Runtime, inb: Inbound, att: Attempt,
+             crossing: Crossing | None) -> UpstreamRequest:
     ch = rt.cfg.channel(att.channel)
     assert ch is not None
+    if crossing is None:
+        return UpstreamRequest("POST", upstream_url(ch, inb.api, inb.path),
+                               _upstream_headers(rt, inb, att),
+                               _upstream_body(inb, ch.upstream_model(att.model)),
+                               att.channel, att.key_index, inb.stream)
+    key: str | None = None
+    if ch.pass_through_auth:
+        wanted = dict(inb.headers)
+        given = wanted.get("x-api-key") or wanted.get("authorization", "").partition(" ")[2]
+        key = given or None
+    elif ch.keys:
+        key = ch.keys[att.key_index].reveal()
+    return UpstreamRequest("POST", crossing.url(ch), crossing.headers(ch, inb, key),
+                           crossing.translated.body, att.channel, att.key_index, inb.stream)
+
+
+async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Outcome,
+                   timeouts: Timeouts, crossing: Crossing | None = None,
+                   ) -> bool | tuple[int, Headers, bytes, Attempt] | None:
+    """True: answered the client. A tuple: a failed upstream answer to keep as `last`.
+    None: a transport failure, nothing to show. With `crossing`, the channel speaks another
+    format: the request goes translated, the answer (or error) comes back translated."""
+    assert rt.health is not None
     rec = AttemptRecord(att.model, att.channel, att.key_index)
     res.attempts.append(rec)
     t0 = rt.clock.monotonic()
-    req = UpstreamRequest("POST", upstream_url(ch, inb.api, inb.path),
-                          _upstream_headers(rt, inb, att), _upstream_body(inb, ch.upstream_model(att.model)),
-                          att.channel, att.key_index, inb.stream)
+    req = _request(rt, inb, att, crossing)
     resp: UpstreamResponse | None = None
     try:
         resp = await rt.transports[att.channel].send(req, timeouts)
         rec.status = resp.status
         if classify_status(resp.status) != "success":
-            return await _failed_answer(rt, resp, att, rec, res, t0)
-        tap = ResponseTap(inb.api, inb.stream, inb.max_tokens)
+            failed = await _failed_answer(rt, resp, att, rec, res, t0)
+            if crossing is not None:
+                return (*translated_error(crossing, *failed[:3]), att)
+            return failed
+        tap = ResponseTap(crossing.dst if crossing else inb.api, inb.stream, inb.max_tokens)
+        xl = crossing.answer(inb) if crossing is not None else None
         if inb.stream:
             chunks = resp.chunks().__aiter__()
             first = await chunks.__anext__()  # nothing sent yet: a failure here is retryable
             res.served, res.tap, res.status = att, tap, resp.status
+            if crossing is not None:
+                res.translation = crossing.report()
             await send({"type": "http.response.start", "status": resp.status,
-                        "headers": _client_headers(resp.headers, inb.orca_headers(att))})
-            await _relay(inb, tap, first, chunks, send, rt, att)
+                        "headers": _client_headers(resp.headers, inb.orca_headers(att),
+                                                   translated=xl is not None)})
+            if xl is None:
+                await _relay(inb, tap, first, chunks, send, rt, att)
+            else:
+                await _relay_translated(inb, tap, xl, first, chunks, send, rt, att)
         else:
             body = await resp.read()
             tap.feed_body(body)
-            if inb.rename is not None:
+            headers, status = filter_response_headers(resp.headers), resp.status
+            if xl is not None:
+                assert crossing is not None
+                status, body, headers = _translate_json(xl, status, body, headers)
+                res.translation = crossing.report()
+            elif inb.rename is not None:
                 body = ModelNameRewriter(inb.rename).body(body)
-            res.served, res.tap, res.status = att, tap, resp.status
-            await _send_whole(send, resp.status, filter_response_headers(resp.headers), body,
-                              inb.orca_headers(att))
+            res.served, res.tap, res.status = att, tap, status
+            await _send_whole(send, status, headers, body, inb.orca_headers(att))
         rec.latency_ms = (rt.clock.monotonic() - t0) * 1000
         outcome = "ok" if tap.billed_success else ("error_finish" if tap.error_finish else None)
         if outcome is not None:
@@ -353,8 +428,48 @@ async def _relay(inb: Inbound, tap: ResponseTap, first: bytes, chunks: Any, send
     await send({"type": "http.response.body", "body": tail, "more_body": False})
 
 
-def _client_headers(upstream: Headers, orca: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
-    out = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in filter_response_headers(upstream)]
+def _translate_json(xl: ResponseTranslator, status: int, body: bytes,
+                    headers: Headers) -> tuple[int, bytes, Headers]:
+    """A 2xx JSON answer in the inbound format. One the codec cannot read goes back as the
+    inbound format's error (502, not billed), never as bytes of another format."""
+    try:
+        return status, xl.translate_body(body), headers
+    except (TranslationError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        xl.error = f"untranslatable upstream answer: {type(exc).__name__}"
+        out = error_body(xl.dst, 502, "the upstream answer could not be translated")
+        return 502, out, (("content-type", "application/json"),)
+
+
+async def _relay_translated(inb: Inbound, tap: ResponseTap, xl: ResponseTranslator, first: bytes,
+                            chunks: Any, send: Send, rt: Runtime, att: Attempt) -> None:
+    """A stream of another format, translated event by event as it arrives (never buffered);
+    the tap reads the upstream's own events for usage, billing and strikes."""
+    chunk: bytes | None = first
+    while chunk is not None:
+        tap.feed(chunk)
+        out = xl.feed(chunk)
+        if out:
+            await send({"type": "http.response.body", "body": out, "more_body": True})
+        try:
+            chunk = await chunks.__anext__()
+        except StopAsyncIteration:
+            chunk = None
+    tail = xl.close()  # an upstream that ended early: the inbound format's error event
+    if not tap.completed and not tap.error_finish:
+        assert rt.health is not None
+        rt.health.record(att.channel, att.key_index, "stream_error")
+        if xl.error is None:
+            tail += stream_error_event(inb.api, "upstream stream ended before its final event")
+    await send({"type": "http.response.body", "body": tail, "more_body": False})
+
+
+def _client_headers(upstream: Headers, orca: list[tuple[bytes, bytes]], *,
+                    translated: bool = False) -> list[tuple[bytes, bytes]]:
+    kept = filter_response_headers(upstream)
+    if translated:  # the body is of the inbound format: its own content type
+        kept = (("content-type", "text/event-stream"),
+                *((k, v) for k, v in kept if k != "content-type"))
+    out = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in kept]
     return out + orca
 
 

@@ -223,6 +223,8 @@ def _serving(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
         fitting = tuple(ch for ch in listing if ch.enabled and ch.accepts(api))
         filtered = tuple((ch.name, "channel_disabled") for ch in listing if not ch.enabled) + tuple(
             (ch.name, "format_mismatch") for ch in listing if ch.enabled and not ch.accepts(api))
+    if filtered and cfg.translation.enabled:
+        fitting, filtered = _with_translation(model, api, cfg, fitting, filtered)
     if fitting:
         return _Serving(fitting, filtered, None, "ok", window)
     if any(why == "format_mismatch" for _, why in filtered):
@@ -230,6 +232,24 @@ def _serving(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
         return _Serving((), filtered, "format_mismatch", why, window)
     why = f"no enabled channel serves {model!r}" + (f" via {only!r}" if only else "")
     return _Serving((), filtered, "no_channel", why, window)
+
+
+def _with_translation(
+    model: str, api: Api, cfg: Config, fitting: tuple[ChannelConfig, ...],
+    filtered: tuple[tuple[str, str], ...],
+) -> tuple[tuple[ChannelConfig, ...], tuple[tuple[str, str], ...]]:
+    """With `[translation] enabled`, an enabled channel of another format serves too (SPEC
+    §13.2), after the native ones: a native channel costs no translation."""
+    foreign = {name for name, why in filtered if why == "format_mismatch"}
+    if not foreign:
+        return fitting, filtered
+    extra = tuple(ch for ch in cfg.compiled.by_model.get(model, ()) if ch.name in foreign)
+    return fitting + extra, tuple(f for f in filtered if f[1] != "format_mismatch")
+
+
+def native_first(chs: Sequence[ChannelConfig], api: Api) -> bool:
+    """Whether `chs` mixes formats (the native ones must then be ordered first)."""
+    return any(c.accepts(api) for c in chs) and not all(c.accepts(api) for c in chs)
 
 
 def _candidate(
@@ -266,7 +286,12 @@ def _candidate(
     if not alive:
         why = f"every channel serving {model!r} is unhealthy"
         return Candidate(model, (), "unhealthy", why, tuple(filtered))
-    ordered, drained = order_channels(alive, mode, rng)
+    if native_first(alive, api):  # translation: native channels first, each group in mode order
+        native, drained = order_channels([c for c in alive if c.accepts(api)], mode, rng)
+        other, drained2 = order_channels([c for c in alive if not c.accepts(api)], mode, rng)
+        ordered, drained = native + other, drained + drained2
+    else:
+        ordered, drained = order_channels(alive, mode, rng)
     filtered.extend((c.name, "drained") for c in drained)
     choices = tuple(
         ChannelChoice(c.name, c.weight,
@@ -300,7 +325,7 @@ def check_channel_pin(
         return False, False, "channel_disabled"
     if model not in ch.models:
         return False, False, "not_served"
-    if not speaks(ch, api):
+    if not speaks(ch, api) and not cfg.translation.enabled:
         return False, False, "format_mismatch"
     index = pin.get("key_index")
     slots = cfg.compiled.key_fps.get(ch.name, {})

@@ -328,8 +328,36 @@ def _rank(c: _Ctx, router: RouterConfig, candidates: Sequence[Candidate],
                if router.strategy == "gated_adaptive" else None)
     signals = StrategySignals(full.score if full else None, inp.delta.difficulty.values,
                               banding_score=banding, request=request)
-    return STRATEGIES[router.strategy](candidates, c.cfg, router, signals,
-                                       c.snapshot.linucb, c.rng)
+    ranking = STRATEGIES[router.strategy](candidates, c.cfg, router, signals,
+                                          c.snapshot.linucb, c.rng)
+    return native_first(ranking, candidates, c.cfg, inp.api)
+
+
+def native_first(ranking: Ranking, candidates: Sequence[Candidate], cfg: Config,
+                 api: Api) -> Ranking:
+    """Among models the strategy ranked equal (adjacent, same score), one whose first channel
+    speaks the inbound format goes first: it costs no translation (SPEC §13.2). Nothing else
+    moves, so the tier, the caps and the strategy's order stand."""
+    native = set()
+    for cand in candidates:
+        ch = cfg.channel(cand.channels[0].channel) if cand.channels else None
+        if ch is not None and ch.accepts(api):
+            native.add(cand.model)
+    ordered = ranking.ordered
+    if len(ordered) < 2 or all(m in native for m in ordered):
+        return ranking
+    out: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        score = ranking.scores.get(ordered[i])
+        while (score is not None and j + 1 < len(ordered)
+               and ranking.scores.get(ordered[j + 1]) == score):
+            j += 1
+        run = ordered[i:j + 1]
+        out += sorted(run, key=lambda m: m not in native)  # stable: native first
+        i = j + 1
+    return ranking if tuple(out) == ordered else replace(ranking, ordered=tuple(out))
 
 
 STORED_RESPONSE_MESSAGE = (

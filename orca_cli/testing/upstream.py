@@ -7,6 +7,12 @@ that stalls, drops its connection mid-body or never ends. Without a script a req
 clean answer in its own format (Chat Completions, Messages or Responses; JSON or SSE as it
 asked). Every request is recorded (`seen`), and so is every handler that ended because the
 peer went away (`peer_gone`: the proof that orca cancelled upstream).
+
+With `prompt_cache = True` a clean answer reports usage like a provider with a prompt cache:
+the prompt is the request's model, system, tools and conversation (their bytes / 4 tokens,
+without `cache_control` markers), and the tokens of its longest common prefix with an earlier
+request to the same channel prefix are cache reads — so a conversation whose translation is
+byte-stable turn after turn reports cached tokens from its second turn.
 """
 
 from __future__ import annotations
@@ -140,6 +146,8 @@ class FakeUpstream:
     gone: asyncio.Event = field(default_factory=asyncio.Event)
     events_written: int = 0
     finished: int = 0  # handlers that returned (not ended by the peer going away)
+    prompt_cache: bool = False  # report cache reads for a repeated prefix (module docstring)
+    prompts: dict[str, list[bytes]] = field(default_factory=dict)  # prefix -> prompts seen
 
     @property
     def base_url(self) -> str:
@@ -190,14 +198,27 @@ class FakeUpstream:
         self.finished += 1
         return resp
 
+    def _cache_usage(self, seen: Seen) -> tuple[int, int]:
+        """(prompt tokens, of which cache reads) of `seen` under `prompt_cache`."""
+        prompt = _prompt_bytes(seen.body)
+        earlier = self.prompts.setdefault(seen.prefix, [])
+        common = max((_common_prefix(prompt, e) for e in earlier), default=0)
+        earlier.append(prompt)
+        return max(1, len(prompt) // 4), common // 4
+
     async def _answer(self, request: web.Request, seen: Seen, act: Act) -> web.StreamResponse:
         if act.stall_before_s:
             await asyncio.sleep(act.stall_before_s)  # a fault the script asked for
+        usage = self._cache_usage(seen) if self.prompt_cache else None
         if act.body is not None or (act.events is None and not seen.stream):
             body = act.body if act.body is not None else _clean_body(seen, act)
+            if usage is not None and act.body is None:
+                body = _with_usage(body, seen.api, *usage)
             return web.Response(status=act.status, body=body,
                                 headers=act.all_headers("application/json"))
         events = list(act.events) if act.events is not None else _clean_events(seen, act)
+        if usage is not None and act.events is None:
+            events = [_event_with_usage(ev, seen.api, *usage) for ev in events]
         resp = web.StreamResponse(status=act.status,
                                   headers=act.all_headers("text/event-stream"))
         await resp.prepare(request)
@@ -216,6 +237,65 @@ class FakeUpstream:
                 await asyncio.sleep(act.gap_s)  # pacing the script asked for
         await resp.write_eof()
         return resp
+
+
+def _strip_markers(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _strip_markers(v) for k, v in obj.items() if k != "cache_control"}
+    if isinstance(obj, list):
+        return [_strip_markers(v) for v in obj]
+    return obj
+
+
+_PROMPT_KEYS = ("model", "system", "instructions", "tools", "messages", "input")
+
+
+def _prompt_bytes(body: dict[str, Any]) -> bytes:
+    """The prompt a provider caches: model, system, tools and conversation as sent (sampling
+    and length parameters, stream options and cache markers are not part of it)."""
+    kept = {k: v for k, v in body.items() if k in _PROMPT_KEYS}
+    return orjson.dumps(_strip_markers(kept))
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _patch_usage(obj: Any, api: Api, total: int, cached: int) -> None:
+    """Set the prompt side of every usage object in `obj` (an answer or an SSE event)."""
+    if not isinstance(obj, dict):
+        return
+    for holder in (obj, obj.get("message"), obj.get("response")):
+        u = holder.get("usage") if isinstance(holder, dict) else None
+        if not isinstance(u, dict):
+            continue
+        if api == "anthropic" and "input_tokens" in u:
+            u["input_tokens"], u["cache_read_input_tokens"] = total - cached, cached
+        elif api == "responses" and "input_tokens" in u:
+            u["input_tokens"], u["input_tokens_details"] = total, {"cached_tokens": cached}
+            u["total_tokens"] = total + int(u.get("output_tokens") or 0)
+        elif api == "openai" and "prompt_tokens" in u:
+            u["prompt_tokens"], u["prompt_tokens_details"] = total, {"cached_tokens": cached}
+            u["total_tokens"] = total + int(u.get("completion_tokens") or 0)
+
+
+def _with_usage(body: bytes, api: Api, total: int, cached: int) -> bytes:
+    obj = orjson.loads(body)
+    _patch_usage(obj, api, total, cached)
+    return orjson.dumps(obj)
+
+
+def _event_with_usage(ev: bytes, api: Api, total: int, cached: int) -> bytes:
+    head, sep, data = ev.partition(b"data: ")
+    if not sep or data.startswith(b"[DONE]"):
+        return ev
+    obj = orjson.loads(data)
+    _patch_usage(obj, api, total, cached)
+    return head + sep + orjson.dumps(obj) + b"\n\n"
 
 
 @asynccontextmanager

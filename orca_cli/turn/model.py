@@ -76,6 +76,10 @@ class Outcome:
     failed: set[tuple[str, int]] = field(default_factory=set)  # (channel, key) that failed
     own_error: str | None = None  # orca answered itself (nothing attempted)
     own_kind: str | None = None  # the error type orca's own answer carried
+    # The served attempt's translation (SPEC §13.2 rule 9); None when sent in its own format.
+    translation: dict[str, Any] | None = None
+    # (channel, model) -> the feature its format cannot express (`untranslatable:<feature>`)
+    untranslatable: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def billed_success(self) -> bool:

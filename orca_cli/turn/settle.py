@@ -183,6 +183,8 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
         trace["side"] = {"rule": turn.side}
     if out.own_kind is not None:
         trace["error_kind"] = out.own_kind
+    if out.translation is not None and att is not None:
+        trace["translation"] = out.translation
     return trace
 
 

@@ -3,6 +3,9 @@ through the real HTTP path (SPEC §6.1, §6.2, §1.1 escalate/reset)."""
 
 from __future__ import annotations
 
+import dataclasses
+
+from orca_cli.config.schema import TranslationConfig
 from tests.e2e.tier_bodies import FIX_THE_BUILD, Conversation, build_failure
 from tests.e2e.tier_kit import (
     BASE_MODELS,
@@ -80,9 +83,11 @@ async def test_out_of_canary_sessions_behave_as_off_and_count_in_the_share(
 
 async def test_no_strong_candidate_for_the_format_is_denied_and_audited(launch: Launch) -> None:
     # A real Anthropic-format channel (a sim one speaks both formats); never called here.
-    st = await launch(tier_config(strong_channel={
+    # With translation off it cannot serve a Chat Completions request (format_mismatch).
+    cfg = tier_config(strong_channel={
         "type": "anthropic", "api": "anthropic", "base_url": "http://127.0.0.1:9",
-        "keys": ["sk-ant-test-not-a-key"]}))
+        "keys": ["sk-ant-test-not-a-key"]})
+    st = await launch(dataclasses.replace(cfg, translation=TranslationConfig(enabled=False)))
     reply = ok(await st.chat(Conversation().trivial_edit(0), session="nc", tier="strong"))
     assert reply.tier_header == "base; reason=denied:no_candidate"
     assert reply.model in BASE_MODELS

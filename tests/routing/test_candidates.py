@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 from typing import Any
 
 import pytest
 
-from orca_cli.config.schema import Config
+from orca_cli.config.schema import Config, TranslationConfig
 from orca_cli.routing.candidates import (
     Api,
     Candidate,
@@ -51,18 +52,43 @@ def test_only_disabled_channels_is_no_channel_with_filter_reason() -> None:
     assert c.filtered == (("a", "channel_disabled"),)
 
 
-def test_format_mismatch() -> None:
-    cfg = config([channel("ant", ["m"], type="anthropic", api="anthropic")])
+def _no_translation(cfg: Config) -> Config:
+    return dataclasses.replace(cfg, translation=TranslationConfig(enabled=False))
+
+
+def test_format_mismatch_when_translation_is_off() -> None:
+    cfg = _no_translation(config([channel("ant", ["m"], type="anthropic", api="anthropic")]))
     c = _one(["m"], cfg, api="openai")
     assert c.excluded == "format_mismatch"
     assert "openai" in c.reason
     assert _one(["m"], cfg, api="anthropic").excluded is None
 
 
-def test_format_filters_one_channel_and_keeps_the_other() -> None:
-    cfg = config([channel("ant", ["m"], api="anthropic"), channel("oa", ["m"])])
+def test_format_filters_one_channel_and_keeps_the_other_when_translation_is_off() -> None:
+    cfg = _no_translation(config([channel("ant", ["m"], api="anthropic"), channel("oa", ["m"])]))
     c = _one(["m"], cfg, api="openai")
     assert (c.excluded, _names(c), c.filtered) == (None, ["oa"], (("ant", "format_mismatch"),))
+
+
+def test_translation_makes_a_channel_of_another_format_a_candidate() -> None:
+    cfg = config([channel("ant", ["m"], type="anthropic", api="anthropic")])
+    c = _one(["m"], cfg, api="openai")
+    assert (c.excluded, _names(c), c.filtered) == (None, ["ant"], ())
+
+
+def test_translation_orders_native_channels_first_whatever_the_weight() -> None:
+    cfg = config([channel("ant", ["m"], api="anthropic", weight=100), channel("oa", ["m"])])
+    for seed in range(20):
+        c = _one(["m"], cfg, api="openai", rng=random.Random(seed))
+        assert _names(c) == ["oa", "ant"]
+    assert _names(_one(["m"], cfg, api="anthropic")) == ["ant", "oa"]
+
+
+def test_channel_pin_of_another_format_is_kept_with_translation() -> None:
+    cfg = config([channel("ant", ["m"], api="anthropic")])
+    pin = {"channel": "ant", "key_index": 0, "key_fp": cfg.compiled.key_fps["ant"][0]}
+    assert check_channel_pin(pin, "m", cfg, api="openai")[2] == "ok"
+    assert check_channel_pin(pin, "m", _no_translation(cfg), api="openai")[2] == "format_mismatch"
 
 
 def test_sim_channel_speaks_both_formats() -> None:
@@ -296,8 +322,8 @@ def test_pin_dropped_when_channel_no_longer_serves_model() -> None:
     assert check_channel_pin(_pin(cfg), "other", cfg) == (False, False, "not_served")
 
 
-def test_pin_dropped_on_format_mismatch() -> None:
-    cfg = _pin_cfg(api="anthropic")
+def test_pin_dropped_on_format_mismatch_when_translation_is_off() -> None:
+    cfg = _no_translation(_pin_cfg(api="anthropic"))
     assert check_channel_pin(_pin(cfg), "m", cfg, api="openai") == (False, False, "format_mismatch")
 
 

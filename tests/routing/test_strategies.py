@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping, Sequence
 
 import pytest
 
-from orca_cli.config.schema import Config, RouterConfig
+from orca_cli.config.schema import Config, RouterConfig, TranslationConfig
 from orca_cli.routing import linucb as bandit
 from orca_cli.routing.candidates import Candidate, build_candidates
 from orca_cli.routing.strategies import STRATEGIES, Ranking, StrategySignals
@@ -22,10 +23,12 @@ MODELS = {
 
 
 def _cfg(models: Mapping[str, object] | None = None) -> Config:
-    return config(
+    # Translation off: "only-anthropic" is then excluded for openai requests (format_mismatch).
+    cfg = config(
         [channel("a", list(MODELS)), channel("ant", ["only-anthropic"], api="anthropic")],
         models=dict(MODELS),
     )
+    return dataclasses.replace(cfg, translation=TranslationConfig(enabled=False))
 
 
 def _router(**kw: object) -> RouterConfig:

@@ -1,0 +1,136 @@
+"""Serving a request through a channel of another wire format (SPEC §13.2): the I/O side.
+
+The codecs are pure (`orca_cli.translate`); this module decides what they are called with for
+one attempt — the target format (the channel's first listed one), the model family, the
+options from `[translation]` and the channel — and builds the upstream request, the answer
+translator and the client's error in its own shape. `forward` calls it only when the channel
+does not speak the inbound format; a same-format request never comes here.
+
+Choices where the SPEC is silent:
+* The model family (reasoning provenance) is the channel type for first-party types
+  (`anthropic`, `openai`, `deepseek`, `gemini`); for an aggregator or compatible endpoint it is
+  read from the model id (`claude…`/`anthropic/…` → anthropic, `deepseek…` → deepseek,
+  `gpt…`/`o1…`/`openai/…` → openai), else the channel type.
+* The answer's `model` is the client's requested name when `[server] response_model =
+  "requested"` applies (a router or alias target), else the upstream model served.
+* An untranslatable feature skips the attempt before any upstream call, takes no health probe
+  and costs no retry budget: it says nothing about the upstream.
+* Of the client's headers only `accept` travels (its `anthropic-beta`, `openai-beta` and
+  version headers belong to the other format); a `pass_through_auth` channel gets the
+  client's credential in the target format's own header.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from orca_cli.config.schema import ChannelConfig, Config
+from orca_cli.proxy.transport import (
+    API_PATHS,
+    Headers,
+    anthropic_version_header,
+    auth_headers,
+    filter_response_headers,
+    upstream_url,
+)
+from orca_cli.translate import (
+    ResponseTranslator,
+    Translated,
+    TranslationOptions,
+    translate_error,
+    translate_request,
+)
+from orca_cli.types import Api
+
+if TYPE_CHECKING:
+    from orca_cli.proxy.forward import Inbound
+
+__all__ = ["Crossing", "cross", "model_family", "translated_error"]
+
+_FIRST_PARTY = {"anthropic": "anthropic", "openai": "openai", "deepseek": "deepseek",
+                "gemini": "gemini"}
+_BY_PREFIX = (("anthropic/", "anthropic"), ("claude", "anthropic"), ("deepseek", "deepseek"),
+              ("openai/", "openai"), ("gpt", "openai"), ("o1", "openai"), ("o3", "openai"),
+              ("o4", "openai"), ("gemini", "gemini"), ("google/", "gemini"))
+_CLIENT_HEADERS = ("accept",)
+
+
+def model_family(ch: ChannelConfig, model: str) -> str:
+    """Who makes the reasoning of `model` served by `ch` (see the module docstring)."""
+    if ch.type in _FIRST_PARTY:
+        return _FIRST_PARTY[ch.type]
+    low = model.lower()
+    for prefix, family in _BY_PREFIX:
+        if low.startswith(prefix) or f"/{prefix}" in low:
+            return family
+    return ch.type
+
+
+@dataclass(slots=True)
+class Crossing:
+    """One attempt's translation: the upstream body and what the answer needs."""
+
+    src: Api  # the inbound format
+    dst: Api  # the channel's format
+    upstream_model: str
+    family: str
+    translated: Translated
+
+    @property
+    def untranslatable(self) -> str | None:
+        missing = self.translated.report["untranslatable"]
+        return str(missing[0]) if missing else None
+
+    def report(self) -> dict[str, Any]:
+        """The trace's `translation` block (SPEC §13.2 rule 9)."""
+        r = self.translated.report
+        return {"from": r["from"], "to": r["to"],
+                "cache_breakpoints_added": r["cache_breakpoints_added"],
+                "dropped_reasoning": r["dropped_reasoning"], "rewritten_ids": r["rewritten_ids"]}
+
+    def url(self, ch: ChannelConfig) -> str:
+        return upstream_url(ch, self.dst, API_PATHS[self.dst])
+
+    def headers(self, ch: ChannelConfig, inb: Inbound, key: str | None) -> Headers:
+        """The target format's headers: its credential, `anthropic-version` towards
+        Anthropic; of the client's headers only `accept` (theirs are of another format)."""
+        out: list[tuple[str, str]] = [("content-type", "application/json")]
+        wanted = dict(inb.headers)
+        out.extend((n, wanted[n]) for n in _CLIENT_HEADERS if n in wanted)
+        if key is not None:
+            out.extend(auth_headers(self.dst, key))
+        if self.dst == "anthropic":
+            out.extend(anthropic_version_header(()))
+        return tuple(out)
+
+    def answer(self, inb: Inbound) -> ResponseTranslator:
+        name = inb.rename if inb.rename is not None else self.upstream_model
+        return ResponseTranslator(
+            self.dst, self.src, name, upstream_model=self.upstream_model,
+            upstream_family=self.family, custom_tools=self.translated.custom_tools,
+            include_usage=not inb.add_include_usage)
+
+
+def cross(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Crossing:
+    """The translation of `inb` for `model` on `ch` (a channel of another format)."""
+    upstream = ch.upstream_model(model)
+    family = model_family(ch, upstream)
+    tc = cfg.translation
+    opts = TranslationOptions(anthropic_cache=tc.anthropic_cache,
+                              foreign_reasoning=tc.foreign_reasoning,
+                              cache_ttl_1h=ch.cache_ttl_s >= 3600)
+    dst = ch.api
+    tr = translate_request(inb.body, inb.api, dst, model=upstream, target_model_family=family,
+                           options=opts)
+    return Crossing(inb.api, dst, upstream, family, tr)
+
+
+def translated_error(crossing: Crossing, status: int, headers: Headers,
+                     body: bytes) -> tuple[int, Headers, bytes]:
+    """An upstream error answer in the inbound shape: status (type-mapped), message,
+    `retry-after` and rate-limit headers kept."""
+    out_status, out = translate_error(crossing.dst, crossing.src, status, body)
+    kept = tuple((k, v) for k, v in filter_response_headers(headers)
+                 if k not in ("content-type", "content-length"))
+    return out_status, (("content-type", "application/json"), *kept), out
