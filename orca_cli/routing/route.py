@@ -25,11 +25,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from orca_cli.config.schema import Config, RouterConfig
-from orca_cli.routing.auto.classify import Classification
 from orca_cli.routing.auto.request import AutoRequest
 from orca_cli.routing.candidates import (
     Api,
@@ -49,98 +48,19 @@ from orca_cli.routing.caps import (
     share_denied,
 )
 from orca_cli.routing.escalation import TierDecision, TurnSignals, resolve_tier
-from orca_cli.routing.features import Delta, Difficulty, Scorer
+from orca_cli.routing.features import Difficulty, Scorer
+from orca_cli.routing.route_types import Attempt, PinRead, RouteInput, RoutePlan
 from orca_cli.routing.snapshot import Snapshot
 from orca_cli.routing.strategies import STRATEGIES, Ranking, StrategySignals
 from orca_cli.routing.strikes import error_signatures
-from orca_cli.routing.target import Target
-from orca_cli.routing.tiers import Ask, Tier, TierState
+from orca_cli.routing.tiers import Tier, TierState
 
 __all__ = ["MAX_FALLBACK_MODELS", "Attempt", "PinRead", "RouteInput", "RoutePlan",
            "overflow_refusal", "plan_route"]
 
+
 MAX_FALLBACK_MODELS = 8
 MAX_ATTEMPTS = 32  # a bound on the attempt list; the deadline and retry budget bind first
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    """One upstream try: a model on one channel with one key."""
-
-    model: str
-    channel: str
-    key_index: int
-    source: Literal["pin", "affinity", "ranked", "fallback"]
-
-
-@dataclass(frozen=True, slots=True)
-class PinRead:
-    """What one pin read said, for the trace and for the commit (drop a stale pin)."""
-
-    kind: Literal["model", "channel", "affinity"]
-    tier: Tier
-    value: Any
-    status: Literal["hit", "miss", "dropped", "skipped"]
-    reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "tier": self.tier, "value": self.value,
-                "status": self.status, "reason": self.reason}
-
-
-@dataclass(frozen=True, slots=True)
-class RouteInput:
-    """Everything about the request the decision reads (parsed once by the caller)."""
-
-    target: Target
-    api: Api
-    body: Mapping[str, Any]
-    delta: Delta
-    est_tokens: int
-    session: str | None  # None: sessionless (router not session-aware, or opted out)
-    ask: Ask | None = None  # X-OrcaRouter-Tier
-    dedupe_key: str = ""
-    degraded: bool = False  # the store could not be read: base, no escalation
-    full: Difficulty | None = None  # a full-transcript score computed earlier (the replay)
-    side: bool = False  # a side request (SPEC §14.1): base, no trigger evaluated, no writes
-    # Responses `previous_response_id`: the snapshot's affinity is that response's record,
-    # a hard pin to the channel, key and model that produced it (SPEC §13.1).
-    previous_response: bool = False
-    # The auto router (SPEC §16): a model classifier's answer (None: the local classifier)
-    # and the channels' measured recent latency in ms.
-    classification: Classification | None = None
-    latency_ms: Mapping[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class RoutePlan:
-    router: RouterConfig | None
-    decision: TierDecision
-    candidates: tuple[Candidate, ...]
-    attempts: tuple[Attempt, ...]
-    pins: tuple[PinRead, ...] = ()
-    ranking: Ranking | None = None
-    full: Difficulty | None = None
-    full_skipped: str | None = None
-    caps: CapsView | None = None
-    # Set when the request is refused before any upstream is tried: (status, kind, message).
-    refusal: tuple[int, str, str] | None = None
-    counts_strong_in_workspace: bool = False
-    evidence: dict[str, Any] = field(default_factory=dict)
-    # The session's tier state the decision read (decoded from `snapshot.tier`), so the
-    # commit need not decode the same document again.
-    tier_state: TierState | None = None
-
-    @property
-    def tier(self) -> Tier:
-        return self.decision.tier
-
-    @property
-    def dropped_pins(self) -> tuple[str, ...]:
-        """Store suffixes of pins to delete at commit (`pin:<tier>`, `chan:<tier>`)."""
-        prefix = {"model": "pin", "channel": "chan"}
-        return tuple(f"{prefix[p.kind]}:{p.tier}" for p in self.pins
-                     if p.status == "dropped" and p.kind in prefix)
 
 
 def _fresh_conversation(body: Mapping[str, Any]) -> bool:

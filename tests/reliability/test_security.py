@@ -332,6 +332,9 @@ mode = "price"
 allowed_models = ["m1", "am1"]
 [routers.r.escalation]
 mode = "off"
+
+[translation]
+enabled = false  # each format reaches its own channel's failure paths
 """
 
 
