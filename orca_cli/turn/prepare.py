@@ -118,6 +118,9 @@ def _side(cfg: Config, turn: Turn) -> None:
     with none configured, stays on its router reading the session's base pin, read-only."""
     if not cfg.housekeeping or turn.router is None or turn.sid is None:
         return
+    tools = turn.body.get("tools")
+    if tools and isinstance(tools, list) and all(r.no_tools for r in cfg.housekeeping):
+        return  # an agent's real turn declares its tools: no rule can match, read nothing more
     f = side_facts(turn.body, turn.api)
     rule = match_housekeeping(cfg.housekeeping, f.system_text, f.has_tools, f.max_tokens,
                               first_instruction=f.first_instruction, schema_keys=f.schema_keys)
