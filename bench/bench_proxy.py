@@ -485,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     machine["pinning"] = ("proxies on CPU 1; fake upstream and load generator on CPU 0"
                           if pinned else "one CPU: nothing pinned")
-    doc = {
+    doc: dict[str, Any] = {
         "machine": machine,
         "settings": {"requests": args.requests, "litellm_requests": args.litellm_requests,
                      "rounds": args.rounds, "warmup": args.warmup, "quick": quick,

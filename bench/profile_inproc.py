@@ -30,7 +30,7 @@ import pstats
 import shutil
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, MutableMapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -129,7 +129,7 @@ async def drive(app: OrcaApp, raw: bytes, n: int, sessions: int,
             sent = True
             return {"type": "http.request", "body": raw, "more_body": False}
 
-        async def send(msg: dict[str, Any]) -> None:
+        async def send(msg: MutableMapping[str, Any]) -> None:
             if msg["type"] == "http.response.start":
                 statuses.append(msg["status"])
 
