@@ -11,6 +11,9 @@ fails), then measures every target on the same scenarios in interleaved rounds:
 
 * a 10 KB coding-agent body at concurrency 1: JSON latency, and a 36-event stream's time to
   first byte and whole-stream time; added latency = target minus direct in the same round;
+* the same in the Responses API (`/v1/responses`, a 10 KB Codex-shaped body) beside the Chat
+  Completions rows, and `orca serve --quiet` (no request log) beside the default `orca serve`,
+  so the Responses path's and the request log's costs are differences within one run;
 * CPU per request of the proxy process (its own `utime + stime`) at concurrency 1 and 16,
   and one worker's throughput at concurrency 16, for JSON and the stream;
 * token-paced streams (events 1 ms apart): CPU per event at concurrency 1 and 16;
@@ -63,10 +66,12 @@ class Scenario:
     paced: bool = False
     concurrency: int = 1
     share: float = 1.0  # of --requests
-    targets: tuple[str, ...] = ("direct", "floor", "orca-memory", "orca-redis", "litellm")
+    targets: tuple[str, ...] = ("direct", "floor", "orca-memory", "orca-quiet", "orca-redis",
+                                "litellm")
 
 
 _CORE = ("direct", "floor", "orca-memory", "orca-redis")
+_RESPONSES = ("direct", "floor", "orca-memory", "orca-quiet", "orca-redis")
 SCENARIOS = (
     Scenario("json_c1"),
     Scenario("stream_c1", stream=True),
@@ -76,6 +81,11 @@ SCENARIOS = (
     Scenario("paced_c16", stream=True, paced=True, concurrency=16, share=0.5, targets=_CORE),
     Scenario("anthropic_json_c1", api="anthropic", share=0.25, targets=_CORE),
     Scenario("anthropic_stream_c1", api="anthropic", stream=True, share=0.25, targets=_CORE),
+    Scenario("responses_json_c1", api="responses", targets=_RESPONSES),
+    Scenario("responses_stream_c1", api="responses", stream=True, targets=_RESPONSES),
+    Scenario("responses_json_c16", api="responses", concurrency=16, targets=_RESPONSES),
+    Scenario("responses_stream_c16", api="responses", stream=True, concurrency=16,
+             targets=_RESPONSES),
     Scenario("growth_10KB", share=0.25, targets=("direct", "orca-memory")),
     Scenario("growth_200KB", size="200KB", share=0.25, targets=("direct", "orca-memory")),
     Scenario("growth_1MB", size="1MB", share=0.0625, targets=("direct", "orca-memory")),
@@ -90,20 +100,28 @@ class Target:
     port: int
     proc: T.Proc | None = None  # None: the fake upstream itself (direct)
     headers: tuple[tuple[str, str], ...] = ()
-    models: dict[str, str] = field(default_factory=dict)  # "coding" / "paced" / "anthropic"
+    # wire format ("openai" / "anthropic" / "responses") or "paced" → the model a client names
+    models: dict[str, str] = field(default_factory=dict)
 
     def model(self, sc: Scenario) -> str:
         return self.models["paced" if sc.paced else sc.api]
 
+    def serves(self, sc: Scenario) -> bool:
+        return ("paced" if sc.paced else sc.api) in self.models
+
 
 def _direct(upstream: T.Proc) -> Target:
     return Target("direct", upstream.port, models={
-        "openai": "fake-base", "paced": "fake-paced", "anthropic": "fake-claude-base"})
+        "openai": "fake-base", "paced": "fake-paced", "anthropic": "fake-claude-base",
+        "responses": "fake-base"})
 
 
-def _orca(name: str, proc: T.Proc) -> Target:
-    return Target(name, proc.port, proc, models={
-        "openai": "orca/coding", "paced": "orca/paced", "anthropic": "orca/coding"})
+def _orca(name: str, proc: T.Proc, *, responses: bool = True) -> Target:
+    """`responses` False: a revision from before the Responses API (no `/v1/responses`)."""
+    models = {"openai": "orca/coding", "paced": "orca/paced", "anthropic": "orca/coding"}
+    if responses:
+        models["responses"] = "orca/coding"
+    return Target(name, proc.port, proc, models=models)
 
 
 def _litellm(proc: T.Proc) -> Target:
@@ -111,13 +129,18 @@ def _litellm(proc: T.Proc) -> Target:
                   models={"openai": "bench-model", "paced": "bench-paced"})
 
 
-def _runs(name: str, sc: Scenario) -> bool:
-    """A what-if target (`orca-memory[uvloop]`) runs what `orca-memory` runs."""
-    return name.split("[", 1)[0] in sc.targets
+def _runs(t: Target, sc: Scenario) -> bool:
+    """A what-if target (`orca-memory[uvloop]`) runs what `orca-memory` runs, in the wire
+    formats it serves."""
+    return t.name.split("[", 1)[0] in sc.targets and t.serves(sc)
+
+
+_PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages",
+          "responses": "/v1/responses"}
 
 
 def _path(sc: Scenario) -> str:
-    return "/v1/messages" if sc.api == "anthropic" else "/v1/chat/completions"
+    return _PATHS[sc.api]
 
 
 def _cpu_stat() -> list[int]:
@@ -197,11 +220,16 @@ async def _measure(t: Target, sc: Scenario, rnd: int, requests: int, warmup: int
 
 
 async def _check(targets: Sequence[Target]) -> None:
-    """One JSON and one stream request through every target: 200 and 36 events, or fail."""
+    """One JSON and one stream request through every target in Chat Completions (and the
+    Responses API where it serves it): 200 and 36 events, or fail."""
     for t in targets:
-        for sc in (SCENARIOS[0], SCENARIOS[1]):
-            body = encode(agent_body("openai", SIZES["10KB"], model=t.model(sc),
-                                     stream=sc.stream))
+        for sc in (s for s in SCENARIOS if s.name in ("json_c1", "stream_c1",
+                                                      "responses_json_c1",
+                                                      "responses_stream_c1")):
+            if not t.serves(sc):
+                continue
+            body = encode(agent_body(sc.api, SIZES["10KB"],  # type: ignore[arg-type]
+                                     model=t.model(sc), stream=sc.stream))
             status, got = await fetch(Endpoint("127.0.0.1", t.port, _path(sc), t.headers), body)
             events = got.count(b"\n\n")
             if status != 200 or (sc.stream and events != STREAM_EVENTS):
@@ -217,11 +245,12 @@ async def _run_rounds(targets: dict[str, Target], args: argparse.Namespace,
     bodies: dict[tuple[str, str, bool, str], bytes] = {}
     rows: list[dict[str, Any]] = []
     order = list(targets)
+    chosen = _chosen(args.scenarios)
     for rnd in range(args.rounds):
         rotated = order[rnd % len(order):] + order[:rnd % len(order)]
-        for sc in SCENARIOS:
+        for sc in chosen:
             for name in rotated:
-                if not _runs(name, sc) or name in failed:
+                if not _runs(targets[name], sc) or name in failed:
                     continue
                 await _wait_quiet(args.quiet_wait, log)
                 n = max(2 * sc.concurrency, int(args.requests * sc.share))
@@ -246,6 +275,18 @@ async def _run_rounds(targets: dict[str, Target], args: argparse.Namespace,
                     f"cpu {row['cpu_ms_per_req']:7.3f} ms/req  {row['rps']:8.1f} req/s  "
                     f"({time.perf_counter() - t0:.1f} s)")
     return rows
+
+
+def _chosen(spec: str) -> list[Scenario]:
+    """`--scenarios json_c1,responses_` → the scenarios whose name starts with any entry."""
+    if not spec:
+        return list(SCENARIOS)
+    wanted = [w.strip() for w in spec.split(",") if w.strip()]
+    chosen = [sc for sc in SCENARIOS if any(sc.name.startswith(w) for w in wanted)]
+    if not chosen:
+        raise SystemExit(f"--scenarios {spec!r} names none of: "
+                         + ", ".join(sc.name for sc in SCENARIOS))
+    return chosen
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, float]]]:
@@ -322,6 +363,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-floor", action="store_true",
                    help="skip the floor target (bench/floor_proxy.py: the serving stack alone)")
     p.add_argument("--no-redis", action="store_true", help="skip the Redis target")
+    p.add_argument("--no-quiet", action="store_true",
+                   help="skip orca-quiet (`orca serve --quiet`: no request log), the target "
+                        "the request log's cost is measured against")
+    p.add_argument("--scenarios", default="", metavar="NAMES",
+                   help="only the scenarios whose name starts with one of these "
+                        "(comma-separated, e.g. json_c1,stream_c1,responses_)")
     p.add_argument("--what-if", default="", help="also measure bench/orca_what_if.py "
                    "variants beside orca-memory, e.g. nodelay,uvloop; at:<git-rev> runs "
                    "that commit's orca_cli (a before/after in one run)")
@@ -377,14 +424,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         mem = T.start_orca("orca-memory", wd, upstream.port, proxy_cpu)
         procs.append(mem)
         targets["orca-memory"] = _orca("orca-memory", mem)
+        if args.no_quiet:
+            skipped["orca-quiet"] = "--no-quiet"
+        else:
+            quiet = T.start_orca("orca-quiet", wd, upstream.port, proxy_cpu,
+                                 serve_args=("--quiet",))
+            procs.append(quiet)
+            targets["orca-quiet"] = _orca("orca-quiet", quiet)
         for w in what_ifs:
             name = f"orca-memory[{w}]"
-            variant = f"tree={T.export_revision(w.removeprefix('at:'), wd)}" if (
-                w.startswith("at:")) else w
+            old = w.startswith("at:")
+            # An earlier revision runs with no request-log flags and, lacking the Responses
+            # API, with a config without it; it measures only the formats it serves.
+            variant = f"tree={T.export_revision(w.removeprefix('at:'), wd)}" if old else w
             proc = T.start_orca(name.replace("[", "-").replace(":", "-").rstrip("]"), wd,
-                                upstream.port, proxy_cpu, what_if=variant)
+                                upstream.port, proxy_cpu, what_if=variant,
+                                responses=not old)
             procs.append(proc)
-            targets[name] = _orca(name, proc)
+            targets[name] = _orca(name, proc, responses=not old)
         why = "--no-redis" if args.no_redis else T.redis_available(REDIS_URL)
         if why is None:
             red = T.start_orca("orca-redis", wd, upstream.port, proxy_cpu, backend="redis",
@@ -428,19 +485,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     machine["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     machine["pinning"] = ("proxies on CPU 1; fake upstream and load generator on CPU 0"
                           if pinned else "one CPU: nothing pinned")
-    doc = {
+    doc: dict[str, Any] = {
         "machine": machine,
         "settings": {"requests": args.requests, "litellm_requests": args.litellm_requests,
                      "rounds": args.rounds, "warmup": args.warmup, "quick": quick,
+                     "scenarios": args.scenarios or "all", "what_if": args.what_if,
                      "max_seconds": args.max_seconds, "stream_events": STREAM_EVENTS},
         "skipped": {**skipped, **{k: f"failed mid-run ({v})" for k, v in failed.items()}},
         "notes": notes,
         "summary": summarize(rows), "in_process": _in_process_costs(), "rows": rows,
     }
-    from bench.proxy_report import checks, render
+    from bench.proxy_report import checks, comparisons, render
 
     doc["spec"] = checks(doc["summary"])
-    if not quick and not args.no_save:
+    doc["comparisons"] = comparisons(doc["summary"])
+    if not quick and not args.no_save and not args.scenarios:
         from bench.proxy_report import RESULTS
 
         RESULTS.mkdir(exist_ok=True)

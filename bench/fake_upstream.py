@@ -13,10 +13,14 @@ What it answers, whatever the path's model:
   `"stream": true` in the body a 36-event SSE stream — the role chunk, 32 content chunks, the
   finish chunk, the usage chunk (`choices: []`) and `[DONE]`;
 * `POST /v1/messages`: an Anthropic message, or a 36-event stream — `message_start`, `ping`,
-  `content_block_start`, 30 text deltas, `content_block_stop`, `message_delta`, `message_stop`.
+  `content_block_start`, 30 text deltas, `content_block_stop`, `message_delta`, `message_stop`;
+* `POST /v1/responses`: an OpenAI Responses API `response` object, or a 36-event stream as the
+  API sends it — `response.created`, `response.in_progress`, `response.output_item.added`,
+  `response.content_part.added`, 28 `response.output_text.delta`, `response.output_text.done`,
+  `response.content_part.done`, `response.output_item.done`, `response.completed` (with usage).
 
 Every usage block reports cached prompt tokens (`prompt_tokens_details.cached_tokens`,
-`cache_read_input_tokens`), as a warm prompt cache would. A stream is written back to back
+`cache_read_input_tokens`, `input_tokens_details.cached_tokens`), as a warm prompt cache would. A stream is written back to back
 (one `write` per event in the same loop turn) unless the body names a model containing
 `fake-paced`: then its events go out `--pace-ms` apart, like a provider emitting tokens.
 `--latency-ms` delays every answer's first byte (default 0: answer at once).
@@ -35,7 +39,8 @@ from typing import Any, cast
 import httptools
 import orjson
 
-__all__ = ["STREAM_EVENTS", "anthropic_events", "main", "openai_events", "serve"]
+__all__ = ["STREAM_EVENTS", "anthropic_events", "main", "openai_events", "responses_events",
+           "serve"]
 
 STREAM_EVENTS = 36
 PACED_MARKER = b"fake-paced"
@@ -44,6 +49,10 @@ _USAGE_OPENAI = {"prompt_tokens": 2600, "completion_tokens": 33, "total_tokens":
                  "prompt_tokens_details": {"cached_tokens": 2304}}
 _USAGE_ANTHROPIC = {"input_tokens": 296, "output_tokens": 33, "cache_read_input_tokens": 2304,
                     "cache_creation_input_tokens": 0}
+_USAGE_RESPONSES = {"input_tokens": 2600, "input_tokens_details": {"cached_tokens": 2304},
+                    "output_tokens": 33, "output_tokens_details": {"reasoning_tokens": 0},
+                    "total_tokens": 2633}
+_TEXT = "Done: the flag is added and the tests pass."
 
 
 def openai_json() -> bytes:
@@ -51,7 +60,7 @@ def openai_json() -> bytes:
         "id": "chatcmpl-fake", "object": "chat.completion", "created": 1760000000,
         "model": "fake-model", "system_fingerprint": "fp_fake",
         "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None, "message": {
-            "role": "assistant", "content": "Done: the flag is added and the tests pass."}}],
+            "role": "assistant", "content": _TEXT}}],
         "usage": _USAGE_OPENAI})
 
 
@@ -79,7 +88,7 @@ def openai_events() -> list[bytes]:
 def anthropic_json() -> bytes:
     return orjson.dumps({
         "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake-model",
-        "content": [{"type": "text", "text": "Done: the flag is added and the tests pass."}],
+        "content": [{"type": "text", "text": _TEXT}],
         "stop_reason": "end_turn", "stop_sequence": None, "usage": _USAGE_ANTHROPIC})
 
 
@@ -108,6 +117,51 @@ def anthropic_events() -> list[bytes]:
     return out
 
 
+def _response(status: str, text: str | None, usage: dict[str, Any] | None) -> dict[str, Any]:
+    """A Responses API `response` object (the fields Codex and the OpenAI SDK read)."""
+    output = [] if text is None else [{
+        "type": "message", "id": "msg_fake", "status": "completed", "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}]}]
+    return {"id": "resp_fake", "object": "response", "created_at": 1760000000,
+            "status": status, "model": "fake-model", "output": output,
+            "parallel_tool_calls": False, "tool_choice": "auto", "tools": [], "store": False,
+            "reasoning": {"effort": "medium", "summary": None}, "usage": usage}
+
+
+def responses_json() -> bytes:
+    return orjson.dumps(_response("completed", _TEXT, _USAGE_RESPONSES))
+
+
+def responses_events() -> list[bytes]:
+    """36 SSE events in the Responses API's order, `response.completed` carrying the usage."""
+    seq = iter(range(STREAM_EVENTS))
+
+    def event(name: str, **fields: Any) -> bytes:
+        doc = {"type": name, "sequence_number": next(seq), **fields}
+        return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(doc) + b"\n\n"
+
+    item = {"type": "message", "id": "msg_fake", "status": "in_progress", "role": "assistant",
+            "content": []}
+    part = {"type": "output_text", "text": "", "annotations": []}
+    at = {"item_id": "msg_fake", "output_index": 0, "content_index": 0}
+    deltas = [f"tok{i} " for i in range(STREAM_EVENTS - 8)]
+    text = "".join(deltas)
+    out = [event("response.created", response=_response("in_progress", None, None)),
+           event("response.in_progress", response=_response("in_progress", None, None)),
+           event("response.output_item.added", output_index=0, item=item),
+           event("response.content_part.added", **at, part=part)]
+    out += [event("response.output_text.delta", **at, delta=d) for d in deltas]
+    done = {**part, "text": text}
+    out += [event("response.output_text.done", **at, text=text),
+            event("response.content_part.done", **at, part=done),
+            event("response.output_item.done", output_index=0,
+                  item={**item, "status": "completed", "content": [done]}),
+            event("response.completed", response=_response("completed", text,
+                                                            _USAGE_RESPONSES))]
+    assert len(out) == STREAM_EVENTS
+    return out
+
+
 def _whole(body: bytes) -> bytes:
     return (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
             b"content-length: %d\r\n\r\n" % len(body)) + body
@@ -129,9 +183,11 @@ class _Answers:
     def __init__(self, latency_s: float, pace_s: float) -> None:
         self.latency_s = latency_s
         self.pace_s = pace_s
-        self.json = {"openai": _whole(openai_json()), "anthropic": _whole(anthropic_json())}
+        self.json = {"openai": _whole(openai_json()), "anthropic": _whole(anthropic_json()),
+                     "responses": _whole(responses_json())}
         self.events = {"openai": _chunked(openai_events()),
-                       "anthropic": _chunked(anthropic_events())}
+                       "anthropic": _chunked(anthropic_events()),
+                       "responses": _chunked(responses_events())}
 
 
 def _api(path: bytes) -> str | None:
@@ -140,6 +196,8 @@ def _api(path: bytes) -> str | None:
         return "openai"
     if path.endswith(b"/messages"):
         return "anthropic"
+    if path.endswith(b"/responses"):
+        return "responses"
     return None
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-__all__ = ["FIGURES", "RESULTS", "SPEC_TARGETS", "checks", "last_litellm", "render"]
+__all__ = ["FIGURES", "RESULTS", "SPEC_TARGETS", "checks", "comparisons", "last_litellm",
+           "render"]
 
 RESULTS = Path(__file__).resolve().parent / "results"  # full runs keep their JSON here
 
@@ -46,6 +47,45 @@ FIGURES: tuple[tuple[str, str, str, bool], ...] = (
      False),
     ("anthropic CPU/req JSON c1 (ms)", "anthropic_json_c1", "cpu_ms_per_req", False),
     ("anthropic CPU/req stream c1 (ms)", "anthropic_stream_c1", "cpu_ms_per_req", False),
+    ("responses JSON added p50 (ms)", "responses_json_c1", "added_p50_ms", False),
+    ("responses stream added first byte p50 (ms)", "responses_stream_c1", "added_ttfb_p50_ms",
+     False),
+    ("responses stream whole added p50 (ms)", "responses_stream_c1", "added_p50_ms", False),
+    ("responses CPU/req JSON c1 (ms)", "responses_json_c1", "cpu_ms_per_req", False),
+    ("responses CPU/req stream c1 (ms)", "responses_stream_c1", "cpu_ms_per_req", False),
+    ("responses CPU/req JSON c16 (ms)", "responses_json_c16", "cpu_ms_per_req", False),
+    ("responses CPU/req stream c16 (ms)", "responses_stream_c16", "cpu_ms_per_req", False),
+    ("responses throughput JSON c16 (req/s)", "responses_json_c16", "rps", True),
+)
+
+# The Responses API rows against the Chat Completions rows of the same run: (label, responses
+# scenario, chat scenario, field). The target: within 10 % (added latency, CPU per request).
+RESPONSES_PAIRS: tuple[tuple[str, str, str, str], ...] = (
+    ("JSON added p50 (ms), c1", "responses_json_c1", "json_c1", "added_p50_ms"),
+    ("stream added first byte p50 (ms), c1", "responses_stream_c1", "stream_c1",
+     "added_ttfb_p50_ms"),
+    ("stream whole added p50 (ms), c1", "responses_stream_c1", "stream_c1", "added_p50_ms"),
+    ("CPU/req JSON c1 (ms)", "responses_json_c1", "json_c1", "cpu_ms_per_req_sched"),
+    ("CPU/req stream c1 (ms)", "responses_stream_c1", "stream_c1", "cpu_ms_per_req_sched"),
+    ("CPU/req JSON c16 (ms)", "responses_json_c16", "json_c16", "cpu_ms_per_req_sched"),
+    ("CPU/req stream c16 (ms)", "responses_stream_c16", "stream_c16", "cpu_ms_per_req_sched"),
+)
+RESPONSES_TOLERANCE = 0.10
+# The request log: orca-memory (`orca serve`, log on) minus orca-quiet (`--quiet`), same run.
+LOG_SCENARIOS = ("json_c1", "stream_c1", "json_c16", "stream_c16", "responses_json_c1",
+                 "responses_stream_c1", "responses_json_c16", "responses_stream_c16")
+LOG_TARGET_MS = 0.02
+# A revision measured beside the current tree (`--what-if at:<rev>`): these figures.
+BEFORE_AFTER: tuple[tuple[str, str, str], ...] = (
+    ("JSON added p50 (ms), c1", "json_c1", "added_p50_ms"),
+    ("stream added first byte p50 (ms), c1", "stream_c1", "added_ttfb_p50_ms"),
+    ("CPU/req JSON c1 (ms)", "json_c1", "cpu_ms_per_req_sched"),
+    ("CPU/req stream c1 (ms)", "stream_c1", "cpu_ms_per_req_sched"),
+    ("CPU/req JSON c16 (ms)", "json_c16", "cpu_ms_per_req_sched"),
+    ("CPU/req stream c16 (ms)", "stream_c16", "cpu_ms_per_req_sched"),
+    ("throughput JSON c16 (req/s)", "json_c16", "rps"),
+    ("anthropic JSON added p50 (ms)", "anthropic_json_c1", "added_p50_ms"),
+    ("anthropic CPU/req JSON c1 (ms)", "anthropic_json_c1", "cpu_ms_per_req_sched"),
 )
 
 # (target, scenario, field, "<=" or ">=", limit, what SPEC §12 says)
@@ -81,6 +121,102 @@ def checks(summary: Summary) -> list[dict[str, Any]]:
     return out
 
 
+def _rel(a: float | None, b: float | None) -> float | None:
+    """(a − b) / b, or None."""
+    return None if a is None or b is None or b <= 0 else round((a - b) / b, 4)
+
+
+def comparisons(summary: Summary) -> dict[str, Any]:
+    """The differences within one run that the figures exist for: the Responses API against
+    Chat Completions (per target), the request log (orca-memory − orca-quiet, per scenario;
+    CPU from schedstat, ns resolution), and each `at:<rev>` target against the current tree.
+    CPU differences use the schedstat run time: at 100 clock ticks a second, `utime + stime`
+    over a few hundred requests resolves only ~0.03 ms a request."""
+    out: dict[str, Any] = {"responses_vs_chat": {}, "request_log": {}, "before_after": {}}
+    for target in ("floor", "orca-memory", "orca-quiet", "orca-redis"):
+        rows = []
+        for label, resp, chat, field in RESPONSES_PAIRS:
+            r, c = _get(summary, target, resp, field), _get(summary, target, chat, field)
+            if r is None or c is None:
+                continue
+            rel = _rel(r, c)
+            rows.append({"figure": label, "responses": r, "chat": c, "relative": rel,
+                         "within_10pct": None if rel is None else rel <= RESPONSES_TOLERANCE})
+        if rows:
+            out["responses_vs_chat"][target] = rows
+    for sc in LOG_SCENARIOS:
+        on = summary.get("orca-memory", {}).get(sc)
+        off = summary.get("orca-quiet", {}).get(sc)
+        if not on or not off:
+            continue
+        cpu = on["cpu_ms_per_req_sched"] - off["cpu_ms_per_req_sched"]
+        out["request_log"][sc] = {
+            "cpu_ms_per_req_log": round(on["cpu_ms_per_req_sched"], 4),
+            "cpu_ms_per_req_quiet": round(off["cpu_ms_per_req_sched"], 4),
+            "cpu_ms_per_req_diff": round(cpu, 4),
+            "ticks_cpu_ms_per_req_diff": round(on["cpu_ms_per_req"] - off["cpu_ms_per_req"], 4),
+            "added_p50_ms_diff": round(on.get("added_p50_ms", 0.0) - off.get("added_p50_ms", 0.0),
+                                       4),
+            "within_target": cpu <= LOG_TARGET_MS}
+    for old in sorted(t for t in summary if t.startswith("orca-memory[at:")):
+        rows = []
+        for label, sc, field in BEFORE_AFTER:
+            before = _get(summary, old, sc, field)
+            if before is None:
+                continue
+            now, quiet = _get(summary, "orca-memory", sc, field), _get(summary, "orca-quiet", sc,
+                                                                       field)
+            rows.append({"figure": label, "before": before, "now": now, "now_quiet": quiet,
+                         "now_vs_before": _rel(now, before),
+                         "now_quiet_vs_before": _rel(quiet, before)})
+        out["before_after"][old] = rows
+    return out
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{v:+.1%}"
+
+
+def _render_comparisons(console: Any, doc: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    cmp = doc.get("comparisons") or comparisons(doc["summary"])
+    for target, rows in cmp["responses_vs_chat"].items():
+        t = Table(title=f"Responses API against Chat Completions, {target} (same run; "
+                        f"target: within {RESPONSES_TOLERANCE:.0%})")
+        for col in ("figure", "responses", "chat", "difference"):
+            t.add_column(col, justify="left" if col == "figure" else "right")
+        for r in rows:
+            t.add_row(r["figure"], _fmt(r["responses"], "ms"), _fmt(r["chat"], "ms"),
+                      _pct(r["relative"]))
+        console.print(t)
+    if cmp["request_log"]:
+        t = Table(title=f"The request log: orca serve − orca serve --quiet (same run; "
+                        f"target ≤ {LOG_TARGET_MS} ms CPU a request)")
+        for col in ("scenario", "CPU/req, log on", "CPU/req, --quiet", "log CPU/req",
+                    "(clock ticks)", "added p50 diff"):
+            t.add_column(col, justify="left" if col == "scenario" else "right")
+        for sc, r in cmp["request_log"].items():
+            t.add_row(sc, f"{r['cpu_ms_per_req_log']:.3f}", f"{r['cpu_ms_per_req_quiet']:.3f}",
+                      f"{r['cpu_ms_per_req_diff']:+.3f}", f"{r['ticks_cpu_ms_per_req_diff']:+.3f}",
+                      f"{r['added_p50_ms_diff']:+.3f}")
+        console.print(t)
+    for old, rows in cmp["before_after"].items():
+        t = Table(title=escape(f"{old} (before) against the current tree (same run)"))
+        for col in ("figure", "before", "now (log on)", "now (--quiet)", "now ÷ before − 1",
+                    "quiet ÷ before − 1"):
+            t.add_column(col, justify="left" if col == "figure" else "right")
+        for r in rows:
+            field = "rps" if "req/s" in r["figure"] else "ms"
+            t.add_row(r["figure"], _fmt(r["before"], field), _fmt(r["now"], field),
+                      _fmt(r["now_quiet"], field), _pct(r["now_vs_before"]),
+                      _pct(r["now_quiet_vs_before"]))
+        console.print(t)
+    console.print("  CPU differences above are schedstat run time (ns resolution), "
+                  "not utime + stime ticks.")
+
+
 def _fmt(v: float | None, field: str) -> str:
     if v is None:
         return "—"
@@ -106,6 +242,8 @@ def last_litellm(results: Path = RESULTS) -> tuple[dict[str, dict[str, float]], 
             saved = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             continue
+        if saved.get("settings", {}).get("quick"):
+            continue  # a smoke run's figures are not quoted
         lit = saved.get("summary", {}).get("litellm")
         if lit:
             return lit, str(saved.get("machine", {}).get("date", "?")), path.name
@@ -128,9 +266,11 @@ def render(doc: dict[str, Any]) -> None:
     st = doc["settings"]
     verdicts = {(c["target"], c["scenario"], c["field"]): c for c in doc["spec"]}
     what_ifs = sorted(t for t in s if t.startswith("orca-memory["))
-    present = [t for t in ("direct", "floor", "orca-memory", *what_ifs, "orca-redis", "litellm")
+    present = [t for t in ("direct", "floor", "orca-memory", "orca-quiet", *what_ifs,
+                           "orca-redis", "litellm")
                if t in s]
-    table = Table(title=f"Proxy overhead, 10 KB agent body (medians of {st['rounds']} "
+    quick = "QUICK RUN (smoke figures, not a full run): " if st.get("quick") else ""
+    table = Table(title=f"{quick}Proxy overhead, 10 KB agent body (medians of {st['rounds']} "
                         f"round(s), {st['requests']} requests a figure)")
     table.add_column("figure")
     for t in present:
@@ -168,6 +308,7 @@ def render(doc: dict[str, Any]) -> None:
             extra.append(_fmt(own, field) if own is not None else "—")
         table.add_row(label, *cells, vs_lit, vs_direct, *extra, spec.strip())
     console.print(table)
+    _render_comparisons(console, doc)
 
     g = Table(title="The same latest turn behind a longer transcript (orca, memory store, c1)")
     for col in ("transcript", "body bytes", "direct p50", "orca p50", "added p50", "added p99",

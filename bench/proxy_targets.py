@@ -184,10 +184,13 @@ def start_floor(workdir: Path, upstream_port: int, cpu: int | None) -> Proc:
 
 
 def orca_config(upstream_port: int, *, backend: str, redis_url: str = "",
-                key_prefix: str = "orca") -> str:
+                key_prefix: str = "orca", responses: bool = True) -> str:
     """One router, one channel per wire format at the fake upstream; gated_adaptive with
-    Frontier Escalation on, as the documented example runs it."""
+    Frontier Escalation on, as the documented example runs it. The OpenAI channel also answers
+    the Responses API (`api = ["openai", "responses"]`, as OpenAI's own endpoint does) unless
+    `responses` is False: a revision from before the Responses API refuses that key's list."""
     base = f"http://127.0.0.1:{upstream_port}"
+    api = '["openai", "responses"]' if responses else '"openai"'
     state = f'backend = "{backend}"\n'
     if backend == "redis":
         state += f'redis_url = "{redis_url}"\nkey_prefix = "{key_prefix}"\n'
@@ -200,7 +203,7 @@ host = "127.0.0.1"
 [[channels]]
 name = "fake-openai"
 type = "openai-compatible"
-api = "openai"
+api = {api}
 base_url = "{base}"
 keys = ["sk-fake-bench-key"]
 models = ["bench-base", "bench-strong", "bench-paced"]
@@ -259,20 +262,24 @@ mode = "off"
 def start_orca(name: str, workdir: Path, upstream_port: int, cpu: int | None, *,
                backend: str = "memory", redis_url: str = "", key_prefix: str = "orca",
                python_args: tuple[str, ...] = (), what_if: str | None = None,
-               config: str | None = None) -> Proc:
+               config: str | None = None, serve_args: tuple[str, ...] = (),
+               responses: bool = True) -> Proc:
     """`orca serve` in its own process; `python_args` may put a profiler in front, and
     `what_if` names a `bench/orca_what_if.py` variant to run instead of the shipped CLI.
-    `config` replaces the `orca_config` text; `notes["token_path"]` is its admin token."""
+    `config` replaces the `orca_config` text; `notes["token_path"]` is its admin token.
+    `serve_args` go after `orca serve`'s own (e.g. `--quiet`: no request log); `responses`
+    False leaves the Responses API out of the config (for a revision that predates it)."""
     cfg = workdir / f"{name}.toml"
     cfg.write_text(config if config is not None else orca_config(
-        upstream_port, backend=backend, redis_url=redis_url, key_prefix=key_prefix))
+        upstream_port, backend=backend, redis_url=redis_url, key_prefix=key_prefix,
+        responses=responses))
     port = free_port()
     env = _clean_env()
     env["XDG_STATE_HOME"] = str(workdir / f"{name}-state")  # its admin token stays here
     entry = (["-m", "orca_cli"] if what_if is None
              else [str(ROOT / "bench" / "orca_what_if.py"), what_if])
     argv = [sys.executable, *python_args, *entry, "serve", "--config", str(cfg),
-            "--port", str(port)]
+            "--port", str(port), *serve_args]
     proc = _spawn(name, argv, env=env, cpu=cpu, workdir=workdir, port=port)
     _wait_listening(proc, 60.0)
     proc.notes["token_path"] = str(workdir / f"{name}-state" / "orca" / "admin.token")
