@@ -374,7 +374,7 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Out
         res.failed.add((att.channel, att.key_index))
         if res.served is not None:  # bytes already reached the client: end its stream
             await send({"type": "http.response.body", "more_body": False,
-                        "body": stream_error_event(inb.api, f"upstream stream failed: {exc}")})
+                        "body": _stream_failure(inb, res.tap, f"upstream stream failed: {exc}")})
             return True
         return None
     finally:
@@ -424,8 +424,17 @@ async def _relay(inb: Inbound, tap: ResponseTap, first: bytes, chunks: Any, send
         # as error_finish): a second error event, and a second health count, would be wrong.
         assert rt.health is not None
         rt.health.record(att.channel, att.key_index, "stream_error")
-        tail += stream_error_event(inb.api, "upstream stream ended before its final event")
+        tail += _stream_failure(inb, tap, "upstream stream ended before its final event")
     await send({"type": "http.response.body", "body": tail, "more_body": False})
+
+
+def _stream_failure(inb: Inbound, tap: ResponseTap | None, message: str) -> bytes:
+    """The inbound format's in-stream error. A stream relayed as it came (its tap reads the
+    inbound format) ends with the tap's own: a Responses stream's `response.failed` names
+    the response it announced and continues its sequence numbers."""
+    if tap is not None and tap.api == inb.api:
+        return tap.stream_error_event(message)
+    return stream_error_event(inb.api, message)
 
 
 def _translate_json(xl: ResponseTranslator, status: int, body: bytes,
