@@ -234,7 +234,9 @@ def _affinity(turn: Turn, sv: Served) -> tuple[str, dict[str, Any], float] | Non
     real cache read, 15 min, refreshed on each further read, for at most 24 h (SPEC §5)."""
     att, usage, router = turn.outcome.served, sv.usage, turn.router_name
     key = turn.affinity_key  # derived once, by `prepare`
-    if key is None or router is None or att is None or usage is None:
+    if key is None or turn.previous_response is not None:
+        return None  # that key names a stored response's record, not a prefix
+    if router is None or att is None or usage is None:
         return None
     if usage.cached_tokens <= 0:
         return None
