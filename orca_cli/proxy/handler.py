@@ -21,7 +21,7 @@ from orca_cli.routing.route import Attempt
 from orca_cli.turn import RequestHead, Turn, decide, prepare, refused, settle
 from orca_cli.types import Receive, Send
 
-__all__ = ["handle_generate"]
+__all__ = ["handle_generate", "serve_turn"]
 
 log = logging.getLogger("orca")
 
@@ -43,7 +43,7 @@ async def handle_generate(rt: Runtime, policy: GuardPolicy, head: RequestHead, r
         model = body.get("model")
         return await _refuse(rt, head, send, prepared, request_id, start,
                              requested_model=model if isinstance(model, str) else None)
-    await _serve(rt, prepared, receive, send)
+    await serve_turn(rt, prepared, receive, send)
 
 
 async def _refuse(rt: Runtime, head: RequestHead, send: Send, refusal: Refusal,
@@ -59,6 +59,21 @@ async def _refuse(rt: Runtime, head: RequestHead, send: Send, refusal: Refusal,
     await rt.gate.commit(batch)
 
 
+async def _classify(rt: Runtime, turn: Turn) -> None:
+    """The auto router's model classifier (SPEC §16), a child request through orca, bounded
+    by `classifier_timeout_ms`; on any failure the strategy classifies locally."""
+    auto = rt.cfg.auto
+    router = turn.router
+    if (router is None or router.strategy != "auto" or auto.classifier == "local"
+            or turn.delta is None or turn.purpose is not None):
+        return
+    from orca_cli.proxy.auto_classifier import classify_for_auto
+    from orca_cli.proxy.child import ChildClassifier
+
+    turn.classification = await classify_for_auto(ChildClassifier(rt), auto, turn.body,
+                                                  turn.delta, parent_request_id=turn.request_id)
+
+
 async def _read(rt: Runtime, turn: Turn) -> None:
     """The snapshot the decision reads; on a store fault, the in-process pins (degraded)."""
     if turn.read is None:
@@ -72,8 +87,10 @@ async def _read(rt: Runtime, turn: Turn) -> None:
         turn.snapshot = rt.gate.degraded_pins.get(turn.router.name, turn.session)
 
 
-async def _serve(rt: Runtime, turn: Turn, receive: Receive, send: Send) -> None:
+async def serve_turn(rt: Runtime, turn: Turn, receive: Receive, send: Send) -> None:
+    """A prepared turn from the store read to its commit (a client's or a child request)."""
     await _read(rt, turn)
+    await _classify(rt, turn)
     assert rt.health is not None
     healthy = rt.health.request_view()
     plan = decide(rt.cfg, turn, scorer=rt.scorer, healthy=healthy, rng=rt.rng)

@@ -13,6 +13,7 @@ from typing import Any
 
 from orca_cli.config.schema import RouterConfig
 from orca_cli.errors import Refusal
+from orca_cli.routing.auto.classify import Classification
 from orca_cli.routing.features import Delta
 from orca_cli.routing.route import Attempt, RoutePlan
 from orca_cli.routing.target import Target
@@ -112,6 +113,10 @@ class Turn:
     # count the request; nothing else of the session is read for or written by it.
     side_of: tuple[str, SessionId] | None = None  # (its router, its session)
     previous_response: str | None = None  # Responses `previous_response_id` (a hard pin)
+    # A child request orca made itself (SPEC §16): why, and the request it serves.
+    purpose: str | None = None
+    parent_request_id: str | None = None
+    classification: Classification | None = None  # the auto router's model classifier
     read: ReadRequest | None = None  # what to read from the store; None: nothing
     snapshot: Snapshot = field(default_factory=Snapshot)
     degraded: bool = False

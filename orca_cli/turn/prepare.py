@@ -164,7 +164,8 @@ def decide(cfg: Config, turn: Turn, *, scorer: Scorer, healthy: Healthy,
                      est_tokens=turn.est_tokens, session=turn.session,
                      ask=None if turn.side else turn.ask, dedupe_key=turn.dedupe_key,
                      degraded=turn.degraded, side=turn.side is not None,
-                     previous_response=turn.previous_response is not None)
+                     previous_response=turn.previous_response is not None,
+                     classification=turn.classification)
     plan = plan_route(cfg, inp, turn.snapshot, now=turn.now, scorer=scorer, healthy=healthy,
                       rng=rng)
     turn.plan = plan

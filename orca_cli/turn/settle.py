@@ -181,6 +181,8 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
     trace = build_trace(head, turn.delta, turn.plan, result)
     if turn.side is not None:
         trace["side"] = {"rule": turn.side}
+    if turn.purpose is not None:
+        trace["purpose"], trace["parent_request_id"] = turn.purpose, turn.parent_request_id
     if out.own_kind is not None:
         trace["error_kind"] = out.own_kind
     if out.translation is not None and att is not None:
