@@ -243,7 +243,8 @@ async def test_the_pool_is_bounded_and_waiters_give_up_at_the_timeout(
         quick = own_env.open(max_connections=4, timeout_ms=100)
         await quick.ping()
         sleeper = asyncio.create_task(
-            asyncio.to_thread(control.execute_command, "DEBUG", "SLEEP", "0.4")
+            # Long enough that every read below starts while it sleeps, on a loaded machine too
+            asyncio.to_thread(control.execute_command, "DEBUG", "SLEEP", "2.0")
         )
         await eventually(lambda: asyncio.to_thread(stalled, own_redis.port), 3,
                          what="the server asleep")
