@@ -54,9 +54,7 @@ from orca_cli.types import Api, Receive, Send
 from orca_cli.wire.errors import error_body, stream_error_event
 from orca_cli.wire.usage import ResponseTap
 
-__all__ = ["AttemptRecord", "ForwardResult", "Inbound", "forward"]
-
-ForwardResult = Outcome  # the name this module's callers knew
+__all__ = ["AttemptRecord", "Inbound", "forward"]
 _FORWARDED_CLIENT_HEADERS = ("anthropic-version", "anthropic-beta", "openai-beta", "accept")
 _PASS_THROUGH_AUTH = ("authorization", "x-api-key")
 

@@ -1,0 +1,128 @@
+"""What the translation tests share: the three-format config, the SDK clients (recording the
+request id of every answer), one question in each inbound format, a request's trace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anthropic
+import httpx2
+import openai
+
+from orca_cli.testing import Sidecar
+from orca_cli.types import Api
+
+WAIT_S = 5.0
+
+CONFIG = """
+[[channels]]
+name = "oa"
+type = "openai-compatible"
+base_url = "{up}/oa/v1"
+keys = ["sk-oa-0"]
+models = ["gpt-t"]
+
+[[channels]]
+name = "an"
+type = "anthropic"
+base_url = "{up}/an"
+keys = ["sk-an-0"]
+models = ["claude-t", "duo"]
+cache_ttl_s = 3600
+
+[[channels]]
+name = "rs"
+type = "openai"
+api = "responses"
+base_url = "{up}/rs/v1"
+keys = ["sk-rs-0"]
+models = ["codex-t", "duo"]
+weight = 2
+
+[routers.pair]
+strategy = "cheapest"
+mode = "price"
+allowed_models = ["duo"]
+[routers.pair.escalation]
+mode = "off"
+"""
+
+# model -> (channel prefix, the channel's format)
+TARGETS: dict[str, tuple[str, Api]] = {
+    "gpt-t": ("oa", "openai"), "claude-t": ("an", "anthropic"), "codex-t": ("rs", "responses")}
+CROSS = [(inbound, model) for inbound in ("openai", "anthropic", "responses")
+         for model, (_, fmt) in TARGETS.items() if fmt != inbound]
+
+
+RIDS: list[str] = []  # x-orca-request-id of every answer the SDK clients got
+
+
+async def note(resp: httpx2.Response) -> None:
+    RIDS.append(resp.headers.get("x-orca-request-id", ""))
+
+
+def http_client() -> httpx2.AsyncClient:
+    """The SDKs' HTTP client (both run on httpx2), noting every answer's request id."""
+    return httpx2.AsyncClient(event_hooks={"response": [note]}, timeout=WAIT_S * 4)
+
+
+def oa(st: Sidecar) -> openai.AsyncOpenAI:
+    c = openai.AsyncOpenAI(base_url=st.base + "/v1", api_key="agent", max_retries=0,
+                           http_client=http_client())
+    st.closers.append(c.close)
+    return c
+
+
+def an(st: Sidecar) -> anthropic.AsyncAnthropic:
+    c = anthropic.AsyncAnthropic(base_url=st.base, api_key="agent", max_retries=0,
+                                 http_client=http_client())
+    st.closers.append(c.close)
+    return c
+
+
+async def ask(st: Sidecar, inbound: str, model: str, *, stream: bool) -> tuple[str, str]:
+    """One question through the SDK of `inbound`: (answer text, the answer's model name)."""
+    if inbound == "openai":
+        if stream:
+            chunks = await oa(st).chat.completions.create(
+                model=model, messages=[{"role": "user", "content": "hi"}], stream=True,
+                stream_options={"include_usage": True})
+            text, name = "", ""
+            async for c in chunks:
+                name = c.model
+                if c.choices and c.choices[0].delta.content:
+                    text += c.choices[0].delta.content
+            return text, name
+        r = await oa(st).chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "hi"}])
+        return r.choices[0].message.content or "", r.model
+    if inbound == "anthropic":
+        if stream:
+            async with an(st).messages.stream(
+                    model=model, max_tokens=100,
+                    messages=[{"role": "user", "content": "hi"}]) as s:
+                got = await s.get_final_message()
+            return "".join(b.text for b in got.content if b.type == "text"), got.model
+        m = await an(st).messages.create(model=model, max_tokens=100,
+                                          messages=[{"role": "user", "content": "hi"}])
+        return "".join(b.text for b in m.content if b.type == "text"), m.model
+    if stream:
+        events = await oa(st).responses.create(model=model, input="hi", stream=True)
+        final: Any = None
+        async for ev in events:
+            if ev.type == "response.completed":
+                final = ev.response
+        assert final is not None, "the stream had no response.completed"
+        return final.output_text, final.model
+    r2 = await oa(st).responses.create(model=model, input="hi")
+    return r2.output_text, r2.model
+
+
+async def trace_of(st: Sidecar) -> dict[str, Any]:
+    """The trace of the last answer an SDK client got."""
+    await st.settled(RIDS[-1])
+    trace = await st.rt.gate.store.get_trace(RIDS[-1])
+    assert trace is not None, "no trace"
+    return dict(trace)
+
+
