@@ -8,24 +8,12 @@ import openai
 import pytest
 
 from tests.e2e.conftest import Sidecar
+from tests.e2e.conftest import anthropic_client as _an
+from tests.e2e.conftest import openai_client as _oa
 
 pytestmark = pytest.mark.asyncio
 
 MSGS = [{"role": "user", "content": "rename the variable x to count in utils.py"}]
-
-
-def _oa(sc: Sidecar, **headers: str) -> openai.AsyncOpenAI:
-    client = openai.AsyncOpenAI(base_url=sc.base + "/v1", api_key="agent-key", max_retries=0,
-                                default_headers=headers or None)
-    sc.closers.append(client.close)
-    return client
-
-
-def _an(sc: Sidecar, **headers: str) -> anthropic.AsyncAnthropic:
-    client = anthropic.AsyncAnthropic(base_url=sc.base, api_key="agent-key", max_retries=0,
-                                      default_headers=headers or None)
-    sc.closers.append(client.close)
-    return client
 
 
 async def test_openai_chat_non_streaming_is_routed_and_labelled(sidecar: Sidecar) -> None:
