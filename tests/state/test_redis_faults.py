@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+import redis
 
 from orca_cli.clock import FakeClock
 from orca_cli.errors import StoreUnavailable
@@ -242,9 +243,11 @@ async def test_the_pool_is_bounded_and_waiters_give_up_at_the_timeout(
         assert len(clients) <= 4 + 1  # the store's pool plus this control connection
         quick = own_env.open(max_connections=4, timeout_ms=100)
         await quick.ping()
+        # Long enough that every read below starts while it sleeps, on a loaded machine too;
+        # its own connection waits for the reply longer than that.
+        sleeper_client = redis.Redis.from_url(own_redis.url, socket_timeout=10)
         sleeper = asyncio.create_task(
-            # Long enough that every read below starts while it sleeps, on a loaded machine too
-            asyncio.to_thread(control.execute_command, "DEBUG", "SLEEP", "2.0")
+            asyncio.to_thread(sleeper_client.execute_command, "DEBUG", "SLEEP", "2.0")
         )
         await eventually(lambda: asyncio.to_thread(stalled, own_redis.port), 3,
                          what="the server asleep")
@@ -255,6 +258,7 @@ async def test_the_pool_is_bounded_and_waiters_give_up_at_the_timeout(
         assert all(isinstance(o, StoreUnavailable) for o in outcomes)
         assert time.monotonic() - started < 0.1 + SLACK_S
         await sleeper
+        sleeper_client.close()
     finally:
         control.close()
     assert (await quick.read(ReadRequest("coding", "s1"))).tier is None
