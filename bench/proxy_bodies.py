@@ -10,7 +10,8 @@ A Responses API body (`api="responses"`) is shaped as Codex CLI sends it: the sy
 `instructions`, a developer message (sandbox and approval policy) and the user's environment
 context as the first `input` items, the same trivial-edit history as `message` items, and the
 latest turn as a `reasoning` item (encrypted), a `function_call` to `shell` and its
-`function_call_output`; the tools as Responses function tools, with `tool_choice`,
+`function_call_output` (exit code 0: the same passing `go test` log as the other formats' latest
+turn, so every format's row routes alike and compares like with like); the tools as Responses function tools, with `tool_choice`,
 `parallel_tool_calls`, `reasoning`, `store: false`, `include` and a `prompt_cache_key`.
 """
 
@@ -64,7 +65,7 @@ def _responses_latest() -> list[dict[str, Any]]:
                                   "timeout_ms": 120000})},
         {"type": "function_call_output", "call_id": "call_42",
          "output": json.dumps({"output": go_test_log(_LATEST_LOG),
-                               "metadata": {"exit_code": 1, "duration_seconds": 2.4}})},
+                               "metadata": {"exit_code": 0, "duration_seconds": 2.4}})},
     ]
 
 

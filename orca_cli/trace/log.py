@@ -69,7 +69,8 @@ def short_id(request_id: Any) -> str:
 
 def _clip(value: Any, width: int) -> str:
     text = "-" if value is None or value == "" else str(value)
-    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    if not text.isprintable():  # a control character would rewrite the operator's terminal
+        text = "".join(ch if ch.isprintable() else "?" for ch in text)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -123,36 +124,40 @@ def _status_colour(status: int) -> str:
 
 
 def format_line(trace: Mapping[str, Any], *, colour: bool = False) -> str:
-    """One aligned line (no trailing newline); ANSI colours when `colour`."""
-    tier = trace.get("tier") or {}
-    sel = trace.get("selected") or {}
-    ts = _num(trace.get("ts"))
-    when = _clock_text(int(ts)) if ts is not None else "--:--:--"
-    router = trace.get("router") or trace.get("requested_model")
+    """One aligned line (no trailing newline); ANSI colours when `colour`. Written once per
+    request on the serving loop, so it reads each field once and formats in one f-string."""
+    get = trace.get
+    tier = get("tier") or _EMPTY
+    sel = get("selected") or _EMPTY
+    ts = get("ts")
+    when = _clock_text(int(ts)) if type(ts) in (int, float) else "--:--:--"
     decision = tier.get("decision")
     tier_text = f"{decision}:{tier.get('reason')}" if decision else "-"
     served = (f"{sel.get('model')}@{sel.get('channel')}#{sel.get('key_index')}"
               if sel else "-")
-    status = trace.get("status")
-    status_i = status if isinstance(status, int) else 0
-    latency = _num(trace.get("latency_ms"))
-    latency_text = f"{latency:.0f}ms" if latency is not None else "-"
-    tail = _tail(trace)
-    cells = [when, short_id(trace.get("request_id")),
-             f"{_clip(trace.get('session_id'), SESSION_WIDTH):<{SESSION_WIDTH}}",
-             f"{_clip(router, 12):<12}", f"{_clip(tier_text, 24):<24}",
-             f"{_clip(served, 40):<28}", f"{status if status is not None else '-':>3}",
-             f"{latency_text:>7}", tail]
+    status = get("status")
+    latency = get("latency_ms")
+    latency_text = f"{latency:.0f}ms" if type(latency) in (int, float) else "-"
+    rid = short_id(get("request_id"))
+    session = _clip(get("session_id"), SESSION_WIDTH)
+    router = _clip(get("router") or get("requested_model"), 12)
+    tier_cell = _clip(tier_text, 24)
+    status_text = "-" if status is None else status
     if not colour:
-        return " ".join(cells)
-    cells[0] = _DIM + cells[0] + _RESET
-    cells[1] = _CYAN + cells[1] + _RESET
+        return (f"{when} {rid} {session:<{SESSION_WIDTH}} {router:<12} {tier_cell:<24} "
+                f"{_clip(served, 40):<28} {status_text:>3} {latency_text:>7} {_tail(trace)}")
+    tail = _tail(trace)
     if decision == "strong":
-        cells[4] = _BOLD_MAGENTA + cells[4] + _RESET
-    cells[6] = _status_colour(status_i) + cells[6] + _RESET
-    if trace.get("error"):
-        cells[8] = _RED + cells[8] + _RESET
-    return " ".join(cells)
+        tier_cell = f"{_BOLD_MAGENTA}{tier_cell:<24}{_RESET}"
+    status_colour = _status_colour(status if isinstance(status, int) else 0)
+    if get("error"):
+        tail = _RED + tail + _RESET
+    return (f"{_DIM}{when}{_RESET} {_CYAN}{rid}{_RESET} {session:<{SESSION_WIDTH}} "
+            f"{router:<12} {tier_cell:<24} {_clip(served, 40):<28} "
+            f"{status_colour}{status_text:>3}{_RESET} {latency_text:>7} {tail}")
+
+
+_EMPTY: Mapping[str, Any] = {}
 
 
 _last_second: list[Any] = [None, ""]  # one-entry memo: a burst of lines shares its second
@@ -174,8 +179,9 @@ def _tail(trace: Mapping[str, Any]) -> str:
         return f"{'no usage':<10}  ${cost:.6f}"
     prompt = _num(usage.get("prompt_tokens")) or 0.0
     cached = _num(usage.get("cached_tokens")) or 0.0
-    share = f"cached {cached / prompt:>4.0%}" if prompt > 0 else "cached   -"
-    return f"{share}  ${cost:.6f}"
+    if prompt > 0:
+        return f"cached {100 * cached / prompt:>3.0f}%  ${cost:.6f}"
+    return f"cached   -  ${cost:.6f}"
 
 
 def wants_colour(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
