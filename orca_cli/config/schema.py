@@ -129,6 +129,11 @@ class ServerConfig:
     response_model: Literal["requested", "served"] = "requested"
     max_response_mb: float = 64  # a non-stream upstream body larger than this fails (502)
 
+    @property
+    def max_response_bytes(self) -> int:
+        """The most of a whole (non-stream) upstream answer orca reads and holds."""
+        return int(self.max_response_mb * 1_048_576)
+
 
 @dataclass(frozen=True, slots=True)
 class StateConfig:

@@ -41,9 +41,11 @@ from orca_cli.proxy.transport import (
     Timeouts,
     UpstreamRequest,
     UpstreamResponse,
+    UpstreamTooLarge,
     anthropic_version_header,
     auth_headers,
     filter_response_headers,
+    read_limited,
     upstream_url,
 )
 from orca_cli.proxy.xlate import Crossing, cross, translated_error
@@ -223,6 +225,8 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
                     rt.budget.retry_finished()
             if done is True:
                 return
+            if res.own_error is not None:  # an answer too large to relay: not retried
+                break
             if isinstance(done, tuple):
                 last = done
                 kind = classify_status(done[0])
@@ -274,7 +278,8 @@ async def _answer_failure(inb: Inbound, send: Send, res: Outcome,
         failure = res.attempts[-1].error or "transport_error"
         status = 504 if failure.startswith("UpstreamTimeout") else 502
         res.status = status
-        res.own_error = f"no upstream answered: every attempt failed before responding ({failure})"
+        res.own_error = res.own_error or ("no upstream answered: every attempt failed before "
+                                          f"responding ({failure})")
         body = error_body(inb.api, status, res.own_error)
         await _send_whole(send, status, (("content-type", "application/json"),), body,
                           inb.orca_headers(None))
@@ -342,7 +347,7 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Out
             else:
                 await _relay_translated(inb, tap, xl, first, chunks, send, rt, att)
         else:
-            body = await resp.read()
+            body = await read_limited(resp, rt.cfg.server.max_response_bytes)
             tap.feed_body(body)
             headers, status = filter_response_headers(resp.headers), resp.status
             if xl is not None:
@@ -370,6 +375,8 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Out
         rt.health.record(att.channel, att.key_index, outcome_of_error(exc), status=exc.status)
         rt.metrics.upstream(att.channel, "timeout" if hasattr(exc, "phase") else "error")
         res.failed.add((att.channel, att.key_index))
+        if isinstance(exc, UpstreamTooLarge):
+            res.own_error = str(exc)  # no further attempt (`_run`)
         if res.served is not None:  # bytes already reached the client: end its stream
             await send({"type": "http.response.body", "more_body": False,
                         "body": _stream_failure(inb, res.tap, f"upstream stream failed: {exc}")})
@@ -386,7 +393,7 @@ async def _failed_answer(rt: Runtime, resp: UpstreamResponse, att: Attempt,
                          t0: float) -> tuple[int, Headers, bytes, Attempt]:
     """An upstream's error answer: recorded against its key, kept as the request's `last`."""
     assert rt.health is not None
-    body = await resp.read()
+    body = await read_limited(resp, rt.cfg.server.max_response_bytes)
     rec.latency_ms = (rt.clock.monotonic() - t0) * 1000
     rec.error = f"http_{resp.status}"
     wait = retry_after_seconds(resp.headers, rt.clock.now())

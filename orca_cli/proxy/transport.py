@@ -42,10 +42,12 @@ __all__ = [
     "UpstreamResponse",
     "UpstreamStreamError",
     "UpstreamTimeout",
+    "UpstreamTooLarge",
     "anthropic_version_header",
     "auth_headers",
     "filter_response_headers",
     "header_value",
+    "read_limited",
     "upstream_url",
 ]
 
@@ -152,6 +154,38 @@ class UpstreamStreamError(UpstreamError):
 
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         super().__init__(message, retryable=retryable)
+
+
+class UpstreamTooLarge(UpstreamStreamError):
+    """A whole (non-stream) answer larger than `[server] max_response_mb` (SPEC §18): not
+    relayed, and no further attempt is made — its tokens were produced and billed, and
+    another upstream asked the same would likely answer the same."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the upstream answer is larger than [server] max_response_mb "
+                         f"({limit / 1_048_576:g} MB); not relayed")
+
+
+async def read_limited(resp: UpstreamResponse, limit: int) -> bytes:
+    """A whole body, refused past `limit` bytes (0: no limit). A declared Content-Length
+    within the limit is read at once (the transport stops at that length); one above it is
+    refused before a byte is read; without one, the body is read as it arrives and refused as
+    soon as it passes the limit. The parts are joined once: one copy of the body."""
+    if limit <= 0:
+        return await resp.read()
+    declared = header_value(resp.headers, "content-length")
+    if declared is not None and declared.strip().isdigit():
+        if int(declared) > limit:
+            raise UpstreamTooLarge(limit)
+        return await resp.read()
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in resp.chunks():
+        size += len(chunk)
+        if size > limit:
+            raise UpstreamTooLarge(limit)
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 # --- response headers (SPEC §7) -------------------------------------------------------------
