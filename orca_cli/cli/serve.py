@@ -39,6 +39,9 @@ def register(app: typer.Typer) -> None:
         redis_url: str | None = typer.Option(None, "--redis-url", metavar="URL",
                                              help="Redis URL (default \\[state].redis_url); "
                                                   "implies --state redis."),
+        workers: int = typer.Option(1, "--workers", min=1, max=64, metavar="N",
+                                    help="Serve with N processes on one port (needs the Redis "
+                                         "store: sessions are shared through it)."),
     ) -> None:
         """Start the sidecar proxy next to your coding agent.
 
@@ -51,6 +54,7 @@ def register(app: typer.Typer) -> None:
             orca serve
             orca serve --port 8788 --config ./orca.toml
             orca serve --log-format json | jq .
+            orca serve --workers 2 --redis-url redis://127.0.0.1:6379/0
         """
         from orca_cli.config.load import is_loopback_host, load
         from orca_cli.errors import ConfigError
@@ -60,6 +64,10 @@ def register(app: typer.Typer) -> None:
         except ConfigError as exc:
             fail(str(exc))
         cfg = with_state(cfg, state, redis_url)
+        if workers > 1 and cfg.state.backend != "redis":
+            fail(f"--workers {workers} needs the Redis store: each worker is its own process, "
+                 "and only Redis lets them share sessions, pins and caps. Pass --state redis "
+                 "(or --redis-url URL), or set [state] backend = \"redis\"", 2)
         if cfg.source is None and not cfg.channels:
             fail("no orca.toml found; run `orca init` (it writes a config whose sim channels "
                  "answer offline) or pass --config")
@@ -76,7 +84,8 @@ def register(app: typer.Typer) -> None:
             fail(f"--log-format must be text or json, got {log_format!r}", 2)
         endpoint = otlp_endpoint or getattr(getattr(cfg, "telemetry", None), "otlp_endpoint",
                                             None)
-        _run(cfg, bind, bind_port, log_level, None if quiet else log_format, endpoint or None)
+        _run(cfg, bind, bind_port, log_level, None if quiet else log_format, endpoint or None,
+             workers)
 
 
 def with_state(cfg: Any, state: str | None, redis_url: str | None) -> Any:
@@ -101,47 +110,74 @@ def with_state(cfg: Any, state: str | None, redis_url: str | None) -> Any:
 
 
 def _run(cfg: object, host: str, port: int, log_level: str,
-         log_format: str | None = "text", otlp_endpoint: str | None = None) -> None:
-    import asyncio
-    import gc
+         log_format: str | None = "text", otlp_endpoint: str | None = None,
+         workers: int = 1) -> None:
     import logging
 
     from orca_cli.cli.agent_setup import banner_lines, setup_for
-    from orca_cli.compose import create_app
     from orca_cli.config.schema import Config
-    from orca_cli.proxy.server import bind_socket, build_server
+    from orca_cli.proxy.server import bind_socket
     from orca_cli.proxy.token import admin_token_path, sidecar_record, write_admin_token
+    from orca_cli.proxy.workers import reuseport_socket, supervise
 
     assert isinstance(cfg, Config)
     logging.basicConfig(level=logging.WARNING, format="orca: %(message)s")
     try:
-        sock = bind_socket(host, port)
+        sock = (bind_socket if workers == 1 else reuseport_socket)(host, port)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port "
              "or stop what holds it")
     real_port = sock.getsockname()[1]
     token = write_admin_token()
-    app = create_app(cfg, admin_token=token, port=real_port)
-    sink = _trace_sinks(log_format, otlp_endpoint)
-    if sink is not None:
-        app.rt.trace_sinks.append(sink.emit)
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{real_port}"
     con = _Plain()
+    procs = f", {workers} workers" if workers > 1 else ""
     con.print(f"orca {cfg.source or '(built-in defaults)'} listening on {base} "
-              f"(state: {cfg.state.backend})")
+              f"(state: {cfg.state.backend}{procs})")
     for line in banner_lines(setup_for(cfg, base)):
         con.print(line)
     con.print(f"admin token: {admin_token_path()} (for orca explain, session, escalate)")
-    server = build_server(app, cfg.server, host=host, port=real_port, log_level=log_level)
+
+    def worker(_index: int) -> None:
+        # Each worker its own listener on the port (the kernel spreads connections); the
+        # parent's socket only holds the port and is never listened on.
+        _serve(cfg, reuseport_socket(host, real_port), token, host, real_port, log_level,
+               log_format, otlp_endpoint)
+
+    with sidecar_record(host, real_port, token, cfg.source):
+        if workers == 1:
+            _serve(cfg, sock, token, host, real_port, log_level, log_format, otlp_endpoint)
+            return
+        code = supervise(workers, worker)
+    if code:
+        raise typer.Exit(code)
+
+
+def _serve(cfg: object, sock: object, token: str, host: str, port: int, log_level: str,
+           log_format: str | None, otlp_endpoint: str | None) -> None:
+    """One serving process: its app, runtime and event loop on `sock`, until stopped."""
+    import asyncio
+    import gc
+    import socket
+
+    from orca_cli.compose import create_app
+    from orca_cli.config.schema import Config
+    from orca_cli.proxy.server import build_server
+
+    assert isinstance(cfg, Config) and isinstance(sock, socket.socket)
+    app = create_app(cfg, admin_token=token, port=port)
+    sink = _trace_sinks(log_format, otlp_endpoint)
+    if sink is not None:
+        app.rt.trace_sinks.append(sink.emit)
+    server = build_server(app, cfg.server, host=host, port=port, log_level=log_level)
     # What start-up built (config, modules, the runtime) lives as long as the process: out
     # of the collector's scans. A request allocates a few hundred objects and frees nearly
     # all by reference counting, so the cyclic collector runs every 20,000 allocations
     # rather than 700 (measured: 15-24 µs a request in collections at the default, 5-6).
     gc.freeze()
     gc.set_threshold(20_000, 50, 100)
-    with sidecar_record(host, real_port, token, cfg.source):
-        asyncio.run(server.serve(sockets=[sock]))
+    asyncio.run(server.serve(sockets=[sock]))
 
 
 def _trace_sinks(log_format: str | None, otlp_endpoint: str | None) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -116,7 +117,8 @@ class OrcaApp:
         doc = {"status": "ok" if gate.healthy else "degraded",
                "store": {"backend": gate.store.backend, "healthy": gate.healthy,
                          "degraded_since": gate.since, "state_lost_at": gate.state_lost_at},
-               "version": __version__, "uptime_s": round(time.time() - self.rt.started_at, 3)}
+               "version": __version__, "uptime_s": round(time.time() - self.rt.started_at, 3),
+               "pid": os.getpid()}  # the worker that answered (`orca serve --workers N`)
         await send_json(send, 200, doc)
 
     async def _metrics(self, send: Send) -> None:

@@ -1,0 +1,123 @@
+"""`orca serve --workers N` (SPEC §18): N processes serving one port, sharing state in Redis.
+
+The parent binds the port once (so `--port 0` picks one and every worker learns it), writes
+the admin token and the sidecar record, prints the banner, then forks the workers. Each worker
+binds its own listening socket to the same address with `SO_REUSEPORT`, so the kernel spreads
+new connections across the workers evenly (one shared accept queue would let a busy worker's
+neighbour starve or pile up), builds its own runtime (store client, health, metrics, event
+loop) after the fork, and serves until told to stop.
+
+Sessions, pins, tiers, caps, traces and CLI asks live in the Redis store, so any worker serves
+any request of a session the same way. What stays per process is what a single sidecar keeps
+in memory too: upstream health and breakers, the retry budget, `/metrics` counters and measured
+latencies — a read of those shows the worker that answered (`/healthz` carries its `pid`).
+
+Stopping: SIGINT or SIGTERM to the parent is passed to every worker as SIGTERM (a graceful
+stop: in-flight requests finish, then each worker closes its store client); the parent waits
+for them and exits. A worker that dies on its own is started again after a short pause, so one
+crash does not halve the sidecar; a worker that keeps dying within seconds of its start stops
+the whole sidecar (the fault is not transient).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable
+from types import FrameType
+
+__all__ = ["RESTART_PAUSE_S", "reuseport_socket", "supervise"]
+
+RESTART_PAUSE_S = 1.0
+FAST_DEATH_S = 5.0  # a worker that dies sooner than this after its start ...
+FAST_DEATHS_MAX = 3  # ... this many times in a row stops the sidecar
+
+
+def reuseport_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (host, port) with SO_REUSEPORT (and SO_REUSEADDR), inheritable:
+    the parent's reservation of the port and each worker's own listener."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _start(index: int, worker: Callable[[int], None]) -> int:
+    pid = os.fork()
+    if pid != 0:
+        return pid
+    code = 1
+    try:  # the worker: default signal handling (uvicorn installs its own), then serve
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        worker(index)
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException as exc:  # noqa: BLE001 - reported, then the process ends
+        print(f"orca: worker {index} failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return 0  # unreachable
+
+
+def supervise(workers: int, worker: Callable[[int], None]) -> int:
+    """Run `worker(i)` in `workers` forked processes until SIGINT/SIGTERM; the exit code."""
+    stopping = False
+    pids: dict[int, int] = {}  # pid -> worker index
+    started: dict[int, float] = {}
+    fast_deaths = 0
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in list(pids):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    for i in range(workers):
+        pid = _start(i, worker)
+        pids[pid], started[i] = i, time.monotonic()
+    code = 0
+    while pids:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        index = pids.pop(pid, None)
+        if index is None or stopping:
+            continue
+        exit_code = os.waitstatus_to_exitcode(status)
+        lived = time.monotonic() - started[index]
+        fast_deaths = fast_deaths + 1 if lived < FAST_DEATH_S else 0
+        print(f"orca: worker {index} (pid {pid}) exited with {exit_code} after {lived:.1f} s",
+              file=sys.stderr)
+        if fast_deaths >= FAST_DEATHS_MAX:
+            print("orca: workers keep failing at start; stopping", file=sys.stderr)
+            code = 1
+            stop(signal.SIGTERM, None)
+            continue
+        time.sleep(RESTART_PAUSE_S)
+        if stopping:
+            continue
+        new = _start(index, worker)
+        pids[new], started[index] = index, time.monotonic()
+    return code
