@@ -213,6 +213,11 @@ class ModelConfig:
     quality: float = 0.5
     context_window: int = 128000
     quality_by_workload: dict[str, float] = field(default_factory=dict)  # SPEC §16
+    # What translation needs to know of the model (SPEC §13.2): whether it is a reasoning
+    # model (effort is sent to it, sampling parameters are not; unset: judged by its id, see
+    # `translate.policy.is_reasoning_model`) and the most output tokens it may be asked for.
+    reasoning: bool | None = None
+    max_output_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,10 @@ Choices where the SPEC is silent:
   "requested"` applies (a router or alias target), else the upstream model served.
 * An untranslatable feature skips the attempt before any upstream call, takes no health probe
   and costs no retry budget: it says nothing about the upstream.
+* The target model's facts come from its `[models]` table: `reasoning` (unset: judged by the
+  upstream id — o-series, GPT-5 but its `-chat` ids, `deepseek-reasoner`, Gemini 2.5+) and
+  `max_output_tokens` (a larger `max_tokens` is lowered to it; towards Messages, which needs a
+  `max_tokens`, it also bounds the 8,192 used when the client set none).
 * Of the client's headers only `accept` travels (its `anthropic-beta`, `openai-beta` and
   version headers belong to the other format); a `pass_through_auth` channel gets the
   client's credential in the target format's own header.
@@ -41,6 +45,7 @@ from orca_cli.translate import (
     translate_error,
     translate_request,
 )
+from orca_cli.translate.policy import is_reasoning_model
 from orca_cli.types import Api
 
 if TYPE_CHECKING:
@@ -117,9 +122,15 @@ def cross(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Crossing:
     upstream = ch.upstream_model(model)
     family = model_family(ch, upstream)
     tc = cfg.translation
+    facts = cfg.models.get(model)
+    cap = facts.max_output_tokens if facts is not None else None
     opts = TranslationOptions(anthropic_cache=tc.anthropic_cache,
                               foreign_reasoning=tc.foreign_reasoning,
-                              cache_ttl_1h=ch.cache_ttl_s >= 3600)
+                              cache_ttl_1h=ch.cache_ttl_s >= 3600,
+                              target_reasoning=is_reasoning_model(
+                                  upstream, facts.reasoning if facts is not None else None),
+                              max_tokens_cap=cap,
+                              anthropic_max_tokens=min(cap, 8192) if cap else 8192)
     dst = ch.api
     tr = translate_request(inb.body, inb.api, dst, model=upstream, target_model_family=family,
                            options=opts)

@@ -371,11 +371,12 @@ def encode_request(
     req: Request, *, model: str, family: str = "openai", reasoning: bool = True
 ) -> bytes:
     """The Chat Completions body for `req` (deterministic). `family` picks the token-limit
-    key and whether OpenAI-only fields go out; `reasoning` whether `reasoning_effort` may."""
+    key and whether OpenAI-only fields go out; `reasoning` (the target is a reasoning model)
+    whether `reasoning_effort` may go out, and leaves out `temperature` and `top_p`."""
     body: dict[str, Any] = {"model": model, "messages": _messages(req)}
     _tool_fields(req, body)
     for key, value in (("temperature", req.temperature), ("top_p", req.top_p)):
-        if value is not None:
+        if value is not None and not reasoning:  # reasoning models refuse sampling params
             body[key] = value
     if req.max_tokens is not None:
         body["max_completion_tokens" if family == "openai" else "max_tokens"] = req.max_tokens

@@ -13,17 +13,23 @@
   all; ttl "1h" when asked.
   Towards the other formats markers are ignored by the encoders (those cache automatically).
 - Content (rule 5): what the target cannot express is listed as `untranslatable`.
+- The target model's facts: a reasoning model gets the reasoning effort and no sampling
+  parameters (`temperature`, `top_p`: OpenAI's reasoning models refuse them), and a
+  `max_tokens` above the model's `max_output_tokens` is lowered to it (providers refuse a
+  larger ask rather than cut it).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from orca_cli.translate.model import Document, Part, Reasoning, Request, Text
 from orca_cli.types import Api
 
-__all__ = ["PolicyResult", "TranslationOptions", "apply_policy", "keep_reasoning"]
+__all__ = ["PolicyResult", "TranslationOptions", "apply_policy", "is_reasoning_model",
+           "keep_reasoning"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +41,20 @@ class TranslationOptions:
     anthropic_max_tokens: int = 8192  # Messages requires max_tokens; used when none was set
     inbound_family: str | None = None  # who made raw reasoning in the client's history
     max_tokens_cap: int | None = None  # the target model's output limit (a larger ask is cut)
+
+
+# Reasoning models by id, where `[models] reasoning` does not say: OpenAI's o-series and GPT-5
+# (not its `-chat` variants), DeepSeek's reasoner, Gemini 2.5 and later. They reject or ignore
+# sampling parameters and take a reasoning effort.
+_REASONING_IDS = re.compile(
+    r"(?:^|/)(?:o[134](?:-|$)|gpt-5(?![.\d]*-chat)|deepseek-reasoner|gemini-(?:2\.5|[3-9]))")
+
+
+def is_reasoning_model(model: str, declared: bool | None = None) -> bool:
+    """Whether `model` reasons: what the config declared, else judged by its id."""
+    if declared is not None:
+        return declared
+    return _REASONING_IDS.search(model.lower()) is not None
 
 
 @dataclass(slots=True)

@@ -20,7 +20,10 @@ name = "oa"
 type = "openai-compatible"
 base_url = "{up}/oa/v1"
 keys = ["sk-oa-0"]
-models = ["gpt-t"]
+models = ["gpt-t", "gpt-5-mini"]
+
+[models.gpt-t]
+max_output_tokens = 2000
 
 [[channels]]
 name = "an"

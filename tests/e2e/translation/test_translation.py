@@ -148,3 +148,23 @@ async def test_an_unreadable_upstream_answer_is_a_502_in_the_inbound_shape(
     assert orjson.loads(info.value.response.content)["error"]["message"]
     trace = await trace_of(stack)
     assert trace["status"] == 502 and trace["cost_usd"] in (0, 0.0, None)
+
+
+async def test_the_target_models_facts_shape_the_translated_request(
+        stack: Sidecar, provider: FakeUpstream) -> None:
+    """A reasoning target (judged by its id: gpt-5-mini) gets the effort and no sampling
+    parameters; a model with `max_output_tokens` gets a larger ask lowered to it."""
+    body = {"max_tokens": 32000, "temperature": 0.7, "top_p": 0.9,
+            "thinking": {"type": "enabled", "budget_tokens": 4000},
+            "messages": [{"role": "user", "content": "fix the test"}]}
+    for model in ("gpt-5-mini", "gpt-t"):
+        r = await stack.http.post("/v1/messages", json={**body, "model": model}, headers={
+            "anthropic-version": "2023-06-01", "x-api-key": "agent"})
+        assert r.status_code == 200, r.text
+    reasoning, plain = (c.body for c in provider.calls("oa"))
+    assert reasoning["model"] == "gpt-5-mini" and reasoning["max_completion_tokens"] == 32000
+    assert "temperature" not in reasoning and "top_p" not in reasoning
+    assert reasoning["reasoning_effort"] in ("low", "medium", "high")
+    assert plain["model"] == "gpt-t" and plain["max_completion_tokens"] == 2000
+    assert plain["temperature"] == 0.7 and plain["top_p"] == 0.9
+    assert "reasoning_effort" not in plain
