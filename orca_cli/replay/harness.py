@@ -79,6 +79,8 @@ class TurnResult:
     cost: float
     index: int
     kind: str
+    router: str = ""  # the router that served it (an alias or the side router may move it)
+    side: bool = False  # a side request (SPEC §14.1): served, but not a turn of the session
 
 
 @dataclass
@@ -158,7 +160,8 @@ async def run_escalation(cfg: Config, prepared: Sequence[Sequence[Prepared]],
             if served % SERIES_EVERY == 0:
                 run.series.append(round(strong_n / served, 4))
             results.append(TurnResult(strong, t.needs_strong, plan.decision.reason,
-                                      plan.decision.trigger, cost, t.index, t.kind))
+                                      plan.decision.trigger, cost, t.index, t.kind,
+                                      turn.router_name or "", turn.side is not None))
             clock.advance(TURN_GAP_S)
         run.turns.append(results)
         clock.advance(SESSION_GAP_S)
@@ -236,16 +239,17 @@ def archetype_outcomes(run: EscalationRun) -> dict[str, dict[str, Any]]:
 
 def band_shares(run: EscalationRun, prepared: Sequence[Sequence[Prepared]],
                 cfg: Config) -> dict[str, Any]:
-    """The weak / mid / strong band shares of the turns served from the base tier, by the
-    banding score and the router's t1 / t2 (what `gated_adaptive` would pick), overall and
-    per archetype."""
+    """The weak / mid / strong band shares of the turns the session router served from its
+    base tier, by the banding score and the router's t1 / t2 (what `gated_adaptive` would
+    pick), overall and per archetype. Side requests and requests another router served (an
+    agent's small-model calls aliased to a background router) are not banded there."""
     from orca_cli.routing.strategies.gated_adaptive import BAND_NAMES, band_index
 
     router = _router(cfg)
     acc: dict[str, Counter[str]] = defaultdict(Counter)
     for name, turns, rows in zip(run.archetypes, run.turns, prepared):
         for t, p in zip(turns, rows):
-            if not t.strong:
+            if not t.strong and not t.side and t.router == router.name:
                 acc[name][BAND_NAMES[band_index(p.banding, router)]] += 1
 
     def shares(c: Counter[str]) -> dict[str, Any]:
