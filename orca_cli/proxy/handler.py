@@ -74,22 +74,9 @@ async def _classify(rt: Runtime, turn: Turn) -> None:
                                                   turn.delta, parent_request_id=turn.request_id)
 
 
-async def _read(rt: Runtime, turn: Turn) -> None:
-    """The snapshot the decision reads; on a store fault, the in-process pins (degraded)."""
-    if turn.read is None:
-        return
-    got = await rt.gate.read(turn.read)
-    if got is not None:
-        turn.snapshot = got
-        return
-    turn.degraded = True
-    if turn.router is not None and turn.session is not None:
-        turn.snapshot = rt.gate.degraded_pins.get(turn.router.name, turn.session)
-
-
 async def serve_turn(rt: Runtime, turn: Turn, receive: Receive, send: Send) -> None:
     """A prepared turn from the store read to its commit (a client's or a child request)."""
-    await _read(rt, turn)
+    await rt.gate.read_turn(turn)
     await _classify(rt, turn)
     assert rt.health is not None
     healthy = rt.health.request_view()

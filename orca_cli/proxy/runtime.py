@@ -37,6 +37,7 @@ from orca_cli.proxy.sim import SimTransport
 from orca_cli.proxy.transport import Transport
 from orca_cli.routing.features import Scorer
 from orca_cli.state.base import CommitBatch, CommitResult, ReadRequest, Snapshot, Store
+from orca_cli.turn.model import Turn
 
 __all__ = ["DegradedPins", "FollowUp", "Runtime", "StoreGate", "new_request_id"]
 
@@ -121,6 +122,20 @@ class StoreGate:
         if snap.state_lost_at is not None and self.state_lost_at != snap.state_lost_at:
             self._state_lost(snap.state_lost_at)  # the store's record, shown by /healthz
         return snap
+
+    async def read_turn(self, turn: Turn) -> None:
+        """Read the snapshot `turn.read` names into the turn, as the decision sees it; on a
+        store fault, the turn is degraded and gets the in-process pins (SPEC §9). The one
+        place the request path (`proxy.handler`) and the replay read the store."""
+        if turn.read is None:
+            return
+        got = await self.read(turn.read)
+        if got is not None:
+            turn.snapshot = got
+            return
+        turn.degraded = True
+        if turn.router is not None and turn.session is not None:
+            turn.snapshot = self.degraded_pins.get(turn.router.name, turn.session)
 
     def _state_lost(self, at: float) -> None:
         """Each loss of the store's state is logged once, the second and later ones too."""

@@ -10,6 +10,15 @@ turns spawn a search sub-agent under the same session id, so
 the figures show what the full-transcript score alone would do to banding and what the
 banding score does.
 
+The search sub-agent names the model its agent gives it. Claude Code's built-in Explore
+sub-agent (read-only search) runs on the small model: its requests name Haiku
+(`claude-haiku-4-5`), while Plan and general-purpose inherit the main model
+(code.claude.com/docs/en/sub-agents). A config that aliases `claude-haiku-*` to a
+non-session-aware router, as `orca.toml.example` and the replay's reference config do, serves
+them there: side requests by alias (SPEC §14.1), never the session's strong tier. Codex's
+sub-agents inherit the main agent's model unless a custom agent file sets one, so on Codex
+(OpenAI) sessions they name the session's router like the main conversation.
+
 The texts are synthetic (no vendor prompt is copied): sections of operating rules and tool
 schemas of the real sizes, which is all the scorers read from a prefix.
 """
@@ -19,8 +28,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from orca_cli.replay.texts import TOOL_SPECS
+from orca_cli.replay.wire import MODEL
+from orca_cli.wire.transcript import Api
 
-__all__ = ["AGENTS", "SUB_AGENT_SYSTEM", "TITLE_SYSTEM", "Agent", "agent_system", "agent_tools"]
+__all__ = ["AGENTS", "EXPLORE_MODEL", "SUB_AGENT_SYSTEM", "TITLE_SYSTEM", "Agent", "agent_system",
+           "agent_tools", "sub_agent_model"]
 
 # Side requests under the session id: the title request at session start, and sub-agents.
 TITLE_SYSTEM = ("Summarize this coding conversation in a title of at most 8 words. Answer "
@@ -28,6 +40,8 @@ TITLE_SYSTEM = ("Summarize this coding conversation in a title of at most 8 word
 SUB_AGENT_SYSTEM = ("You are a search agent working for a coding assistant. Use the tools to "
                     "find what you are asked for and report it concisely with file paths and "
                     "line numbers. Do not modify files.")
+
+EXPLORE_MODEL = "claude-haiku-4-5"  # the model Claude Code's Explore sub-agent asks for
 
 Agent = Literal["claude-code", "codex"]
 # (system prompt bytes, tools) per agent
@@ -77,3 +91,9 @@ def agent_tools(agent: Agent) -> tuple[tuple[str, str, dict[str, Any]], ...]:
             for j in range(5)}, "required": ["arg0"]}
         extra.append((name, desc, params))
     return (*TOOL_SPECS, *extra)
+
+
+def sub_agent_model(api: Api) -> str:
+    """The model a search sub-agent's requests name: Haiku under Claude Code (Anthropic
+    sessions), the session's own model under Codex (OpenAI sessions)."""
+    return EXPLORE_MODEL if api == "anthropic" else MODEL

@@ -103,6 +103,9 @@ class Turn:
     tokens_in: int  # estimated prompt tokens of the whole body
     prefix_tokens: int  # tokens the previous request of the session already sent (cacheable)
     delta_tokens: int  # tokens_in - prefix_tokens
+    # Which conversation of the session sent it: "main", or a side conversation under the same
+    # session id ("title", "sub-agent"); each has its own prompt-cache lineage.
+    conversation: str = "main"
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,33 +247,40 @@ class _Writer:
         else:
             conv.assistant(reply)
 
-    def side_request(self, index: int, conv: Conversation, text: str) -> None:
+    def side_request(self, index: int, conv: Conversation, text: str, conversation: str
+                     ) -> None:
         """A request under the same session id that is not the main conversation (a title
         request, a sub-agent): never labelled as needing strong."""
         conv.user(text)
         tokens = (conv.chars + 3) // 4
         self.turns.append(Turn(self.conv.session_id, self.archetype, index, "user",
-                               conv.body(), False, tokens, 0, tokens))
+                               conv.body(), False, tokens, 0, tokens, conversation))
 
     def title_request(self, first_ask: str) -> None:
         """Claude Code names the session from its first ask with a small side request."""
         conv = Conversation(self.rng, self.conv.api, self.conv.session_id,
                             agents.TITLE_SYSTEM, ())
-        self.side_request(0, conv, first_ask[:2000])
+        self.side_request(0, conv, first_ask[:2000], "title")
 
     def sub_agent(self, index: int) -> None:
         """A search sub-agent (its own prompt and conversation, the same session id): its
-        ask, then one file read it continues with."""
+        ask, then one file read it continues with. It names the model its agent gives it
+        (`agents.sub_agent_model`)."""
         rng, repo = self.rng, self.repo
-        conv = Conversation(rng, self.conv.api, self.conv.session_id, agents.SUB_AGENT_SYSTEM)
+        api = self.conv.api
+        conv = Conversation(rng, api, self.conv.session_id, agents.SUB_AGENT_SYSTEM,
+                            model=agents.sub_agent_model(api))
         func = repo.funcs[rng.randrange(len(repo.funcs))]
         self.side_request(index, conv, f"Find every caller of {func} in the repository and "
-                                       "report each file and line. Do not change anything.")
+                                       "report each file and line. Do not change anything.",
+                          "sub-agent")
+        first = self.turns[-1].tokens_in
         call = conv.tool_call("", "read_file", {"path": repo.files[0], "limit": 40})
         conv.tool_result(call, pastes.file_read(rng, self.sc, 40))
         tokens = (conv.chars + 3) // 4
         self.turns.append(Turn(self.conv.session_id, self.archetype, index, "tool",
-                               conv.body(), False, tokens, 0, tokens))
+                               conv.body(), False, tokens, first, tokens - first,
+                               "sub-agent"))
 
     def _continuation(self, index: int, step: Step, c: int, label: bool) -> None:
         rng, conv, repo = self.rng, self.conv, self.repo

@@ -1,18 +1,28 @@
-"""`orca replay`: the seeded corpus through the **real** decision code and a real store (SPEC §10).
+"""`orca replay`: the seeded corpus through the sidecar's **own** request path and a real
+store (SPEC §10).
 
-Every turn is scored once (`prepare`); its delta, dedupe key and full-transcript score are
-reused by every policy and sweep point. The escalation policy runs each turn through
-`routing.route.plan_route` on a snapshot `read` from the store and commits its intents with
-`state.plan.build_commit` + `store.commit`, exactly as the sidecar does after a billed success
-(every replayed turn is one), on a `FakeClock` that advances 30 s a turn, so cache windows,
-tier TTLs and hourly share buckets behave as they do live.
+Every request is scored once (`prepare`); its delta, full-transcript score and banding score
+are reused by every policy and sweep point. The escalation policy walks each request through
+the Turn path the sidecar serves it on (`replay.walk`): `turn.prepare` (aliases, side-request
+detection, session, dedupe key) with the precomputed delta, the store read into the turn
+(`StoreGate.read_turn`, the handler's), `turn.decide`, a provider-shaped answer from the first
+planned attempt fed to a `ResponseTap`, `turn.settle` and the commit of its batch with its
+follow-up — every replayed request is a billed success — on a `FakeClock` that advances 30 s
+a request, so cache windows, tier TTLs and hourly share buckets behave as they do live. A
+title request is therefore a side request (served by `[routing] side_router`, not a turn), and
+a sub-agent naming an aliased small model is served by that alias's router.
 
-Cost model (SPEC §10, `routing.cost`): a warm turn pays the cached read of the previous
+Cost model (SPEC §10, `routing.cost`): a warm request pays the cached read of the previous
 request's tokens and a cache write of the rest; a cold one writes the whole prompt; plus 500
-output tokens. Turn 1 and every tier or key switch are cold. The escalation policy keeps one
-key per session and tier (the channel pin), so its turns are warm unless it switched. The
-baselines: cheap-only and frontier-only, with affinity (one key per session: warm after turn 1)
-and without (each turn lands on one of N keys at random: warm with probability 1/N).
+output tokens. Warm means the previous request of the same conversation (the main one, or a
+title request's or sub-agent's own) was served by the same model, channel and key: the first
+request of each conversation and every tier or key switch are cold. The answer reports this
+usage, so the figures the sidecar keeps agree with the replay's. The escalation policy keeps
+one key per session and tier (the channel pin), so its turns are warm unless it switched.
+The baselines: cheap-only and frontier-only, with affinity (one key per session: warm after
+turn 1) and without (each turn lands on one of N keys at random: warm with probability 1/N).
+The main figures run with both share caps lifted (`caps_off`, as `--http` does); the
+adversarial run keeps the configured caps.
 """
 
 from __future__ import annotations
@@ -27,35 +37,24 @@ from typing import Any
 from orca_cli.clock import FakeClock
 from orca_cli.config.schema import Config, RouterConfig
 from orca_cli.replay.corpus import Session, Turn
-from orca_cli.routing.candidates import key_fp, model_config, speaks
-from orca_cli.routing.caps import window_hours
+from orca_cli.replay.walk import Prepared, Walker
+from orca_cli.routing.candidates import model_config, speaks
 from orca_cli.routing.cost import (
     REPLAY_OUTPUT_TOKENS,
     cold_turn_cost,
     expected_turn_cost,
     warm_turn_cost,
 )
-from orca_cli.routing.features import Delta, Difficulty, Scorer
-from orca_cli.routing.route import RouteInput, plan_route
-from orca_cli.routing.target import resolve_target
-from orca_cli.state.base import ReadRequest, Store
-from orca_cli.state.plan import PlanContext, TurnOutcome, build_commit
+from orca_cli.routing.features import Scorer
+from orca_cli.state.base import Store
+from orca_cli.wire.usage import Usage
 
-__all__ = ["EscalationRun", "Prepared", "baseline_costs", "prepare", "run_escalation"]
+__all__ = ["EscalationRun", "Prepared", "baseline_costs", "caps_off", "prepare",
+           "run_escalation"]
 
 TURN_GAP_S = 30.0
 SESSION_GAP_S = 600.0  # between sessions: every session starts cold
 SERIES_EVERY = 50  # requests between points of `EscalationRun.series`
-
-
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A turn with its signals, computed once."""
-
-    turn: Turn
-    delta: Delta
-    full: Difficulty
-    banding: float = 0.0  # `Scorer.banding`: what gated_adaptive bands the base tier on
 
 
 def prepare(corpus: Sequence[Session], scorer: Scorer,
@@ -63,7 +62,7 @@ def prepare(corpus: Sequence[Session], scorer: Scorer,
     out = []
     for s in corpus:
         rows = [Prepared(t, scorer.delta(t.body, s.api), scorer.full(t.body, s.api),
-                         scorer.banding(t.body, s.api).score)
+                         scorer.banding(t.body, s.api).score, s.api)
                 for t in s.turns]
         out.append(rows)
         if progress is not None:
@@ -80,6 +79,8 @@ class TurnResult:
     cost: float
     index: int
     kind: str
+    router: str = ""  # the router that served it (an alias or the side router may move it)
+    side: bool = False  # a side request (SPEC §14.1): served, but not a turn of the session
 
 
 @dataclass
@@ -110,54 +111,48 @@ def with_t2(cfg: Config, t2: float) -> Config:
     return replace(cfg, routers=routers)
 
 
+def caps_off(cfg: Config) -> Config:
+    """`cfg` with every router's and the workspace's share cap at 1.0 (a share never exceeds
+    it), the report's setting for the main figures."""
+    routers = {name: replace(r, escalation=replace(r.escalation, share_cap=1.0))
+               for name, r in cfg.routers.items()}
+    return replace(cfg, routers=routers, workspace=replace(cfg.workspace, share_cap=1.0))
+
+
+def _usage(t: Turn, warm: bool) -> Usage:
+    """What the answer reports under the replay's cost model."""
+    if warm:
+        return Usage(t.tokens_in, t.prefix_tokens, t.delta_tokens, REPLAY_OUTPUT_TOKENS)
+    return Usage(t.tokens_in, 0, t.tokens_in, REPLAY_OUTPUT_TOKENS)
+
+
 async def run_escalation(cfg: Config, prepared: Sequence[Sequence[Prepared]],
                          archetypes: Sequence[str], *, store: Store, clock: FakeClock,
                          caps_enabled: bool = False, ask: str | None = None,
                          scorer: Scorer | None = None, seed: int = 0,
                          progress: Callable[[int], None] | None = None) -> EscalationRun:
-    """Drive every session, turn by turn, through resolve and commit."""
+    """Drive every session, request by request, through the sidecar's Turn path."""
     router = _router(cfg)
-    esc = router.escalation
-    target = resolve_target("orca/" + router.name, cfg)
-    scorer = scorer or Scorer(cfg.difficulty)
-    rng = random.Random(seed)
+    walker = Walker(cfg if caps_enabled else caps_off(cfg), store, clock,
+                    scorer or Scorer(cfg.difficulty), random.Random(seed), ask=ask)
     run = EscalationRun(archetypes=list(archetypes))
     served = strong_n = 0
-    durable = store.backend == "redis"
     for s_index, session in enumerate(prepared):
         results: list[TurnResult] = []
-        prev: tuple[str, str, int] | None = None
+        prev: dict[str, tuple[str, str, int]] = {}  # conversation -> model, channel, key
         for p in session:
             t = p.turn
-            now = clock.now()
-            snap = await store.read(ReadRequest(router=router.name, session=t.session_id,
-                                                share_hours=window_hours(now, esc.share_window_h)))
-            api = "anthropic" if "system" in t.body else "openai"
-            inp = RouteInput(target=target, api=api, body=t.body, delta=p.delta,  # type: ignore[arg-type]
-                             est_tokens=t.tokens_in, session=t.session_id,
-                             ask=ask if t.kind == "user" else None,  # type: ignore[arg-type]
-                             dedupe_key=p.delta.dedupe_key(router.name, t.session_id),
-                             full=p.full)
-            plan = plan_route(cfg, inp, snap, now=now, scorer=scorer, rng=rng,
-                              caps_enabled=caps_enabled)
+            turn = await walker.decide(p, f"replay-{s_index}-{len(results)}")
+            plan = turn.plan
+            assert plan is not None
             att = plan.attempts[0]
-            ch = cfg.channel(att.channel)
-            fp = key_fp(ch, att.key_index)
-            mc = model_config(att.model, cfg)
             here = (att.model, att.channel, att.key_index)
-            if prev == here:
-                cost = warm_turn_cost(t.prefix_tokens, t.delta_tokens, REPLAY_OUTPUT_TOKENS, mc)
-            else:
-                cost = cold_turn_cost(t.tokens_in, REPLAY_OUTPUT_TOKENS, mc)
-            prev = here
-            ctx = PlanContext(request_id=f"replay-{s_index}-{len(results)}", router=router.name,
-                              session=t.session_id, explicit_session=True, durable_store=durable,
-                              esc=esc, now=now)
-            outcome = TurnOutcome(billed_success=True, model=att.model, channel=att.channel,
-                                  key_index=att.key_index, key_fp=fp,
-                                  window_s=float(ch.cache_ttl_s) if ch else 300.0,
-                                  prompt_tokens=t.tokens_in, cost_usd=cost)
-            await store.commit(build_commit(ctx, plan.decision, snap, outcome))
+            warm = prev.get(t.conversation) == here
+            prev[t.conversation] = here
+            mc = model_config(att.model, cfg)
+            cost = (warm_turn_cost(t.prefix_tokens, t.delta_tokens, REPLAY_OUTPUT_TOKENS, mc)
+                    if warm else cold_turn_cost(t.tokens_in, REPLAY_OUTPUT_TOKENS, mc))
+            await walker.settle(turn, _usage(t, warm))
             strong = plan.tier == "strong"
             served += 1
             strong_n += strong
@@ -165,7 +160,8 @@ async def run_escalation(cfg: Config, prepared: Sequence[Sequence[Prepared]],
             if served % SERIES_EVERY == 0:
                 run.series.append(round(strong_n / served, 4))
             results.append(TurnResult(strong, t.needs_strong, plan.decision.reason,
-                                      plan.decision.trigger, cost, t.index, t.kind))
+                                      plan.decision.trigger, cost, t.index, t.kind,
+                                      turn.router_name or "", turn.side is not None))
             clock.advance(TURN_GAP_S)
         run.turns.append(results)
         clock.advance(SESSION_GAP_S)
@@ -243,16 +239,17 @@ def archetype_outcomes(run: EscalationRun) -> dict[str, dict[str, Any]]:
 
 def band_shares(run: EscalationRun, prepared: Sequence[Sequence[Prepared]],
                 cfg: Config) -> dict[str, Any]:
-    """The weak / mid / strong band shares of the turns served from the base tier, by the
-    banding score and the router's t1 / t2 (what `gated_adaptive` would pick), overall and
-    per archetype."""
+    """The weak / mid / strong band shares of the turns the session router served from its
+    base tier, by the banding score and the router's t1 / t2 (what `gated_adaptive` would
+    pick), overall and per archetype. Side requests and requests another router served (an
+    agent's small-model calls aliased to a background router) are not banded there."""
     from orca_cli.routing.strategies.gated_adaptive import BAND_NAMES, band_index
 
     router = _router(cfg)
     acc: dict[str, Counter[str]] = defaultdict(Counter)
     for name, turns, rows in zip(run.archetypes, run.turns, prepared):
         for t, p in zip(turns, rows):
-            if not t.strong:
+            if not t.strong and not t.side and t.router == router.name:
                 acc[name][BAND_NAMES[band_index(p.banding, router)]] += 1
 
     def shares(c: Counter[str]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -27,11 +27,11 @@ import orjson
 from orca_cli.clock import SystemClock
 from orca_cli.config.schema import Config
 from orca_cli.replay.corpus import Session
-from orca_cli.replay.harness import EscalationRun, TurnResult
+from orca_cli.replay.harness import EscalationRun, TurnResult, caps_off
+from orca_cli.replay.walk import PATHS
 
 __all__ = ["HttpRun", "caps_off", "http_figures", "parse_tier", "run_http"]
 
-PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 DEFAULT_CONCURRENCY = 8
 
 
@@ -48,14 +48,6 @@ class HttpRun:
     @property
     def requests_per_s(self) -> float:
         return self.requests / self.elapsed_s if self.elapsed_s > 0 else 0.0
-
-
-def caps_off(cfg: Config) -> Config:
-    """`cfg` with every router's and the workspace's share cap at 1.0 (a share never exceeds
-    it), the report's setting for the main figures."""
-    routers = {name: replace(r, escalation=replace(r.escalation, share_cap=1.0))
-               for name, r in cfg.routers.items()}
-    return replace(cfg, routers=routers, workspace=replace(cfg.workspace, share_cap=1.0))
 
 
 def parse_tier(header: str) -> tuple[str, str]:

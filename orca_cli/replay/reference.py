@@ -1,7 +1,13 @@
 """The replay's built-in reference config (SPEC §10): a cheap pair and a frontier pair, one of
 each per wire format, 3 keys per channel, list prices as published in 2026-08 ($ per 1M
 tokens; cache read 0.1 × input for both providers here, cache write 1.25 × for Anthropic's
-5-minute cache and 1.0 × for OpenAI). `--config` replaces it."""
+5-minute cache and 1.0 × for OpenAI). `--config` replaces it.
+
+Like `orca.toml.example`, it has a sessionless `background` router and the example's
+`[aliases]`: agents' small-model requests (Claude Code's Explore sub-agent names
+`claude-haiku-*`) are served there, and side requests (`[[housekeeping]]`, e.g. title
+requests) go to it as the `[routing] side_router` default. The session router `coding` is
+the first session-aware router, the one the report describes."""
 
 from __future__ import annotations
 
@@ -78,4 +84,26 @@ streak = 2
 strikes = 2
 max_per_session = 1
 share_cap = 0.20
+
+[routers.background]
+strategy = "cheapest"
+mode = "price"
+session_aware = false
+allowed_models = ["gpt-4.1-mini", "claude-haiku-4-5"]
+
+[routers.background.escalation]
+mode = "off"
+
+[aliases]
+"claude-sonnet-*" = "orca/coding"
+"claude-opus-*" = "orca/coding"
+"claude-haiku-*" = "orca/background"
+"claude-3-5-haiku-*" = "orca/background"
+"claude-3-5-sonnet-*" = "orca/coding"
+"claude-3-7-sonnet-*" = "orca/coding"
+"gpt-5*" = "orca/coding"
+"gpt-4.1-20*" = "gpt-4.1"
+"gpt-4.1-mini-20*" = "gpt-4.1-mini"
+"o[0-9]*" = "orca/coding"
+"gemini-*" = "orca/coding"
 """

@@ -40,9 +40,9 @@ class Conversation:
     """One session's history; `body()` is the request that sends all of it."""
 
     def __init__(self, rng: random.Random, api: Api, session_id: str,
-                 system: str, tool_specs: tuple[tuple[str, str, dict[str, Any]], ...] = TOOL_SPECS
-                 ) -> None:
-        self.rng, self.api, self.session_id = rng, api, session_id
+                 system: str, tool_specs: tuple[tuple[str, str, dict[str, Any]], ...] = TOOL_SPECS,
+                 *, model: str = MODEL) -> None:
+        self.rng, self.api, self.session_id, self.model = rng, api, session_id, model
         self._tools = _tools(api, tool_specs)
         self._metadata = {"session_id": session_id}
         self.messages: list[dict[str, Any]] = []
@@ -56,11 +56,11 @@ class Conversation:
     def body(self) -> dict[str, Any]:
         """The request carrying the whole history so far (shares every message dict)."""
         if self.api == "openai":
-            body = {"model": MODEL, "messages": list(self.messages), "tools": self._tools,
+            body = {"model": self.model, "messages": list(self.messages), "tools": self._tools,
                     "max_tokens": MAX_TOKENS, "stream": True,
                     "stream_options": {"include_usage": True}, "metadata": self._metadata}
         else:
-            body = {"model": MODEL, "max_tokens": MAX_TOKENS, "system": self._system,
+            body = {"model": self.model, "max_tokens": MAX_TOKENS, "system": self._system,
                     "messages": list(self.messages), "tools": self._tools, "stream": True,
                     "metadata": self._metadata}
         if not self._tools:  # a side request without tools (a title request)

@@ -14,7 +14,7 @@ from typing import Any
 from orca_cli.config.schema import RouterConfig
 from orca_cli.errors import Refusal
 from orca_cli.routing.auto.classify import Classification
-from orca_cli.routing.features import Delta
+from orca_cli.routing.features import Delta, Difficulty
 from orca_cli.routing.route import Attempt, RoutePlan
 from orca_cli.routing.target import Target
 from orca_cli.routing.tiers import Ask
@@ -106,6 +106,9 @@ class Turn:
     router: RouterConfig | None = None
     sid: SessionId | None = None
     delta: Delta | None = None
+    # The full-transcript score when the caller already computed it (the replay scores each
+    # request once for every sweep point); None: `plan_route` scores it if the strategy needs it.
+    full: Difficulty | None = None
     dedupe_key: str = ""
     affinity_key: str | None = None
     side: str | None = None  # the `[[housekeeping]]` rule that made this a side request

@@ -16,7 +16,7 @@ from orca_cli.config.schema import Config
 from orca_cli.errors import Refusal, UnknownModel
 from orca_cli.routing.candidates import Healthy
 from orca_cli.routing.caps import window_hours
-from orca_cli.routing.features import Scorer
+from orca_cli.routing.features import Delta, Scorer
 from orca_cli.routing.route import RouteInput, RoutePlan, plan_route
 from orca_cli.routing.side import match_housekeeping
 from orca_cli.routing.target import resolve_target
@@ -71,9 +71,14 @@ def _ask(head: RequestHead) -> Ask | None | Refusal:
 
 
 def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: dict[str, Any],
-            *, request_id: str, now: float, started: float) -> Turn | Refusal:
+            *, request_id: str, now: float, started: float,
+            delta: Delta | None = None) -> Turn | Refusal:
     """The request's facts: what it names, its session, its latest turn's score, and what the
-    decision needs read from the store. A `Refusal` for input orca cannot serve."""
+    decision needs read from the store. A `Refusal` for input orca cannot serve.
+
+    `delta`: the latest turn's score when the caller already has it for this body (the replay
+    scores each request once and reuses it at every sweep point); None scores it here. The
+    score depends on the body and the scorer only, so either way the turn is the same."""
     if _too_deep(raw, body):
         return Refusal(400, f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
     model_field = body.get("model")
@@ -96,7 +101,7 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: di
     if router is not None and router.session_aware and not _sessionless(body):
         turn.sid = resolve_session_id(hmap, body, router=router.name, api=turn.api)
         _side(cfg, turn)
-    turn.delta = scorer.delta(body, turn.api)
+    turn.delta = delta if delta is not None else scorer.delta(body, turn.api)
     router, session = turn.router, turn.session  # a side request may have moved them
     if router is not None and session is not None and turn.side is None:
         rid = turn.client_request_id
@@ -165,7 +170,7 @@ def decide(cfg: Config, turn: Turn, *, scorer: Scorer, healthy: Healthy,
                      ask=None if turn.side else turn.ask, dedupe_key=turn.dedupe_key,
                      degraded=turn.degraded, side=turn.side is not None,
                      previous_response=turn.previous_response is not None,
-                     classification=turn.classification)
+                     classification=turn.classification, full=turn.full)
     plan = plan_route(cfg, inp, turn.snapshot, now=turn.now, scorer=scorer, healthy=healthy,
                       rng=rng)
     turn.plan = plan

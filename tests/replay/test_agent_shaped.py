@@ -35,7 +35,8 @@ def test_easy_sessions_band_weak_with_no_false_positive(doc: dict) -> None:
     for easy in ("short_trivial", "long_trivial"):
         assert bands[easy]["weak"] >= 0.8
         assert doc["archetypes"][easy]["escalated"] == 0
-    # hard sessions band mid; their title and sub-agent side requests band weak
+    # hard sessions' main turns band mid (side requests, and the Explore sub-agent's requests
+    # the background router serves, are not the session router's base turns)
     assert bands["hard_start"]["mid"] >= 0.7
     assert sum(a["false_positives"] for a in doc["archetypes"].values()) == 0
 

@@ -70,3 +70,14 @@ def test_cli_http_prints_the_wall_clock_note_and_agreement() -> None:
     assert "wall time" in result.stdout
     assert "match the in-process run" in result.stdout
     assert "requests/s" in result.stdout
+
+
+def test_agent_shaped_sessions_through_a_real_sidecar_agree_with_the_in_process_run() -> None:
+    """Title requests, Explore sub-agents on the background router and Codex sub-agents: the
+    in-process replay walks the sidecar's own Turn path, so every tier agrees."""
+    doc = replay(CFG, ReplayOptions(sessions=8, http=True, prevalence=False,
+                                    agent_shaped=True))
+    h, esc = doc["http"], doc["policies"]["escalation"]
+    assert h["matches_in_process"] is True
+    assert h["escalation"] == {"strong_share": esc["strong_share"], "coverage": esc["coverage"]}
+    assert h["latency"] == doc["latency"]
