@@ -61,6 +61,7 @@ async def stats(cfg: Config, store: Store, now: float) -> dict[str, Any]:
         by_cap = {k.split(":", 1)[1]: int(v) for k, v in agg.items() if k.startswith("denied:")}
         routers[name] = {
             "requests": int(requests),
+            "side_requests": int(agg["side"]),  # of `requests`: housekeeping (SPEC §14.1)
             "strong_share": round(agg["strong"] / requests, 6) if requests else 0.0,
             "escalations": sum(by_trigger.values()),
             "denials": sum(by_cap.values()),

@@ -95,7 +95,9 @@ def render_stats(doc: Mapping[str, Any]) -> Any:
     for name, r in doc.get("routers", {}).items():
         share = r.get("share") or {}
         cap = "off" if r.get("mode") == "off" else _cap(share)
-        add_row(table, name, r["requests"], _pct(r["strong_share"]), cap,
+        side = r.get("side_requests") or 0
+        requests = f"{r['requests']} ({side} side)" if side else r["requests"]
+        add_row(table, name, requests, _pct(r["strong_share"]), cap,
                 f"{r['escalations']} ({_by(r.get('escalations_by_trigger'))})",
                 f"{r['denials']} ({_by(r.get('denials_by_cap'))})",
                 _pct(r["cache_hit_ratio"]), f"${r['cost_usd']:.4f}",

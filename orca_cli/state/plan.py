@@ -65,6 +65,7 @@ __all__ = [
     "build_commit",
     "figures_ops",
     "settle_batch",
+    "stats_ops",
 ]
 
 LONG_PIN_S = 30 * 86400
@@ -169,10 +170,7 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
         if served_strong:
             ops.append(IncrOp(K.share_key(hour, "s"), 1, share_ttl))
         stats = K.stats_key(hour)
-        ops += [HIncrOp(stats, "requests", 1, STATS_TTL_S),
-                HIncrOp(stats, "prompt_tokens", outcome.prompt_tokens, STATS_TTL_S),
-                HIncrOp(stats, "cached_tokens", outcome.cached_tokens, STATS_TTL_S),
-                HIncrOp(stats, "cost_usd", outcome.cost_usd, STATS_TTL_S)]
+        ops += stats_ops(hour, outcome)
         if served_strong:
             ops.append(HIncrOp(stats, "strong", 1, STATS_TTL_S))
         if decision is not None:
@@ -231,6 +229,20 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
     return SlotWrite(SlotRef.of_session(ctx.router, ctx.session), tuple(ops), mutate=mutate,
                      expected_version=snapshot.tier_version, base_doc=snapshot.tier,
                      tier_ttl_s=ctx.esc.tier_ttl_s)
+
+
+def stats_ops(hour: int, outcome: TurnOutcome, *, side: bool = False) -> list[Op]:
+    """A router's hourly figures (`orca stats`) for one billed success: requests, tokens,
+    cost; a side request (SPEC §14.1) counts in them too, and under `side` — it is traffic the
+    router served and paid for, though never a turn, a share or a decision."""
+    stats = K.stats_key(hour)
+    ops: list[Op] = [HIncrOp(stats, "requests", 1, STATS_TTL_S),
+                     HIncrOp(stats, "prompt_tokens", outcome.prompt_tokens, STATS_TTL_S),
+                     HIncrOp(stats, "cached_tokens", outcome.cached_tokens, STATS_TTL_S),
+                     HIncrOp(stats, "cost_usd", outcome.cost_usd, STATS_TTL_S)]
+    if side:
+        ops.append(HIncrOp(stats, "side", 1, STATS_TTL_S))
+    return ops
 
 
 def figures_ops(outcome: TurnOutcome, ttl_s: float, *, side: bool = False) -> tuple[Op, ...]:

@@ -26,6 +26,7 @@ from orca_cli.state.plan import (
     build_commit,
     figures_ops,
     settle_batch,
+    stats_ops,
 )
 from orca_cli.trace.build import TraceHead, TraceResult, build_trace, refusal_trace
 from orca_cli.turn.model import Outcome, RequestHead, Turn
@@ -121,7 +122,8 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
 
 
 def _side_settle(cfg: Config, turn: Turn, sv: Served, latency_ms: float) -> Settled:
-    """A side request writes nothing of its session but the count of its figures."""
+    """A side request writes nothing of its session but the count of its figures, and the
+    serving router's hourly figures (`orca stats`)."""
     writes: tuple[SlotWrite, ...] = ()
     usage = sv.usage
     if turn.side_of is not None and turn.outcome.billed_success and not turn.degraded:
@@ -134,6 +136,9 @@ def _side_settle(cfg: Config, turn: Turn, sv: Served, latency_ms: float) -> Sett
             output_tokens=usage.output_tokens if usage else 0, cost_usd=sv.cost)
         writes = (SlotWrite(SlotRef.of_session(router_name, session),
                             figures_ops(outcome, ttl, side=True)),)
+        if turn.router is not None:
+            writes += (SlotWrite(SlotRef.of_router(turn.router.name),
+                                 tuple(stats_ops(int(turn.now // 3600), outcome, side=True))),)
     trace = _trace(turn, sv, committed=bool(writes), latency_ms=latency_ms)
     return Settled(CommitBatch(turn.request_id, writes, trace=trace), usage=usage, cost=sv.cost)
 

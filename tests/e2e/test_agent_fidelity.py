@@ -178,6 +178,15 @@ async def test_a_side_request_counts_in_its_sessions_figures(sidecar: Sidecar) -
     assert figures is not None
     counts = figures.value
     assert float(counts["requests"]) == 1 and float(counts["side_requests"]) == 1
+    # The router that served it counts it in `orca stats`, as housekeeping.
+    from orca_cli.admin.stats import stats
+
+    figures_by_router = (await stats(sidecar.rt.cfg, sidecar.rt.gate.store,
+                                     sidecar.rt.clock.now()))["routers"]
+    assert figures_by_router["background"]["side_requests"] >= 1
+    assert figures_by_router["background"]["requests"] >= figures_by_router["background"][
+        "side_requests"]
+    assert figures_by_router["background"]["cost_usd"] > 0
 
 
 async def test_a_codex_title_request_is_recognised_by_its_title_schema(
