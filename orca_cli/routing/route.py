@@ -71,7 +71,8 @@ def _fresh_conversation(body: Mapping[str, Any]) -> bool:
     return not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in items)
 
 
-def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot) -> CapsView:
+def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,
+               budget_denied: bool = False) -> CapsView:
     esc = router.escalation
     return CapsView(
         share=ShareView(snapshot.share.strong, snapshot.share.total),
@@ -80,6 +81,7 @@ def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot) -> CapsVie
         workspace_cap=cfg.workspace.share_cap,
         warmup_requests=esc.warmup_requests,
         state_lost_at=snapshot.state_lost_at,
+        budget_denied=budget_denied,
     )
 
 
@@ -141,7 +143,7 @@ def plan_route(
     strong_pool = router.escalation_pool
     escalates = bool(strong_pool) and esc.mode != "off"
     strong = pool(strong_pool) if escalates else ()
-    caps = _caps_view(cfg, router, snapshot)
+    caps = _caps_view(cfg, router, snapshot, inp.budget_denied)
     if not caps_enabled:
         caps = replace(caps, enabled=False)
     evidence: dict[str, Any] = {}
@@ -412,6 +414,12 @@ def _plan_model(c: _Ctx) -> RoutePlan:
     caps = CapsView(share=ShareView(), workspace_share=ShareView(
         snapshot.workspace_share.strong, snapshot.workspace_share.total),
         workspace_cap=cfg.workspace.share_cap)
+    if counts_strong and inp.budget_denied:
+        decision = TierDecision(tier="base", reason="denied:budget", denied="budget",
+                                evaluated=False)
+        return RoutePlan(None, decision, candidates, (), caps=caps, refusal=(
+            429, "budget", f"model {t.model!r} is a frontier model and a budget is at 80 % "
+            "or more of its limit (see `orca budget`); use a router or a base-tier model"))
     if counts_strong and share_denied(caps.workspace_share, caps.workspace_cap,
                                       caps.warmup_requests,
                                       after_loss=snapshot.state_lost_at is not None):

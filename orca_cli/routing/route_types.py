@@ -68,6 +68,8 @@ class RouteInput:
     # and the channels' measured recent latency in ms.
     classification: Classification | None = None
     latency_ms: Mapping[str, float] = field(default_factory=dict)
+    # SPEC §17: a `[budgets]` budget is at 80 % or more: the strong tier is denied.
+    budget_denied: bool = False
 
 
 @dataclass(frozen=True, slots=True)

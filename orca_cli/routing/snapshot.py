@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from orca_cli.routing.routes.budget import Spend
+
 __all__ = ["ShareCounts", "Snapshot", "TierDoc"]
 
 TierDoc: TypeAlias = dict[str, Any]
@@ -34,3 +36,6 @@ class Snapshot:
     percentile_samples: tuple[float, ...] = ()
     # Set when the store detected a state loss; the time it was detected (SPEC §6.4, §9).
     state_lost_at: float | None = None
+    # SPEC §17: the budget counters and raised limits the read asked for (absent = none).
+    budgets: Mapping[str, Spend] = field(default_factory=dict)
+    budget_limits: Mapping[str, float] = field(default_factory=dict)

@@ -84,7 +84,7 @@ class RedisBudgets:
         for c in names:
             pipe.hmget(self._k + "c:" + c, "requests", "usd")
         rows = await pipe.execute()
-        return {c: Spend(int(r or 0), float(u or 0.0)) for c, (r, u) in zip(names, rows, strict=True)
+        return {c: Spend(int(float(r or 0)), float(u or 0.0)) for c, (r, u) in zip(names, rows, strict=True)
                 if r is not None or u is not None}
 
     async def add(self, counters: Iterable[str], usd: float, request_id: str) -> bool:
