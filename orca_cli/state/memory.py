@@ -17,7 +17,6 @@ from orca_cli.clock import Clock
 from orca_cli.errors import StoreUnavailable
 from orca_cli.routing.routes.budget import Spend
 from orca_cli.state import keys as K
-from orca_cli.state.route_versions import MemoryRouteVersions
 from orca_cli.state.base import (
     MARKER_TTL_S,
     CommitBatch,
@@ -61,6 +60,7 @@ from orca_cli.state.keyspace import (
     kind_of,
     num,
 )
+from orca_cli.state.route_versions import MemoryRouteVersions
 
 __all__ = ["MemoryStore"]
 
