@@ -144,3 +144,168 @@ async def _chat(stack: Any, body: dict[str, Any], headers: dict[str, str] | None
                                  headers={"authorization": "Bearer agent-key", **(headers or {})})
     await stack.sidecar.idle()
     return Reply(resp.status_code, resp.headers, resp.json())
+
+
+async def test_a_routes_file_deployed_on_one_sidecar_is_live_on_another_within_2_s(
+        backend: str) -> None:
+    """Two sidecars on one Redis store: a deploy and a rollback made through the first are
+    applied by the second without a restart (memory: the one process's own versions)."""
+    from orca_cli.state.route_versions import rollback
+
+    cfg = tier_config()
+    async with _stacks(backend, cfg, 2 if backend == "redis" else 1) as stacks:
+        first, second = stacks[0], stacks[-1]
+        assert ok(await _chat(second, HELLO)).model == "base-weak"
+        versions = first.store.route_versions()  # type: ignore[attr-defined]
+        v1 = await versions.deploy(DEPLOYED.format(model="base-mid"), now=0.0)
+        await _until(second, "base-mid")
+        trace = await second.trace(ok(await _chat(second, HELLO)))
+        assert trace["route"]["version"] == v1.version and trace["route"]["route"] == "pin"
+        await versions.deploy(DEPLOYED.format(model="frontier"), now=0.0)
+        await _until(second, "frontier")
+        await rollback(versions)
+        await _until(second, "base-mid")
+
+
+DEPLOYED = """
+[[routes]]
+name = "pin"
+[routes.nodes.only]
+type = "target"
+target = "{model}"
+"""
+
+
+async def _until(stack: Any, model: str, within_s: float = 2.0) -> None:
+    import time
+
+    deadline = time.monotonic() + within_s
+    while True:
+        got = ok(await _chat(stack, HELLO)).model
+        if got == model:
+            return
+        assert time.monotonic() < deadline, f"still {got}, not {model}, after {within_s} s"
+        import asyncio
+        await asyncio.sleep(0.05)
+
+
+def _stacks(backend: str, cfg: Any, n: int) -> Any:
+    import uuid
+    from contextlib import AsyncExitStack, asynccontextmanager
+
+    from orca_cli.clock import FakeClock
+    from orca_cli.config.schema import StateConfig
+    from orca_cli.state.factory import open_store
+    from orca_cli.state.memory import MemoryStore
+    from tests.e2e.tier_kit import REDIS_URL, delete_prefix, redis_available, tier_stack
+
+    @asynccontextmanager
+    async def go() -> Any:
+        prefix = f"orca-routes-{uuid.uuid4().hex[:10]}"
+        if backend == "redis" and not redis_available():
+            pytest.skip(f"Redis at {REDIS_URL} is unreachable")
+        async with AsyncExitStack() as stack:
+            out = []
+            for _ in range(n):
+                clock = FakeClock()
+                store: Any = (MemoryStore(clock=clock) if backend == "memory" else open_store(
+                    StateConfig(backend="redis", redis_url=REDIS_URL, key_prefix=prefix,
+                                timeout_ms=2000), clock=clock))
+                stack.push_async_callback(store.close)
+                out.append(await stack.enter_async_context(tier_stack(cfg, store, clock)))
+            try:
+                yield out
+            finally:
+                if backend == "redis":
+                    delete_prefix(prefix)
+    return go()
+
+
+async def _raise_limit(stack: Any, name: str, usd: float) -> None:
+    """What `orca budget raise` stores (a limit in the `{budgets}` slot), through the store."""
+    from orca_cli.state import keys as K
+    from orca_cli.state.base import CommitBatch, SetOp, SlotWrite
+
+    await stack.store.commit(CommitBatch(f"raise-{name}-{usd}", (SlotWrite(
+        K.BUDGETS, (SetOp(K.budget_limit_key(name), repr(usd), 3600),)),)))
+
+
+async def test_a_session_budget_denies_strong_at_80_percent_and_refuses_at_100(
+        launch: Launch) -> None:
+    stack = await launch(tier_config(extra={"budgets": {"session_usd": 100.0}}))
+    session = {"x-orca-session": "budgeted"}
+    first = ok(await _chat(stack, HELLO, session))
+    cost = (await stack.trace(first))["cost_usd"]
+    assert cost > 0
+    await _raise_limit(stack, "session_usd:-", cost / 0.9)  # spent: 90 % of the limit
+    asked = ok(await _chat(stack, HELLO, {**session, "x-orcarouter-tier": "strong"}))
+    assert (asked.tier, asked.reason) == ("base", "denied:budget")
+    audit = await stack.audit("denied_cap")
+    assert [(e["reason"], e["request_id"]) for e in audit] == [
+        ("denied:budget", asked.request_id)]
+    trace = await stack.trace(asked)
+    assert trace["route"]["budget"]["verdict"] == "deny_strong"
+    refused = await _chat(stack, HELLO, session)
+    assert refused.status == 429 and refused.headers["x-should-retry"] == "false"
+    message = refused.body["error"]["message"]
+    assert 'budget session_usd for session "budgeted" is spent' in message
+    assert "`orca budget raise session_usd <usd>`" in message
+    assert refused.body["error"]["code"] == "budget_exceeded"
+    assert (await stack.trace(refused))["route"]["budget"]["verdict"] == "refuse"
+    other = ok(await _chat(stack, HELLO, {"x-orca-session": "another"}))
+    assert other.tier == "base"
+
+
+async def test_a_key_day_budget_refuses_in_the_anthropic_shape_naming_the_key(
+        launch: Launch) -> None:
+    stack = await launch(tier_config(extra={"budgets": {"day_usd": 100.0},
+                                            "inbound_keys": KEYS}))
+    ci = {"authorization": "Bearer ci-token"}
+    first = ok(await _chat(stack, HELLO, ci))
+    await _raise_limit(stack, "day_usd:ci", (await stack.trace(first))["cost_usd"])
+    body = {"model": "orca/coding", "max_tokens": 10,
+            "messages": [{"role": "user", "content": "hi"}]}
+    resp = await stack.http.post("/v1/messages", json=body,
+                                 headers={"x-api-key": "ci-token",
+                                          "anthropic-version": "2023-06-01"})
+    assert resp.status_code == 429 and resp.headers["x-should-retry"] == "false"
+    error = resp.json()["error"]
+    assert resp.json()["type"] == "error" and error["type"] == "rate_limit_error"
+    assert 'budget day_usd for inbound key "ci" is spent' in error["message"]
+    assert "`orca budget raise day_usd <usd> --key ci`" in error["message"]
+    ok(await _chat(stack, HELLO, {"authorization": "Bearer infra-team-token"}))
+
+
+async def test_64_concurrent_requests_near_a_budget_count_every_cost_once(
+        launch: Launch) -> None:
+    """Overshoot at most the requests in flight; the counter is the sum of what was billed."""
+    import asyncio
+
+    from orca_cli.routing.routes.budget import counter_key
+
+    stack = await launch(tier_config(extra={"budgets": {"day_usd": 100.0},
+                                            "inbound_keys": KEYS}))
+    stack.step_s = 0
+    ci = {"authorization": "Bearer ci-token"}
+    first = ok(await _chat(stack, HELLO, ci))
+    cost = (await stack.trace(first))["cost_usd"]
+    await _raise_limit(stack, "day_usd:ci", cost * 10.5)
+
+    async def one(i: int) -> Any:
+        body = {**HELLO, "messages": [{"role": "user", "content": f"hello number {i}"}]}
+        resp = await stack.http.post("/v1/chat/completions", json=body, headers=ci)
+        return resp
+
+    replies = await asyncio.gather(*(one(i) for i in range(64)))
+    await stack.sidecar.idle()
+    served = [r for r in replies if r.status_code == 200]
+    refused = [r for r in replies if r.status_code == 429]
+    assert len(served) + len(refused) == 64 and len(served) >= 10
+    billed = cost + sum([(await stack.trace(r.headers["x-orca-request-id"]))["cost_usd"]
+                         for r in served])
+    counter = counter_key("key", "ci", "day", stack.clock.now())
+    got = (await stack.store.read_counters((counter,)))[counter]  # type: ignore[attr-defined]
+    assert got.requests == len(served) + 1
+    assert abs(got.usd - billed) < 1e-9
+    after = await _chat(stack, HELLO, ci)
+    assert after.status == 429
