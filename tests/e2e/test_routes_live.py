@@ -52,6 +52,22 @@ async def test_conditions_on_a_header_and_on_metadata_pick_the_target(launch: La
     assert trace["route"] == {"route": "conditions", "version": 0, "decision": "target",
                               "path": ["team", "plan", "mid"], "bucket": None, "key": None,
                               "target": "base-mid"}
+    shown = _explained(trace)
+    assert "route: conditions (config routes; no inbound key) · path team → plan → mid · " \
+        "target base-mid" in shown
+
+
+def _explained(trace: Any) -> str:
+    """What `orca explain` prints for a trace."""
+    import io
+
+    from rich.console import Console
+
+    from orca_cli.cli.explain import render_trace
+
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(render_trace(trace))
+    return out.getvalue()
 
 
 DENY = {
@@ -110,7 +126,9 @@ async def test_a_50_50_split_keeps_each_session_on_one_branch(launch: Launch) ->
     shares = Counter(next(iter(m)) for m in per_session.values())
     assert 18 <= shares["base-mid"] <= 42 and shares["base-mid"] + shares["base-weak"] == 60
     reply = ok(await _chat(stack, HELLO, {"x-orca-session": "sess-0"}))
-    assert (await stack.trace(reply))["route"]["bucket"] in ("ab=0", "ab=1")
+    trace = await stack.trace(reply)
+    assert trace["route"]["bucket"] in ("ab=0", "ab=1")
+    assert f"split bucket: {trace['route']['bucket']}" in _explained(trace)
 
 
 BUDGET_NODE = {
@@ -245,6 +263,7 @@ async def test_a_session_budget_denies_strong_at_80_percent_and_refuses_at_100(
         ("denied:budget", asked.request_id)]
     trace = await stack.trace(asked)
     assert trace["route"]["budget"]["verdict"] == "deny_strong"
+    assert "budget session_usd: deny_strong · spent $" in _explained(trace)
     refused = await _chat(stack, HELLO, session)
     assert refused.status == 429 and refused.headers["x-should-retry"] == "false"
     message = refused.body["error"]["message"]
