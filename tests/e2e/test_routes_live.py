@@ -328,3 +328,14 @@ async def test_64_concurrent_requests_near_a_budget_count_every_cost_once(
     assert abs(got.usd - billed) < 1e-9
     after = await _chat(stack, HELLO, ci)
     assert after.status == 429
+
+
+async def test_with_an_inbound_token_a_team_key_is_admitted_too(launch: Launch) -> None:
+    stack = await launch(tier_config(extra={"server": {"inbound_token": "the-shared-token"},
+                                            "inbound_keys": KEYS}))
+    team = ok(await _chat(stack, HELLO, {"authorization": "Bearer ci-token"}))
+    assert (await stack.trace(team))["route"]["key"] == "ci"
+    shared = ok(await _chat(stack, HELLO, {"authorization": "Bearer the-shared-token"}))
+    assert (await stack.trace(shared))["route"]["key"] is None
+    wrong = await _chat(stack, HELLO, {"authorization": "Bearer neither"})
+    assert wrong.status == 401 and wrong.body["error"]["code"] == "invalid_api_key"
