@@ -184,24 +184,38 @@ def routed_target(cfg: Config, routed: Routed, requested: str) -> Target:
 def decide(cfg: Config, turn: Turn, *, scorer: Scorer, healthy: Healthy,
            rng: random.Random) -> RoutePlan:
     """The routing plan over the snapshot the handler read into the turn (SPEC §3 3-6)."""
-    assert turn.delta is not None
-    budget_denied = False
-    if turn.routed is not None and turn.routed.limits:
-        check = turn.routed.check(turn.snapshot.budgets, turn.snapshot.budget_limits)
-        if check.verdict == "refuse":
-            turn.plan = _budget_refusal(turn, check.message)
-            return turn.plan
-        budget_denied = check.verdict == "deny_strong"
-    inp = RouteInput(target=turn.target, api=turn.api, body=turn.body, delta=turn.delta,
-                     est_tokens=turn.est_tokens, session=turn.session,
-                     ask=None if turn.side else turn.ask, dedupe_key=turn.dedupe_key,
-                     degraded=turn.degraded, side=turn.side is not None,
-                     previous_response=turn.previous_response is not None,
-                     classification=turn.classification, budget_denied=budget_denied)
-    plan = plan_route(cfg, inp, turn.snapshot, now=turn.now, scorer=scorer, healthy=healthy,
-                      rng=rng)
+    if turn.routed is not None:
+        return _decide_routed(cfg, turn, turn.routed, scorer=scorer, healthy=healthy, rng=rng)
+    plan = plan_route(cfg, _route_input(turn), turn.snapshot, now=turn.now, scorer=scorer,
+                      healthy=healthy, rng=rng)
     turn.plan = plan
     return plan
+
+
+def _route_input(turn: Turn, **routed: Any) -> RouteInput:
+    assert turn.delta is not None
+    return RouteInput(target=turn.target, api=turn.api, body=turn.body, delta=turn.delta,
+                      est_tokens=turn.est_tokens, session=turn.session,
+                      ask=None if turn.side else turn.ask, dedupe_key=turn.dedupe_key,
+                      degraded=turn.degraded, side=turn.side is not None,
+                      previous_response=turn.previous_response is not None,
+                      classification=turn.classification, **routed)
+
+
+def _decide_routed(cfg: Config, turn: Turn, routed: Routed, *, scorer: Scorer,
+                   healthy: Healthy, rng: random.Random) -> RoutePlan:
+    """SPEC §17: the `[budgets]` verdict first (100 %: refused; 80 %: no strong tier), then
+    the plan with the route target's fallbacks and channel policy."""
+    check = routed.check(turn.snapshot.budgets, turn.snapshot.budget_limits)
+    if check.verdict == "refuse":
+        turn.plan = _budget_refusal(turn, check.message)
+        return turn.plan
+    inp = _route_input(turn, budget_denied=check.verdict == "deny_strong",
+                       route_fallbacks=routed.fallback_models(cfg))
+    plan = plan_route(cfg, inp, turn.snapshot, now=turn.now, scorer=scorer, healthy=healthy,
+                      rng=rng)
+    turn.plan = routed.channel_policy(plan)
+    return turn.plan
 
 
 def _budget_refusal(turn: Turn, message: str) -> RoutePlan:

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from orca_cli.errors import UnknownModel
+from orca_cli.routing.route_types import RoutePlan
 from orca_cli.routing.routes.budget import (
     BUDGET_OK,
     BudgetCheck,
@@ -38,6 +40,7 @@ from orca_cli.routing.routes.budget import (
 )
 from orca_cli.routing.routes.facts import RequestFacts
 from orca_cli.routing.routes.graph import Decision, RouteTable
+from orca_cli.routing.target import resolve_target
 from orca_cli.state import keys as K
 from orca_cli.state.base import HIncrOp, Op, SlotWrite
 from orca_cli.state.budgets import ttl_of
@@ -146,6 +149,41 @@ class Routed:
     def spend_counters(self) -> tuple[str, ...]:
         """Every counter a billed success adds its cost to (SPEC §17, once per request)."""
         return spend_keys(self.facts, self.decision.route)
+
+    def fallback_models(self, cfg: Config) -> tuple[str, ...]:
+        """The target node's `fallbacks` as model ids (each validated at load)."""
+        spec = self.decision.target
+        if spec is None or not spec.fallbacks:
+            return ()
+        out: list[str] = []
+        for name in spec.fallbacks:
+            try:
+                t = resolve_target(name, cfg)
+            except UnknownModel:
+                continue  # a config built in code may name nothing
+            if t.model is not None:
+                out.append(t.model)
+        return tuple(out)
+
+    def channel_policy(self, plan: RoutePlan) -> RoutePlan:
+        """The target node's `only` (attempts on those channels alone) and `prefer` (those
+        channels first, after a pinned or affinity attempt, which holds the prompt cache)."""
+        spec = self.decision.target
+        if spec is None or not (spec.only or spec.prefer) or plan.refusal is not None:
+            return plan
+        attempts = plan.attempts
+        if spec.only:
+            attempts = tuple(a for a in attempts if a.channel in spec.only)
+            if not attempts:
+                return replace(plan, attempts=(), refusal=(
+                    503, "no_candidate", f"no channel the route allows ({', '.join(spec.only)})"
+                    " can serve this request"))
+        if spec.prefer:
+            rank = {ch: i for i, ch in enumerate(spec.prefer)}
+            held = tuple(a for a in attempts[:1] if a.source in ("pin", "affinity"))
+            rest = sorted(attempts[len(held):], key=lambda a: rank.get(a.channel, len(rank)))
+            attempts = (*held, *rest)
+        return replace(plan, attempts=attempts)
 
     def spend_write(self, cost_usd: float) -> SlotWrite:
         """A billed success's spend: 1 request and its billed cost into every counter, in the

@@ -339,3 +339,29 @@ async def test_with_an_inbound_token_a_team_key_is_admitted_too(launch: Launch) 
     assert (await stack.trace(shared))["route"]["key"] is None
     wrong = await _chat(stack, HELLO, {"authorization": "Bearer neither"})
     assert wrong.status == 401 and wrong.body["error"]["code"] == "invalid_api_key"
+
+
+def _target_route(**target: Any) -> dict[str, Any]:
+    return {"name": "t", "nodes": {"only": _node("target", **target)}}
+
+
+async def test_a_target_s_fallbacks_and_channel_policy_apply(launch: Launch) -> None:
+    from tests.e2e.tier_kit import _sim_channel
+
+    both = [_sim_channel("sim-base", ["base-weak", "base-mid"]),  # base-mid on both channels
+            _sim_channel("sim-strong", ["frontier", "base-mid"])]
+    stack = await launch(tier_config(extra={"channels": both, "routes": [_target_route(
+        target="frontier", fallbacks=["base-mid"])]}))
+    stack.set_faults("sim-strong", status=503, rate=1.0)
+    fell_back = ok(await _chat(stack, HELLO))
+    assert (fell_back.model, fell_back.headers["x-orca-channel"]) == ("base-mid", "sim-base")
+    for preferred in ("sim-base", "sim-strong"):
+        stack = await launch(tier_config(extra={"channels": both, "routes": [_target_route(
+            target="base-mid", prefer=[preferred])]}))
+        for i in range(6):
+            body = {**HELLO, "messages": [{"role": "user", "content": f"question {i}"}]}
+            assert ok(await _chat(stack, body)).headers["x-orca-channel"] == preferred
+    stack = await launch(tier_config(extra={"routes": [_target_route(
+        target="base-mid", only=["sim-strong"])]}))
+    refused = await _chat(stack, HELLO)
+    assert refused.status == 503 and "sim-strong" in refused.body["error"]["message"]
