@@ -43,7 +43,7 @@ from orca_cli.routing.routes.graph import Decision, RouteTable
 from orca_cli.routing.target import resolve_target
 from orca_cli.state import keys as K
 from orca_cli.state.base import HIncrOp, Op, SlotWrite
-from orca_cli.state.budgets import ttl_of
+from orca_cli.state.budgets import effective_limits, ttl_of
 from orca_cli.types import Headers
 from orca_cli.wire.session_id import resolve_session_id
 
@@ -141,8 +141,7 @@ class Routed:
         """The `[budgets]` verdict over the snapshot's counters and raised limits."""
         if not self.limits:
             return BUDGET_OK
-        key = self.facts.key_name or "-"
-        limits = {n: raised.get(f"{n}:{key}", usd) for n, usd in self.limits.items()}
+        limits = effective_limits(self.limits, raised, self.facts.key_name)
         self.budget = check_budgets(limits, self.facts, counters)
         return self.budget
 
