@@ -3,13 +3,41 @@ keys, traces — over real sockets, on the memory store and a real Redis."""
 
 from __future__ import annotations
 
+import asyncio
+import io
+import os
+import time
+import uuid
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from orca_cli.cli.explain import render_trace
+from orca_cli.clock import FakeClock
 from orca_cli.config.routes import hash_token
-from tests.e2e.tier_kit import Launch, ok, tier_config
+from orca_cli.config.schema import Config, StateConfig
+from orca_cli.routing.routes.budget import counter_key
+from orca_cli.state import keys as K
+from orca_cli.state.base import CommitBatch, SetOp, SlotWrite, Store
+from orca_cli.state.factory import open_store
+from orca_cli.state.memory import MemoryStore
+from orca_cli.state.route_versions import rollback
+from tests.e2e.tier_kit import (
+    REDIS_URL,
+    Launch,
+    Reply,
+    TierStack,
+    _sim_channel,
+    delete_prefix,
+    ok,
+    redis_available,
+    tier_config,
+    tier_stack,
+)
 
 pytestmark = pytest.mark.usefixtures("backend")
 
@@ -59,12 +87,6 @@ async def test_conditions_on_a_header_and_on_metadata_pick_the_target(launch: La
 
 def _explained(trace: Any) -> str:
     """What `orca explain` prints for a trace."""
-    import io
-
-    from rich.console import Console
-
-    from orca_cli.cli.explain import render_trace
-
     out = io.StringIO()
     Console(file=out, width=200, color_system=None).print(render_trace(trace))
     return out.getvalue()
@@ -153,9 +175,8 @@ async def test_a_budget_node_switches_branch_once_its_key_spent_its_requests(
     assert (await stack.trace(infra))["route"]["route"] is None  # no route matched
 
 
-async def _chat(stack: Any, body: dict[str, Any], headers: dict[str, str] | None = None) -> Any:
-    from tests.e2e.tier_kit import Reply
-
+async def _chat(stack: TierStack, body: dict[str, Any],
+                headers: dict[str, str] | None = None) -> Reply:
     if stack.step_s:
         stack.clock.advance(stack.step_s)
     resp = await stack.http.post("/v1/chat/completions", json=body,
@@ -168,8 +189,6 @@ async def test_a_routes_file_deployed_on_one_sidecar_is_live_on_another_within_2
         backend: str) -> None:
     """Two sidecars on one Redis store: a deploy and a rollback made through the first are
     applied by the second without a restart (memory: the one process's own versions)."""
-    from orca_cli.state.route_versions import rollback
-
     cfg = tier_config()
     async with _stacks(backend, cfg, 2 if backend == "redis" else 1) as stacks:
         first, second = stacks[0], stacks[-1]
@@ -194,56 +213,42 @@ target = "{model}"
 """
 
 
-async def _until(stack: Any, model: str, within_s: float = 2.0) -> None:
-    import time
-
+async def _until(stack: TierStack, model: str, within_s: float = 2.0) -> None:
     deadline = time.monotonic() + within_s
     while True:
         got = ok(await _chat(stack, HELLO)).model
         if got == model:
             return
         assert time.monotonic() < deadline, f"still {got}, not {model}, after {within_s} s"
-        import asyncio
         await asyncio.sleep(0.05)
 
 
-def _stacks(backend: str, cfg: Any, n: int) -> Any:
-    import uuid
-    from contextlib import AsyncExitStack, asynccontextmanager
-
-    from orca_cli.clock import FakeClock
-    from orca_cli.config.schema import StateConfig
-    from orca_cli.state.factory import open_store
-    from orca_cli.state.memory import MemoryStore
-    from tests.e2e.tier_kit import REDIS_URL, delete_prefix, redis_available, tier_stack
-
-    @asynccontextmanager
-    async def go() -> Any:
-        prefix = f"orca-routes-{uuid.uuid4().hex[:10]}"
-        if backend == "redis" and not redis_available():
-            pytest.skip(f"Redis at {REDIS_URL} is unreachable")
-        async with AsyncExitStack() as stack:
-            out = []
-            for _ in range(n):
-                clock = FakeClock()
-                store: Any = (MemoryStore(clock=clock) if backend == "memory" else open_store(
-                    StateConfig(backend="redis", redis_url=REDIS_URL, key_prefix=prefix,
-                                timeout_ms=2000), clock=clock))
-                stack.push_async_callback(store.close)
-                out.append(await stack.enter_async_context(tier_stack(cfg, store, clock)))
-            try:
-                yield out
-            finally:
-                if backend == "redis":
-                    delete_prefix(prefix)
-    return go()
+@asynccontextmanager
+async def _stacks(backend: str, cfg: Config, n: int) -> AsyncIterator[list[TierStack]]:
+    """`n` sidecars sharing one store: a Redis key prefix, or (memory) one process's store."""
+    prefix = f"orca-routes-{uuid.uuid4().hex[:10]}"
+    if backend == "redis" and not redis_available():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"Redis at {REDIS_URL} is unreachable (CI=true: Redis is required)")
+        pytest.skip(f"Redis at {REDIS_URL} is unreachable")
+    async with AsyncExitStack() as stack:
+        out = []
+        for _ in range(n):
+            clock = FakeClock()
+            store: Store = (MemoryStore(clock=clock) if backend == "memory" else open_store(
+                StateConfig(backend="redis", redis_url=REDIS_URL, key_prefix=prefix,
+                            timeout_ms=2000), clock=clock))
+            stack.push_async_callback(store.close)
+            out.append(await stack.enter_async_context(tier_stack(cfg, store, clock)))
+        try:
+            yield out
+        finally:
+            if backend == "redis":
+                delete_prefix(prefix)
 
 
-async def _raise_limit(stack: Any, name: str, usd: float) -> None:
+async def _raise_limit(stack: TierStack, name: str, usd: float) -> None:
     """What `orca budget raise` stores (a limit in the `{budgets}` slot), through the store."""
-    from orca_cli.state import keys as K
-    from orca_cli.state.base import CommitBatch, SetOp, SlotWrite
-
     await stack.store.commit(CommitBatch(f"raise-{name}-{usd}", (SlotWrite(
         K.BUDGETS, (SetOp(K.budget_limit_key(name), repr(usd), 3600),)),)))
 
@@ -298,10 +303,6 @@ async def test_a_key_day_budget_refuses_in_the_anthropic_shape_naming_the_key(
 async def test_64_concurrent_requests_near_a_budget_count_every_cost_once(
         launch: Launch) -> None:
     """Overshoot at most the requests in flight; the counter is the sum of what was billed."""
-    import asyncio
-
-    from orca_cli.routing.routes.budget import counter_key
-
     stack = await launch(tier_config(extra={"budgets": {"day_usd": 100.0},
                                             "inbound_keys": KEYS}))
     stack.step_s = 0
@@ -346,8 +347,6 @@ def _target_route(**target: Any) -> dict[str, Any]:
 
 
 async def test_a_target_s_fallbacks_and_channel_policy_apply(launch: Launch) -> None:
-    from tests.e2e.tier_kit import _sim_channel
-
     both = [_sim_channel("sim-base", ["base-weak", "base-mid"]),  # base-mid on both channels
             _sim_channel("sim-strong", ["frontier", "base-mid"])]
     stack = await launch(tier_config(extra={"channels": both, "routes": [_target_route(
