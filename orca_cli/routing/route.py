@@ -232,8 +232,9 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
         ranking = _rank(c, router, candidates, None)
         ranking = replace(ranking, note=ranking.note + "; pinned: fallback order only")
     first = _first_channel(c, tier, model, pins)
-    fallbacks = inp.route_fallbacks or router.fallbacks
-    if router.strategy == "auto" and not inp.route_fallbacks:  # SPEC §16: the ranked list is the fallback order
+    fallbacks = inp.route_fallbacks or router.fallbacks  # a route target's own first (§17)
+    if router.strategy == "auto" and not inp.route_fallbacks:
+        # SPEC §16: the ranked list is the fallback order
         fallbacks = ranking.ordered if ranking is not None and c.cfg.auto.fallbacks else ()
     attempts = _attempts(c, router, model, candidates, first, fallbacks)
     return RoutePlan(router, decision, candidates, attempts, tuple(pins), ranking, full,
