@@ -364,3 +364,20 @@ async def test_a_target_s_fallbacks_and_channel_policy_apply(launch: Launch) -> 
         target="base-mid", only=["sim-strong"])]}))
     refused = await _chat(stack, HELLO)
     assert refused.status == 503 and "sim-strong" in refused.body["error"]["message"]
+
+
+async def test_budgets_ride_on_the_one_read_and_the_one_commit(launch: Launch,
+                                                             backend: str) -> None:
+    """[budgets] and inbound keys add no store call: one read and one commit a request (each
+    one round trip on Redis); only a route with budget nodes reads its counters before."""
+    stack = await launch(tier_config(extra={"budgets": {"day_usd": 100.0, "session_usd": 50.0},
+                                            "inbound_keys": KEYS}))
+    store: Any = stack.store
+    ci = {"authorization": "Bearer ci-token", "x-orca-session": "counted"}
+    ok(await _chat(stack, HELLO, ci))  # connects and loads the scripts
+    before = (store.reads, store.commits, getattr(store, "round_trips", 0))
+    ok(await _chat(stack, HELLO, ci))
+    after = (store.reads, store.commits, getattr(store, "round_trips", 0))
+    assert (after[0] - before[0], after[1] - before[1]) == (1, 1)
+    if backend == "redis":
+        assert after[2] - before[2] == 2
