@@ -47,8 +47,9 @@ def create_app(cfg: Config, *, store: Store | None = None, clock: Clock | None =
                            trace_ttl_s=cfg.server.trace_ttl_s)
     token = admin_token or ""
     rt = Runtime.build(cfg, store, clock=clock, transports=transports, admin_token=token)
-    policy = GuardPolicy.from_config(cfg.server, port=cfg.server.port if port is None else port,
-                                     admin_token=token)
+    policy = GuardPolicy.from_config(
+        cfg.server, port=cfg.server.port if port is None else port, admin_token=token,
+        team_keys=tuple(k.token_sha256 for k in cfg.inbound_keys if k.token_sha256))
     return OrcaApp(rt, policy, admin=admin_handler if token else None)
 
 

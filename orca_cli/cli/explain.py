@@ -107,6 +107,8 @@ def render_trace(t: Mapping[str, Any]) -> Any:
                 f"{_num(t.get('latency_ms'), 1)} ms")
     if t.get("error"):
         root.add(f"[red]error[/]: {_e(t['error'])}")
+    if t.get("route"):
+        _route(root, t["route"])
     _tier(root, t.get("tier") or {})
     _difficulty(root, t.get("difficulty") or {})
     _caps(root, t.get("caps") or {})
@@ -142,6 +144,26 @@ def render_trace(t: Mapping[str, Any]) -> Any:
     degraded = "[red]degraded store[/]" if t.get("degraded") else "store healthy"
     root.add(f"{degraded} · algorithm {_e(t.get('algorithm_version'))}")
     return root
+
+
+def _route(root: Any, r: Mapping[str, Any]) -> None:
+    """SPEC §17: the route walked, its version, node path and split buckets, the outcome."""
+    version = f"version {_e(r.get('version'))}" if r.get("version") else "config routes"
+    key = f"key {_e(r.get('key'))}" if r.get("key") else "no inbound key"
+    if not r.get("route"):
+        node = root.add(f"route: none matched ({version}; {key})")
+    else:
+        outcome = (f"target {_e(r.get('target'))}" if r.get("decision") == "target"
+                   else f"deny {_e((r.get('deny') or {}).get('status'))}")
+        node = root.add(f"route: {_e(r.get('route'))} ({version}; {key}) · path "
+                        f"{_e(' → '.join(r.get('path') or []))} · {outcome}")
+        if r.get("bucket"):
+            node.add(f"split bucket: {_e(r['bucket'])}")
+    b = r.get("budget")
+    if b:
+        node.add(f"budget {_e(b.get('name'))}: {_e(b.get('verdict'))} · spent "
+                 f"${_num(b.get('spent_usd'), 4)} of ${_num(b.get('limit_usd'), 4)} "
+                 f"({_e(b.get('counter'))})")
 
 
 def _tier(root: Any, tier: Mapping[str, Any]) -> None:

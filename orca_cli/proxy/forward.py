@@ -99,8 +99,9 @@ class Inbound:
 
 def _answer_name(turn: Turn, server: ServerConfig) -> str | None:
     """`[server] response_model = "requested"` (the default): a router or alias target answers
-    under the name the client sent; a concrete model is always itself."""
-    if turn.target.kind == "model":
+    under the name the client sent, and so does a route's target (SPEC §17); a concrete model
+    the client named is always itself."""
+    if turn.target.kind == "model" and (turn.routed is None or turn.routed.target is None):
         return None
     if getattr(server, "response_model", "requested") != "requested":
         return None

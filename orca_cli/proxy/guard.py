@@ -94,9 +94,13 @@ class GuardPolicy:
     max_body_bytes: int
     body_deadline_s: float
     port: int
+    # SPEC §17: with `inbound_token` set, a `[[inbound_keys]]` token is admitted as well.
+    team_digests: tuple[bytes, ...] = ()
 
     @classmethod
-    def from_config(cls, server: ServerConfig, *, port: int, admin_token: str) -> GuardPolicy:
+    def from_config(cls, server: ServerConfig, *, port: int, admin_token: str,
+                    team_keys: tuple[str, ...] = ()) -> GuardPolicy:
+        """`team_keys`: the sha256 (hex) of each `[[inbound_keys]]` token."""
         names = set(_LOOPBACK_NAMES)
         bind = server.host.strip().lower()
         if bind and bind not in ("0.0.0.0", "::", "[::]") and (
@@ -130,6 +134,7 @@ class GuardPolicy:
             max_body_bytes=int(server.max_body_mb * 1024 * 1024),
             body_deadline_s=float(server.header_timeout_s),
             port=port,
+            team_digests=tuple(bytes.fromhex(h) for h in team_keys),
         )
 
 
@@ -199,7 +204,8 @@ def verdict(policy: GuardPolicy, scope: Scope, facts: GuardFacts, api: Api) -> R
                            "$XDG_STATE_HOME/orca/admin.token")
     elif policy.inbound_digest is not None and path not in _PUBLIC_PATHS:
         digest = policy.inbound_digest
-        if not any(_matches(digest, t) for t in facts.tokens):
+        if not any(_matches(digest, t) for t in facts.tokens) and not (
+                policy.team_digests and _team_member(policy.team_digests, facts.tokens)):
             return _refuse(api, 401, "invalid_api_key",
                            "missing or wrong inbound token: send server.inbound_token as "
                            "Authorization: Bearer <token>, x-api-key: <token> or "
@@ -314,6 +320,14 @@ def _digest(token: bytes) -> bytes:
 
 def _matches(expected_digest: bytes, candidate: bytes) -> bool:
     return hmac.compare_digest(expected_digest, hashlib.sha256(candidate).digest())
+
+
+def _team_member(digests: tuple[bytes, ...], tokens: list[bytes]) -> bool:
+    for t in tokens:
+        got = hashlib.sha256(t).digest()
+        if any(hmac.compare_digest(d, got) for d in digests):
+            return True
+    return False
 
 
 def _has_port(host: bytes) -> bool:

@@ -11,11 +11,13 @@ leaves no state behind.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from orca_cli.errors import Refusal
 from orca_cli.proxy.forward import Inbound, forward
 from orca_cli.proxy.guard import ClientGone, GuardPolicy, send_error
 from orca_cli.proxy.intake import IntakeError, read_json
+from orca_cli.proxy.routes_live import deny_refusal, route_step
 from orca_cli.proxy.runtime import Runtime, new_request_id
 from orca_cli.routing.route import Attempt
 from orca_cli.turn import RequestHead, Turn, decide, prepare, refused, settle
@@ -37,8 +39,16 @@ async def handle_generate(rt: Runtime, policy: GuardPolicy, head: RequestHead, r
                              close=exc.close)
     except ClientGone:
         return
+    routed = None
+    if rt.live_routes is not None:  # SPEC §17: routes, inbound keys or budgets are set
+        routed = await route_step(rt, rt.live_routes, head, body, request_id)
+        if routed.decision.kind == "deny":
+            model = body.get("model")
+            return await _refuse(rt, head, send, deny_refusal(routed), request_id, start,
+                                 requested_model=model if isinstance(model, str) else None,
+                                 route=routed.trace())
     prepared = prepare(rt.cfg, rt.scorer, head, raw, body, request_id=request_id,
-                       now=rt.clock.now(), started=start)
+                       now=rt.clock.now(), started=start, routed=routed)
     if isinstance(prepared, Refusal):
         model = body.get("model")
         return await _refuse(rt, head, send, prepared, request_id, start,
@@ -48,13 +58,14 @@ async def handle_generate(rt: Runtime, policy: GuardPolicy, head: RequestHead, r
 
 async def _refuse(rt: Runtime, head: RequestHead, send: Send, refusal: Refusal,
                   request_id: str, start: float, *, close: bool = False,
-                  requested_model: str | None = None) -> None:
+                  requested_model: str | None = None, route: dict[str, Any] | None = None,
+                  ) -> None:
     await send_error(send, head.api, refusal.status, refusal.message, kind=refusal.kind,
                      code=refusal.code, close=close,
                      extra_headers=((b"x-orca-request-id", request_id.encode()),))
     rt.metrics.request(head.api, "", refusal.status, rt.clock.monotonic() - start, "")
     batch = refused(head, refusal, request_id=request_id, now=rt.clock.now(),
-                    requested_model=requested_model)
+                    requested_model=requested_model, route=route)
     rt.emit_trace(batch.trace)
     await rt.gate.commit(batch)
 

@@ -36,8 +36,12 @@ from orca_cli.proxy.metrics import Metrics
 from orca_cli.proxy.sim import SimTransport
 from orca_cli.proxy.transport import Transport
 from orca_cli.routing.features import Scorer
+from orca_cli.routing.routes.budget import Spend
+from orca_cli.state.active_routes import ActiveRoutes
 from orca_cli.state.base import CommitBatch, CommitResult, ReadRequest, Snapshot, Store
+from orca_cli.state.route_versions import RouteVersions
 from orca_cli.turn.model import Turn
+from orca_cli.turn.routes import LiveRoutes
 
 __all__ = ["DegradedPins", "FollowUp", "Runtime", "StoreGate", "new_request_id"]
 
@@ -45,6 +49,7 @@ log = logging.getLogger("orca")
 
 PROBE_INTERVAL_S = 1.0
 HOUSEKEEPING_INTERVAL_S = 15.0  # how often an idle sidecar asks its store to sweep
+ROUTES_CHECK_S = 0.5  # how often the active route version number is read (SPEC §17)
 DEGRADED_PINS_MAX = 10_000
 PENDING_COMMITS_MAX = 1000
 
@@ -136,6 +141,19 @@ class StoreGate:
         turn.degraded = True
         if turn.router is not None and turn.session is not None:
             turn.snapshot = self.degraded_pins.get(turn.router.name, turn.session)
+
+    async def read_counters(self, names: tuple[str, ...]) -> dict[str, Spend]:
+        """Budget counters (a route's budget nodes); none while the store is degraded or when
+        it fails (a route's budget node then takes its `within` exit)."""
+        read = getattr(self.store, "read_counters", None)
+        if not self.healthy or read is None:
+            return {}
+        try:
+            got: dict[str, Spend] = await read(names)
+        except (TimeoutError, StoreUnavailable, OSError) as exc:
+            self._mark_down(exc)
+            return {}
+        return got
 
     def _state_lost(self, at: float) -> None:
         """Each loss of the store's state is logged once, the second and later ones too."""
@@ -282,9 +300,19 @@ class Runtime:
     # called after the response was sent. A sink's fault is logged, never the request's.
     trace_sinks: list[Callable[[Mapping[str, Any]], None]] = field(default_factory=list)
     _housekeeping: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    # SPEC §17: the routes, inbound keys and budgets applied now; None when none is set (the
+    # request path's one check). A deployed version replaces the config's routes.
+    live_routes: LiveRoutes | None = field(default=None, init=False)
+    routes: ActiveRoutes | None = field(default=None, init=False, repr=False)
+    _routes_watch: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _routes_error: str = field(default="", init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.scorer = Scorer(self.cfg.difficulty)
+        versions: Callable[[], RouteVersions] | None = getattr(
+            self.gate.store, "route_versions", None)
+        self.routes = ActiveRoutes(self.cfg, versions() if versions else None, period_s=0.0)
+        self.live_routes = LiveRoutes.of(self.cfg, self.routes.table)
         if self.health is None:
             self.health = Health(self.clock, keys_per_channel={
                 c.name: max(1, len(c.keys)) for c in self.cfg.channels})
@@ -318,6 +346,24 @@ class Runtime:
         sweep: Callable[[], object] | None = getattr(self.gate.store, "sweep_if_due", None)
         if self._housekeeping is None and sweep is not None:
             self._housekeeping = asyncio.get_running_loop().create_task(self._housekeep(sweep))
+        if self._routes_watch is None:
+            self._routes_watch = asyncio.get_running_loop().create_task(self._watch_routes())
+
+    async def _watch_routes(self) -> None:
+        """The active route version, checked every ROUTES_CHECK_S (one GET on Redis); a new
+        one is validated, compiled and applied between two requests, without a restart."""
+        active = self.routes
+        assert active is not None
+        while True:
+            await asyncio.sleep(ROUTES_CHECK_S)
+            version = active.version
+            await active.refresh(self.clock.monotonic())
+            if active.version != version:
+                self.live_routes = LiveRoutes.of(self.cfg, active.table, active.version)
+                log.info("routes version %d applied", active.version)
+            elif active.last_error and active.last_error != self._routes_error:
+                log.warning("routes: the active version is not applied: %s", active.last_error)
+            self._routes_error = active.last_error
 
     async def _housekeep(self, sweep: Callable[[], object]) -> None:
         while True:
@@ -328,6 +374,11 @@ class Runtime:
                 log.warning("the state store's idle sweep failed; retried later", exc_info=True)
 
     async def aclose(self) -> None:
+        if self._routes_watch is not None:
+            self._routes_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._routes_watch
+            self._routes_watch = None
         if self._housekeeping is not None:
             self._housekeeping.cancel()
             with contextlib.suppress(asyncio.CancelledError):

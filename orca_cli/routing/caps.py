@@ -51,6 +51,7 @@ class CapsView:
     warmup_requests: int = 20
     state_lost_at: float | None = None  # set after a detected state loss
     enabled: bool = True  # the replay turns share caps off for the report's figures
+    budget_denied: bool = False  # SPEC §17: a [budgets] budget is at 80 % or more
 
     def to_trace(self) -> dict[str, object]:
         return {

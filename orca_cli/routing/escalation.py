@@ -56,7 +56,7 @@ class TierDecision:
     reason: str  # for `X-Orca-Session-Tier: <tier>; reason=<reason>`
     trigger: str = ""  # explicit | once | difficulty | strikes | "" (none)
     intents: tuple[Intent, ...] = ()
-    denied: str = ""  # session_cap | share_cap | workspace_cap | no_candidate
+    denied: str = ""  # session_cap | share_cap | workspace_cap | no_candidate | budget
     evaluations: dict[str, Any] = field(default_factory=dict)
     shadow: dict[str, Any] | None = None  # {would, trigger} in shadow mode
     t2: float = 0.0
@@ -181,6 +181,8 @@ def _denial(st: TierState, caps: CapsView, esc: EscalationConfig, *, new: bool,
         return "session_cap"
     if not strong_available:
         return "no_candidate"
+    if caps.budget_denied:
+        return "budget"
     if caps.enabled:
         after_loss = caps.state_lost_at is not None
         if share_denied(caps.share, caps.share_cap, caps.warmup_requests, after_loss=after_loss):

@@ -71,7 +71,8 @@ def _fresh_conversation(body: Mapping[str, Any]) -> bool:
     return not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in items)
 
 
-def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot) -> CapsView:
+def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,
+               budget_denied: bool = False) -> CapsView:
     esc = router.escalation
     return CapsView(
         share=ShareView(snapshot.share.strong, snapshot.share.total),
@@ -80,6 +81,7 @@ def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot) -> CapsVie
         workspace_cap=cfg.workspace.share_cap,
         warmup_requests=esc.warmup_requests,
         state_lost_at=snapshot.state_lost_at,
+        budget_denied=budget_denied,
     )
 
 
@@ -141,7 +143,7 @@ def plan_route(
     strong_pool = router.escalation_pool
     escalates = bool(strong_pool) and esc.mode != "off"
     strong = pool(strong_pool) if escalates else ()
-    caps = _caps_view(cfg, router, snapshot)
+    caps = _caps_view(cfg, router, snapshot, inp.budget_denied)
     if not caps_enabled:
         caps = replace(caps, enabled=False)
     evidence: dict[str, Any] = {}
@@ -230,8 +232,9 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
         ranking = _rank(c, router, candidates, None)
         ranking = replace(ranking, note=ranking.note + "; pinned: fallback order only")
     first = _first_channel(c, tier, model, pins)
-    fallbacks = router.fallbacks
-    if router.strategy == "auto":  # SPEC §16: the ranked list is the fallback order
+    fallbacks = inp.route_fallbacks or router.fallbacks  # a route target's own first (§17)
+    if router.strategy == "auto" and not inp.route_fallbacks:
+        # SPEC §16: the ranked list is the fallback order
         fallbacks = ranking.ordered if ranking is not None and c.cfg.auto.fallbacks else ()
     attempts = _attempts(c, router, model, candidates, first, fallbacks)
     return RoutePlan(router, decision, candidates, attempts, tuple(pins), ranking, full,
@@ -370,9 +373,10 @@ def _attempts(c: _Ctx, router: RouterConfig | None, model: str,
         for ch in chosen.channels:
             for k in ch.keys:
                 add(model, ch.channel, k, "ranked")
-    if router is not None and c.inp.target.channel is None:
+    if (router is not None and c.inp.target.channel is None) or (router is None and fallbacks):
         # Fallback models in order, each re-checked: it must be a usable candidate of this
-        # tier's pool (policy, tier and caps were applied when the pool was built).
+        # tier's pool (policy, tier and caps were applied when the pool was built), or of a
+        # route target's own list (SPEC §17).
         for fb in fallbacks[:MAX_FALLBACK_MODELS]:
             cand = by_model.get(fb)
             if cand is None or fb == model:
@@ -408,10 +412,20 @@ def _plan_model(c: _Ctx) -> RoutePlan:
     candidates = build_candidates([t.model], inp.api, inp.est_tokens, cfg,
                                   mode=t.mode_for("balanced"), healthy=healthy, rng=c.rng,
                                   channel=t.channel)
+    if inp.route_fallbacks:  # each on its own channels: re-selected in full (SPEC §17)
+        candidates += build_candidates([m for m in inp.route_fallbacks if m != t.model],
+                                       inp.api, inp.est_tokens, cfg,
+                                       mode=t.mode_for("balanced"), healthy=healthy, rng=c.rng)
     tier: Tier = "strong" if counts_strong else "base"
     caps = CapsView(share=ShareView(), workspace_share=ShareView(
         snapshot.workspace_share.strong, snapshot.workspace_share.total),
         workspace_cap=cfg.workspace.share_cap)
+    if counts_strong and inp.budget_denied:
+        decision = TierDecision(tier="base", reason="denied:budget", denied="budget",
+                                evaluated=False)
+        return RoutePlan(None, decision, candidates, (), caps=caps, refusal=(
+            429, "budget", f"model {t.model!r} is a frontier model and a budget is at 80 % "
+            "or more of its limit (see `orca budget`); use a router or a base-tier model"))
     if counts_strong and share_denied(caps.workspace_share, caps.workspace_cap,
                                       caps.warmup_requests,
                                       after_loss=snapshot.state_lost_at is not None):
@@ -439,6 +453,6 @@ def _plan_model(c: _Ctx) -> RoutePlan:
                      "affinity")
         pins = (PinRead("affinity", tier, dict(snapshot.affinity), "hit" if ok else "skipped",
                         why),)
-    attempts = _attempts(c, None, t.model, candidates, first)
+    attempts = _attempts(c, None, t.model, candidates, first, inp.route_fallbacks)
     return RoutePlan(None, decision, candidates, attempts, pins, caps=caps,
                      full_skipped="concrete_model", counts_strong_in_workspace=counts_strong)

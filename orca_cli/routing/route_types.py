@@ -68,6 +68,11 @@ class RouteInput:
     # and the channels' measured recent latency in ms.
     classification: Classification | None = None
     latency_ms: Mapping[str, float] = field(default_factory=dict)
+    # SPEC §17: a `[budgets]` budget is at 80 % or more: the strong tier is denied.
+    budget_denied: bool = False
+    # SPEC §17: a route target's fallback models (replacing a router's `fallbacks`; after a
+    # concrete model's own channels), each re-selected in full.
+    route_fallbacks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

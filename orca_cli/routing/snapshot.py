@@ -6,11 +6,32 @@ and `state/` (the store backends) produces it. `orca_cli.state.base` re-exports 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from orca_cli.routing.routes.budget import Spend
+
 __all__ = ["ShareCounts", "Snapshot", "TierDoc"]
+
+
+
+class _Empty(Mapping[str, Any]):
+    """The one shared empty mapping of a read without budgets (nothing built per read)."""
+
+    def __getitem__(self, key: str) -> Any:
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    __hash__ = object.__hash__
+
+
+_NONE: Mapping[str, Any] = _Empty()
 
 TierDoc: TypeAlias = dict[str, Any]
 
@@ -34,3 +55,6 @@ class Snapshot:
     percentile_samples: tuple[float, ...] = ()
     # Set when the store detected a state loss; the time it was detected (SPEC §6.4, §9).
     state_lost_at: float | None = None
+    # SPEC §17: the budget counters and raised limits the read asked for (absent = none).
+    budgets: Mapping[str, Spend] = _NONE
+    budget_limits: Mapping[str, float] = _NONE

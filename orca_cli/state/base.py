@@ -67,7 +67,7 @@ MAX_CAS_ATTEMPTS = 8  # bounded: a conflict storm is reported, never looped on f
 class SlotRef:
     """A hash slot: a session's, a router's, the workspace's or the trace store's."""
 
-    kind: Literal["session", "router", "workspace", "traces"]
+    kind: Literal["session", "router", "workspace", "traces", "budgets"]
     router: str = ""
     session: str = ""
 
@@ -192,6 +192,10 @@ class ReadRequest:
     affinity_key: str | None = None  # sessionless cache-aware affinity (SPEC §5)
     linucb_arms: tuple[str, ...] = ()
     percentile_samples: int = 0  # how many of the newest samples to read (0 = none)
+    # SPEC §17: budget counters (`routing/routes/budget.py` names) and raised limits
+    # (`<name>:<key>`) to read in the same round trip; empty unless budgets are configured.
+    budget_counters: tuple[str, ...] = ()
+    budget_limits: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

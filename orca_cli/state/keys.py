@@ -27,6 +27,7 @@ from orca_cli.state.base import SlotRef
 
 __all__ = [
     "AUDIT_KEY",
+    "BUDGETS",
     "PCT_KEY",
     "RECENT_KEY",
     "SLOT_KINDS",
@@ -34,6 +35,8 @@ __all__ = [
     "TRACE_INDEX_KEY",
     "WORKSPACE",
     "affinity_key",
+    "budget_counter_key",
+    "budget_limit_key",
     "chan_key",
     "check_name",
     "client_id_key",
@@ -58,6 +61,7 @@ __all__ = [
 SLOT_KINDS = ("session", "router", "workspace", "traces")
 WORKSPACE = SlotRef("workspace")
 TRACES = SlotRef("traces")
+BUDGETS = SlotRef("budgets")  # SPEC §17: c:<counter> hashes {requests, usd}, limit:<name>:<key>
 
 _UNSAFE_NAME = re.compile(r"[\x00-\x20\x7f-\x9f{}:*?\[\]\\]")
 _UNSAFE_COMPONENT = re.compile(r"[\x00-\x1f\x7f-\x9f{}]")
@@ -100,6 +104,8 @@ def slot_tag(prefix: str, slot: SlotRef) -> str:
         return f"{prefix}:{{w}}:"
     if slot.kind == "traces":
         return f"{prefix}:{{t}}:"
+    if slot.kind == "budgets":
+        return f"{prefix}:{{budgets}}:"
     raise ValueError(f"unknown slot kind {slot.kind!r}; valid: {', '.join(SLOT_KINDS)}")
 
 
@@ -244,3 +250,13 @@ def trace_key(request_id: str) -> str:
 
 def client_id_key(client_request_id: str) -> str:
     return f"cid:{safe_component(client_request_id)}"
+
+
+def budget_counter_key(counter: str) -> str:
+    """A budget counter's hash in the `{budgets}` slot (`state/budgets.py` reads the same)."""
+    return f"c:{counter}"
+
+
+def budget_limit_key(name_and_key: str) -> str:
+    """An `orca budget raise` limit, `limit:<name>:<key>` in the `{budgets}` slot."""
+    return f"limit:{name_and_key}"

@@ -15,6 +15,7 @@ from typing import Any
 
 from orca_cli.clock import Clock
 from orca_cli.errors import StoreUnavailable
+from orca_cli.routing.routes.budget import Spend
 from orca_cli.state import keys as K
 from orca_cli.state.base import (
     MARKER_TTL_S,
@@ -59,6 +60,7 @@ from orca_cli.state.keyspace import (
     kind_of,
     num,
 )
+from orca_cli.state.route_versions import MemoryRouteVersions
 
 __all__ = ["MemoryStore"]
 
@@ -91,6 +93,7 @@ class MemoryStore(Keyspace):
         self.reads = 0
         self.commits = 0
         self.state_lost_at: float | None = None  # an embedded store never loses state on its own
+        self._route_versions: MemoryRouteVersions | None = None
 
     # --- request path ----------------------------------------------------------------------
 
@@ -137,6 +140,15 @@ class MemoryStore(Keyspace):
         ws = ShareCounts()
         if req.workspace:
             ws = self._share(K.slot_tag(self._prefix, K.WORKSPACE), req.share_hours, now)
+        budgets: dict[str, Spend] = {}
+        limits: dict[str, float] = {}
+        if req.budget_counters or req.budget_limits:
+            budgets = self._counters(req.budget_counters, now)
+            btag = K.slot_tag(self._prefix, K.BUDGETS)
+            for name in req.budget_limits:
+                raw = self._text(btag + K.budget_limit_key(name), now)
+                if raw is not None:
+                    limits[name] = float(raw)
         return Snapshot(
             tier=tier_doc,
             tier_version=doc_version(tier_text),
@@ -147,7 +159,28 @@ class MemoryStore(Keyspace):
             affinity=affinity,
             linucb=linucb,
             percentile_samples=pct,
+            budgets=budgets,
+            budget_limits=limits,
         )
+
+    def _counters(self, names: tuple[str, ...], now: float) -> dict[str, Spend]:
+        btag = K.slot_tag(self._prefix, K.BUDGETS)
+        out: dict[str, Spend] = {}
+        for name in names:
+            h = self._value(btag + K.budget_counter_key(name), now)
+            if isinstance(h, dict):
+                out[name] = Spend(int(h.get("requests", 0)), float(h.get("usd", 0.0)))
+        return out
+
+    def route_versions(self) -> MemoryRouteVersions:
+        """The deployed route versions, kept in this process (SPEC §17)."""
+        if self._route_versions is None:
+            self._route_versions = MemoryRouteVersions()
+        return self._route_versions
+
+    async def read_counters(self, names: tuple[str, ...]) -> dict[str, Spend]:
+        """Budget counters alone (a route's budget nodes, read before its target is known)."""
+        return self._counters(names, self._clock.now())
 
     def _share(self, tag: str, hours: tuple[int, ...], now: float) -> ShareCounts:
         sums = self._share_sums.get(tag)

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from orca_cli.clock import Clock
 from orca_cli.errors import StoreUnavailable
+from orca_cli.routing.routes.budget import Spend
 from orca_cli.state import keys as K
 from orca_cli.state import redis_cmds as C
 from orca_cli.state.base import (
@@ -54,12 +55,23 @@ from orca_cli.state.codec import (
 )
 from orca_cli.state.redis_cmds import Cmd
 from orca_cli.state.redis_link import RedisLink
+from orca_cli.state.route_versions import RedisRouteVersions
 
 __all__ = ["RedisStore"]
 
 T = TypeVar("T")
 
 _SCAN_CHUNK = 500
+
+
+class _LazyClient:
+    """The store's Redis client, built on first use (the store connects lazily)."""
+
+    def __init__(self, store: RedisLink) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store._client(), name)
 
 
 @dataclass(slots=True)
@@ -125,6 +137,18 @@ class RedisStore(RedisLink):
         res, _ = await self._run(cmds)
         await self._observe_epoch(res[epoch_at], res[epoch_at + 1] if recheck else None)
         return C.snapshot_from(res, layout, req, self.state_lost_at)
+
+    async def read_counters(self, names: tuple[str, ...]) -> dict[str, Spend]:
+        """Budget counters alone (a route's budget nodes, read before its target is known):
+        one pipelined round trip."""
+        async def go() -> dict[str, Spend]:
+            res, _ = await self._run(C.budget_commands(self._prefix, names))
+            return C.spends_from(names, res)
+        return await self._guarded("budget read", go)
+
+    def route_versions(self) -> RedisRouteVersions:
+        """The deployed route versions on this store (SPEC §17)."""
+        return RedisRouteVersions(_LazyClient(self), self._prefix)
 
     async def commit(self, batch: CommitBatch) -> CommitResult:
         self.commits += 1

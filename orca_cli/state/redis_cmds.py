@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from orca_cli.routing.routes.budget import Spend
 from orca_cli.state import keys as K
 from orca_cli.state.base import (
     MARKER_TTL_S,
@@ -70,6 +71,7 @@ class ReadLayout:
     session: int = -1
     router: int = -1
     workspace: int = -1
+    budgets: int = -1  # the first of one HMGET per budget counter, then the limits' MGET
 
 
 def _share_keys(tag: str, hours: Sequence[int]) -> list[str]:
@@ -115,7 +117,26 @@ def read_commands(
     if req.workspace and req.share_hours:
         workspace = len(cmds)
         cmds.append(("MGET", *_share_keys(K.slot_tag(prefix, K.WORKSPACE), req.share_hours)))
-    return cmds, ReadLayout(session, router, workspace)
+    budgets = -1
+    if req.budget_counters or req.budget_limits:
+        budgets = len(cmds)
+        cmds += budget_commands(prefix, req.budget_counters)
+        btag = K.slot_tag(prefix, K.BUDGETS)
+        limits = [btag + K.budget_limit_key(n) for n in req.budget_limits]
+        cmds.append(("MGET", *(limits or [btag + K.budget_limit_key("-")])))
+    return cmds, ReadLayout(session, router, workspace, budgets)
+
+
+def budget_commands(prefix: str, counters: Sequence[str]) -> list[Cmd]:
+    """One HMGET {requests, usd} per budget counter (all in the `{budgets}` slot)."""
+    btag = K.slot_tag(prefix, K.BUDGETS)
+    return [("HMGET", btag + K.budget_counter_key(c), "requests", "usd") for c in counters]
+
+
+def spends_from(counters: Sequence[str], rows: Sequence[Any]) -> dict[str, Spend]:
+    """The HMGET replies of `budget_commands`: counters that exist, as `Spend`."""
+    return {c: Spend(int(float(r or 0)), float(u or 0.0))
+            for c, (r, u) in zip(counters, rows, strict=True) if r is not None or u is not None}
 
 
 def snapshot_from(
@@ -146,6 +167,13 @@ def snapshot_from(
             else:
                 linucb[arm] = vector_from_text(data[0] if data else None)
     ws = sum_share(res[layout.workspace]) if layout.workspace >= 0 else ShareCounts()
+    budgets: dict[str, Spend] = {}
+    limits: dict[str, float] = {}
+    if layout.budgets >= 0:
+        n = len(req.budget_counters)
+        budgets = spends_from(req.budget_counters, res[layout.budgets:layout.budgets + n])
+        limits = {name: float(v) for name, v in zip(req.budget_limits, res[layout.budgets + n],
+                                                    strict=False) if v is not None}
     return Snapshot(
         tier=decode_doc(tier_text),
         tier_version=doc_version(tier_text),
@@ -157,6 +185,8 @@ def snapshot_from(
         linucb=linucb,
         percentile_samples=pct,
         state_lost_at=state_lost_at,
+        budgets=budgets,
+        budget_limits=limits,
     )
 
 

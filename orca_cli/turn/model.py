@@ -19,6 +19,7 @@ from orca_cli.routing.route import Attempt, RoutePlan
 from orca_cli.routing.target import Target
 from orca_cli.routing.tiers import Ask
 from orca_cli.state.base import ReadRequest, Snapshot
+from orca_cli.turn.routes import Routed
 from orca_cli.types import Api, Headers
 from orca_cli.wire.session_id import SessionId
 from orca_cli.wire.usage import ResponseTap
@@ -125,6 +126,7 @@ class Turn:
     degraded: bool = False
     plan: RoutePlan | None = None
     outcome: Outcome = field(default_factory=Outcome)
+    routed: Routed | None = None  # SPEC §17: the route step, when routes/keys/budgets are set
 
     @property
     def session(self) -> str | None:

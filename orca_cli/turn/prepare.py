@@ -16,13 +16,15 @@ from orca_cli.config.schema import Config
 from orca_cli.errors import Refusal, UnknownModel
 from orca_cli.routing.candidates import Healthy
 from orca_cli.routing.caps import window_hours
+from orca_cli.routing.escalation import TierDecision
 from orca_cli.routing.features import Delta, Scorer
 from orca_cli.routing.route import RouteInput, RoutePlan, plan_route
 from orca_cli.routing.side import match_housekeeping
-from orca_cli.routing.target import resolve_target
+from orca_cli.routing.target import Suffix, Target, resolve_target
 from orca_cli.routing.tiers import Ask
 from orca_cli.state.base import ReadRequest
 from orca_cli.turn.model import RequestHead, Turn
+from orca_cli.turn.routes import Routed
 from orca_cli.wire.session_id import derive_session_id, resolve_session_id
 from orca_cli.wire.side_facts import side_facts
 
@@ -72,9 +74,10 @@ def _ask(head: RequestHead) -> Ask | None | Refusal:
 
 def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: dict[str, Any],
             *, request_id: str, now: float, started: float,
-            delta: Delta | None = None) -> Turn | Refusal:
+            routed: Routed | None = None, delta: Delta | None = None) -> Turn | Refusal:
     """The request's facts: what it names, its session, its latest turn's score, and what the
-    decision needs read from the store. A `Refusal` for input orca cannot serve.
+    decision needs read from the store. A `Refusal` for input orca cannot serve. `routed`:
+    the route step (SPEC §17), whose target replaces the `model` field for routing.
 
     `delta`: the latest turn's score when the caller already has it for this body (the replay
     scores each request once and reuses it at every sweep point); None scores it here. The
@@ -86,7 +89,8 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: di
         return Refusal(400, "the `model` field is required: a router (orca/<name>), an alias "
                             "or a configured model")
     try:
-        target = resolve_target(model_field, cfg)
+        target = (resolve_target(model_field, cfg) if routed is None or routed.target is None
+                  else routed_target(cfg, routed, model_field))
     except UnknownModel as exc:
         return Refusal(404, str(exc), code="model_not_found")
     ask = _ask(head)
@@ -97,8 +101,10 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: di
                 client_request_id=head.client_request_id, ask=ask)
     router = cfg.routers.get(target.router) if target.router else None
     turn.router = router
+    turn.routed = routed
     hmap = head.header_map()
-    if router is not None and router.session_aware and not _sessionless(body):
+    if router is not None and router.session_aware and not _sessionless(body) and (
+            routed is None or routed.affinity):
         turn.sid = resolve_session_id(hmap, body, router=router.name, api=turn.api)
         _side(cfg, turn)
     turn.delta = delta if delta is not None else scorer.delta(body, turn.api)
@@ -107,7 +113,8 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: di
         rid = turn.client_request_id
         turn.dedupe_key = ("c:" + rid[:128]) if rid else turn.delta.dedupe_key(router.name,
                                                                                 session)
-    if router is not None and session is None and turn.side is None and not cache_aware_off(body):
+    if (router is not None and session is None and turn.side is None and not cache_aware_off(body)
+            and (routed is None or routed.affinity)):
         turn.affinity_key = derive_session_id(body, router=router.name, api=turn.api)
     previous = body.get("previous_response_id") if turn.api == "responses" else None
     if isinstance(previous, str) and previous and router is not None:
@@ -150,6 +157,7 @@ def _read_request(turn: Turn) -> ReadRequest | None:
     if router is None and turn.target.kind != "model":
         return None
     esc = router.escalation if router is not None else None
+    routed = turn.routed
     return ReadRequest(
         router=router.name if router is not None else "_direct",
         session=turn.session,
@@ -158,20 +166,64 @@ def _read_request(turn: Turn) -> ReadRequest | None:
         linucb_arms=router.allowed_models if router and router.strategy == "linucb" else (),
         percentile_samples=(PERCENTILE_SAMPLES if esc and esc.threshold == "percentile"
                             else 0),
+        budget_counters=routed.read_counters() if routed is not None else (),
+        budget_limits=routed.read_limits() if routed is not None else (),
     )
+
+
+_MODE_SUFFIX: dict[str, Suffix] = {"price": "cheap", "latency": "fast", "throughput": "nitro"}
+
+
+def routed_target(cfg: Config, routed: Routed, requested: str) -> Target:
+    """A route's target (SPEC §17) in place of the `model` field: the client's name stays the
+    requested one (the reply's `model` per `[server] response_model`), the node's mode
+    overrides the router's."""
+    spec = routed.decision.target
+    assert spec is not None
+    target = replace(resolve_target(spec.target, cfg), requested=requested)
+    suffix = _MODE_SUFFIX.get(spec.mode)
+    return replace(target, suffix=suffix) if suffix is not None else target
 
 
 def decide(cfg: Config, turn: Turn, *, scorer: Scorer, healthy: Healthy,
            rng: random.Random) -> RoutePlan:
     """The routing plan over the snapshot the handler read into the turn (SPEC §3 3-6)."""
-    assert turn.delta is not None
-    inp = RouteInput(target=turn.target, api=turn.api, body=turn.body, delta=turn.delta,
-                     est_tokens=turn.est_tokens, session=turn.session,
-                     ask=None if turn.side else turn.ask, dedupe_key=turn.dedupe_key,
-                     degraded=turn.degraded, side=turn.side is not None,
-                     previous_response=turn.previous_response is not None,
-                     classification=turn.classification, full=turn.full)
-    plan = plan_route(cfg, inp, turn.snapshot, now=turn.now, scorer=scorer, healthy=healthy,
-                      rng=rng)
+    if turn.routed is not None:
+        return _decide_routed(cfg, turn, turn.routed, scorer=scorer, healthy=healthy, rng=rng)
+    plan = plan_route(cfg, _route_input(turn), turn.snapshot, now=turn.now, scorer=scorer,
+                      healthy=healthy, rng=rng)
     turn.plan = plan
     return plan
+
+
+def _route_input(turn: Turn, **routed: Any) -> RouteInput:
+    assert turn.delta is not None
+    return RouteInput(target=turn.target, api=turn.api, body=turn.body, delta=turn.delta,
+                      est_tokens=turn.est_tokens, session=turn.session,
+                      ask=None if turn.side else turn.ask, dedupe_key=turn.dedupe_key,
+                      degraded=turn.degraded, side=turn.side is not None,
+                      previous_response=turn.previous_response is not None,
+                      classification=turn.classification, full=turn.full, **routed)
+
+
+def _decide_routed(cfg: Config, turn: Turn, routed: Routed, *, scorer: Scorer,
+                   healthy: Healthy, rng: random.Random) -> RoutePlan:
+    """SPEC §17: the `[budgets]` verdict first (100 %: refused; 80 %: no strong tier), then
+    the plan with the route target's fallbacks and channel policy."""
+    check = routed.check(turn.snapshot.budgets, turn.snapshot.budget_limits)
+    if check.verdict == "refuse":
+        turn.plan = _budget_refusal(turn, check.message)
+        return turn.plan
+    inp = _route_input(turn, budget_denied=check.verdict == "deny_strong",
+                       route_fallbacks=routed.fallback_models(cfg))
+    plan = plan_route(cfg, inp, turn.snapshot, now=turn.now, scorer=scorer, healthy=healthy,
+                      rng=rng)
+    turn.plan = routed.channel_policy(plan)
+    return turn.plan
+
+
+def _budget_refusal(turn: Turn, message: str) -> RoutePlan:
+    """A `[budgets]` budget is spent (SPEC §17): 429 naming it, the spend and the command
+    that raises it (the handler adds `x-should-retry: false`)."""
+    decision = TierDecision(tier="base", reason="budget_exceeded", evaluated=False)
+    return RoutePlan(turn.router, decision, (), (), refusal=(429, "budget_exceeded", message))

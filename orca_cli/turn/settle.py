@@ -114,6 +114,8 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
         output_tokens=usage.output_tokens if usage else 0, cost_usd=sv.cost)
     batch = build_commit(ctx, plan.decision, turn.snapshot, outcome, settle_transitions=True)
     batch = _with_dropped_pins(batch, plan, out, turn.router_name, turn.session)
+    if turn.routed is not None and billed:  # SPEC §17: budget spend, once per request
+        batch = replace(batch, writes=(*batch.writes, turn.routed.spend_write(sv.cost)))
     trace = _trace(turn, sv, committed=billed and bool(batch.writes), latency_ms=latency_ms)
     # Racing identical escalations merge: only the commit that changed the tier audits it.
     # The settle runs once the result is known, after a re-send too if the commit is held.
@@ -139,6 +141,8 @@ def _side_settle(cfg: Config, turn: Turn, sv: Served, latency_ms: float) -> Sett
         if turn.router is not None:
             writes += (SlotWrite(SlotRef.of_router(turn.router.name),
                                  tuple(stats_ops(int(turn.now // 3600), outcome, side=True))),)
+    if turn.routed is not None and turn.outcome.billed_success and not turn.degraded:
+        writes = (*writes, turn.routed.spend_write(sv.cost))
     trace = _trace(turn, sv, committed=bool(writes), latency_ms=latency_ms)
     return Settled(CommitBatch(turn.request_id, writes, trace=trace), usage=usage, cost=sv.cost)
 
@@ -192,15 +196,21 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
         trace["error_kind"] = out.own_kind
     if out.translation is not None and att is not None:
         trace["translation"] = out.translation
+    if turn.routed is not None:
+        trace["route"] = turn.routed.trace()
     return trace
 
 
 def refused(head: RequestHead, refusal: Refusal, *, request_id: str, now: float,
-            requested_model: str | None = None) -> CommitBatch:
-    """The trace-only commit of a request refused before routing."""
+            requested_model: str | None = None,
+            route: dict[str, Any] | None = None) -> CommitBatch:
+    """The trace-only commit of a request refused before routing (`route`: the route step
+    of a request a `deny` node refused)."""
     trace = refusal_trace(request_id=request_id, client_request_id=head.client_request_id,
                           ts=now, inbound_api=head.api, status=refusal.status,
                           error=refusal.message, requested_model=requested_model)
+    if route is not None:
+        trace["route"] = route
     return CommitBatch(request_id, trace=trace)
 
 

@@ -82,13 +82,15 @@ def tier_config(*, escalation: Mapping[str, Any] | None = None,
                 router: Mapping[str, Any] | None = None,
                 workspace_cap: float = 1.0,
                 base_faults: Mapping[str, Any] | None = None,
-                strong_channel: Mapping[str, Any] | None = None) -> Config:
+                strong_channel: Mapping[str, Any] | None = None,
+                extra: Mapping[str, Any] | None = None) -> Config:
     """One router `coding`: base tier `base-weak` (weak band) and `base-mid` (mid band) on
     channel `sim-base`, strong tier `frontier` on `sim-strong`; one key each, no fallback
     models, so what served is unambiguous. The full-transcript banding is t1 = 0.45 /
     t2 = 0.90: a short opener lands on `base-weak`, a transcript holding a hard debugging
     turn on `base-mid`. The workspace cap is off (1.0) unless a test asks for it;
-    `strong_channel` overrides fields of the strong tier's channel."""
+    `strong_channel` overrides fields of the strong tier's channel; `extra` adds top-level
+    tables (`routes`, `inbound_keys`, `budgets`, ...)."""
     base_channel = _sim_channel("sim-base", list(BASE_MODELS))
     if base_faults:
         base_channel["faults"] = dict(base_faults)
@@ -120,6 +122,8 @@ def tier_config(*, escalation: Mapping[str, Any] | None = None,
         _merge(r, router)
     if escalation:
         _merge(r["escalation"], escalation)
+    if extra:
+        _merge(doc, extra)
     return loads(tomli_w.dumps(doc), source="tier-test", environ={})
 
 

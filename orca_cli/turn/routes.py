@@ -1,0 +1,208 @@
+"""Dynamic routes, inbound keys and budgets on a live request (SPEC §17). Pure.
+
+    live = LiveRoutes.of(cfg, table, version)   # None: nothing configured, nothing to do
+    facts = route_facts(live, head, body, request_id=..., now=...)
+    routed = Routed(facts, live.table.evaluate(facts, counters), live.version, live.limits)
+
+`LiveRoutes` is what a sidecar applies now: the compiled route table (the config's own
+`[[routes]]`, or the version deployed in the store), the `[[inbound_keys]]` by token hash and
+the `[budgets]` limits. A sidecar with none of them holds no `LiveRoutes` and its request path
+does nothing more than check for one.
+
+The request's inbound key is the first credential it presents — `Authorization: Bearer`,
+`x-api-key`, `X-Orca-Token` — whose sha256 names a configured key. A credential that names
+none is not refused here: the request has no key name (a route's `key` field does not exist,
+its budgets count under `-`); refuse such requests with a route whose `condition` on `key`
+ends in a `deny` node, as the README's example does. Tokens are never logged: only the key's
+name reaches a trace.
+
+The facts' session id is the request's own (SPEC §1.4), resolved without a router: an
+explicit id as the client sent it, else the derived id of the conversation, so a split keeps
+a conversation on one branch and `session_usd` counts it whatever target the route picks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from orca_cli.errors import UnknownModel
+from orca_cli.routing.route_types import RoutePlan
+from orca_cli.routing.routes.budget import (
+    BUDGET_OK,
+    BudgetCheck,
+    Counters,
+    check_budgets,
+    config_budget_counters,
+    spend_keys,
+)
+from orca_cli.routing.routes.facts import RequestFacts
+from orca_cli.routing.routes.graph import Decision, RouteTable
+from orca_cli.routing.target import resolve_target
+from orca_cli.state import keys as K
+from orca_cli.state.base import HIncrOp, Op, SlotWrite
+from orca_cli.state.budgets import effective_limits, ttl_of
+from orca_cli.types import Headers
+from orca_cli.wire.session_id import resolve_session_id
+
+if TYPE_CHECKING:
+    from orca_cli.config.schema import Config
+    from orca_cli.turn.model import RequestHead
+
+__all__ = ["BUDGET_NAMES", "LiveRoutes", "Routed", "route_facts"]
+
+BUDGET_NAMES = ("session_usd", "day_usd", "month_usd")
+_SESSION_ROUTER = "orca"  # the router name a derived session id of the route step hashes
+
+
+@dataclass(frozen=True, slots=True)
+class LiveRoutes:
+    table: RouteTable
+    version: int  # 0 = the config's own [[routes]]
+    keys: Mapping[str, str]  # token sha256 (hex) -> [[inbound_keys]] name
+    limits: Mapping[str, float]  # the [budgets] limits set (> 0)
+
+    @classmethod
+    def of(cls, cfg: Config, table: RouteTable, version: int = 0) -> LiveRoutes | None:
+        keys = {k.token_sha256: k.name for k in cfg.inbound_keys if k.token_sha256}
+        limits = {n: float(getattr(cfg.budgets, n)) for n in BUDGET_NAMES
+                  if getattr(cfg.budgets, n) > 0}
+        if not table.routes and not keys and not limits:
+            return None
+        return cls(table, version, keys, limits)
+
+    def key_name(self, headers: Headers) -> str | None:
+        """The name of the first configured key the request's credentials carry, or None."""
+        if not self.keys:
+            return None
+        for name, value in headers:
+            if name == "authorization":
+                scheme, _, token = value.partition(" ")
+                if scheme.lower() != "bearer":
+                    continue
+            elif name == "x-api-key" or name == "x-orca-token":
+                token = value
+            else:
+                continue
+            token = token.strip()
+            if token:
+                found = self.keys.get(hashlib.sha256(token.encode()).hexdigest())
+                if found is not None:
+                    return found
+        return None
+
+
+def route_facts(live: LiveRoutes, head: RequestHead, body: Mapping[str, Any], *,
+                request_id: str, now: float) -> RequestFacts:
+    """The request as a route sees it: its key, endpoint, model, headers, body and session."""
+    hmap = head.header_map()
+    sid = resolve_session_id(hmap, body, router=_SESSION_ROUTER, api=head.api)
+    model = body.get("model")
+    return RequestFacts(head.api, model if isinstance(model, str) else "", hmap, body, sid.id,
+                        live.key_name(head.headers), request_id, now)
+
+
+@dataclass(slots=True)
+class Routed:
+    """One request's route step: its facts, the walk's decision, the budgets' verdict."""
+
+    facts: RequestFacts
+    decision: Decision
+    version: int
+    limits: Mapping[str, float]
+    budget: BudgetCheck = BUDGET_OK  # set by `decide` from the snapshot's counters
+
+    @property
+    def affinity(self) -> bool:
+        """Whether the target keeps session pins and affinity (a target node's `affinity`)."""
+        t = self.decision.target
+        return t is None or t.affinity
+
+    @property
+    def target(self) -> str | None:
+        """What serves the request instead of its `model` (a router, model or channel:model)."""
+        d = self.decision
+        return d.target.target if d.kind == "target" and d.target is not None else None
+
+    def read_counters(self) -> tuple[str, ...]:
+        """The `[budgets]` counters the store read fetches with everything else."""
+        if not self.limits:
+            return ()
+        return tuple(config_budget_counters(self.facts).values())
+
+    def read_limits(self) -> tuple[str, ...]:
+        """The `orca budget raise` overrides that may apply (`<name>:<key>`)."""
+        key = self.facts.key_name or "-"
+        return tuple(f"{name}:{key}" for name in self.limits)
+
+    def check(self, counters: Counters, raised: Mapping[str, float]) -> BudgetCheck:
+        """The `[budgets]` verdict over the snapshot's counters and raised limits."""
+        if not self.limits:
+            return BUDGET_OK
+        limits = effective_limits(self.limits, raised, self.facts.key_name)
+        self.budget = check_budgets(limits, self.facts, counters)
+        return self.budget
+
+    def spend_counters(self) -> tuple[str, ...]:
+        """Every counter a billed success adds its cost to (SPEC §17, once per request)."""
+        return spend_keys(self.facts, self.decision.route)
+
+    def fallback_models(self, cfg: Config) -> tuple[str, ...]:
+        """The target node's `fallbacks` as model ids (each validated at load)."""
+        spec = self.decision.target
+        if spec is None or not spec.fallbacks:
+            return ()
+        out: list[str] = []
+        for name in spec.fallbacks:
+            try:
+                t = resolve_target(name, cfg)
+            except UnknownModel:
+                continue  # a config built in code may name nothing
+            if t.model is not None:
+                out.append(t.model)
+        return tuple(out)
+
+    def channel_policy(self, plan: RoutePlan) -> RoutePlan:
+        """The target node's `only` (attempts on those channels alone) and `prefer` (those
+        channels first, after a pinned or affinity attempt, which holds the prompt cache)."""
+        spec = self.decision.target
+        if spec is None or not (spec.only or spec.prefer) or plan.refusal is not None:
+            return plan
+        attempts = plan.attempts
+        if spec.only:
+            attempts = tuple(a for a in attempts if a.channel in spec.only)
+            if not attempts:
+                return replace(plan, attempts=(), refusal=(
+                    503, "no_candidate", f"no channel the route allows ({', '.join(spec.only)})"
+                    " can serve this request"))
+        if spec.prefer:
+            rank = {ch: i for i, ch in enumerate(spec.prefer)}
+            held = tuple(a for a in attempts[:1] if a.source in ("pin", "affinity"))
+            rest = sorted(attempts[len(held):], key=lambda a: rank.get(a.channel, len(rank)))
+            attempts = (*held, *rest)
+        return replace(plan, attempts=attempts)
+
+    def spend_write(self, cost_usd: float) -> SlotWrite:
+        """A billed success's spend: 1 request and its billed cost into every counter, in the
+        `{budgets}` slot of the request's one commit, whose marker counts it exactly once."""
+        ops: list[Op] = []
+        for c in self.spend_counters():
+            key, ttl = K.budget_counter_key(c), ttl_of(c)
+            ops += [HIncrOp(key, "requests", 1, ttl), HIncrOp(key, "usd", cost_usd, ttl)]
+        return SlotWrite(K.BUDGETS, tuple(ops))
+
+    def trace(self) -> dict[str, Any]:
+        d, b = self.decision, self.budget
+        out: dict[str, Any] = {
+            "route": d.route or None, "version": self.version, "decision": d.kind,
+            "path": list(d.path), "bucket": d.bucket or None, "key": self.facts.key_name,
+            "target": self.target,
+        }
+        if d.deny is not None:
+            out["deny"] = {"status": d.deny.status, "message": d.deny.message}
+        if b.verdict != "ok":
+            out["budget"] = {"verdict": b.verdict, "name": b.name, "counter": b.counter,
+                             "spent_usd": round(b.spent, 6), "limit_usd": b.limit}
+        return out
