@@ -1,10 +1,12 @@
 """The `sim` channel: a simulated provider behind the Transport protocol (SPEC §2).
 
-In-process, no sockets. It speaks the three wire formats, chosen by the URL path
-(`/v1/chat/completions`, `/v1/messages`, `/v1/messages/count_tokens`, `/v1/responses`),
-whatever the channel's `api` says, streaming and not,
-with SSE bytes shaped like the real APIs'. Everything it says is labelled simulated: the
-`x-orca-sim: 1` header, ids with `sim`, and answer text starting with `[sim]`.
+In-process, no sockets. It speaks the formats in the channel's `api` (default `"openai"`),
+like a real provider, chosen by the URL path (`/v1/chat/completions`, `/v1/messages`,
+`/v1/messages/count_tokens`, `/v1/responses`), streaming and not, with SSE bytes shaped like
+the real APIs'. A request in a format the channel does not list raises `SimFormatError`:
+orca should have translated it, so that is a bug to surface, not an answer to simulate.
+Everything it says is labelled simulated: the `x-orca-sim: 1` header, ids with `sim`, and
+answer text starting with `[sim]`.
 
 Rules (documented here because `orca demo`, replay and tests build on them):
 - Answers are deterministic: derived from a hash of the request body.
@@ -43,12 +45,13 @@ from __future__ import annotations
 from orca_cli.proxy.sim.answer import Answer
 from orca_cli.proxy.sim.render import render_body, render_stream
 from orca_cli.proxy.sim.request import TOOL_MARKER
-from orca_cli.proxy.sim.transport import SimCall, SimResponse, SimTransport
+from orca_cli.proxy.sim.transport import SimCall, SimFormatError, SimResponse, SimTransport
 
 __all__ = [
     "TOOL_MARKER",
     "Answer",
     "SimCall",
+    "SimFormatError",
     "SimResponse",
     "SimTransport",
     "render_body",
