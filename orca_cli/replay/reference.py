@@ -1,7 +1,11 @@
 """The replay's built-in reference config (SPEC §10): a cheap pair and a frontier pair, one of
 each per wire format, 3 keys per channel, list prices as published in 2026-08 ($ per 1M
 tokens; cache read 0.1 × input for both providers here, cache write 1.25 × for Anthropic's
-5-minute cache and 1.0 × for OpenAI). `--config` replaces it."""
+5-minute cache and 1.0 × for OpenAI). `--config` replaces it.
+
+Each sim channel lists every format, its own first: the replay's sessions of either format are
+served by the cheapest model of the tier, natively, so the published figures price routing,
+not translation (a sim channel speaks exactly its `api`, SPEC §13.2)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ backend = "memory"
 [[channels]]
 name = "cheap-openai"
 type = "sim"
-api = "openai"
+api = ["openai", "anthropic", "responses"]
 keys = ["ref-co-1", "ref-co-2", "ref-co-3"]
 models = ["gpt-4.1-mini"]
 cache_ttl_s = 300
@@ -20,7 +24,7 @@ cache_ttl_s = 300
 [[channels]]
 name = "cheap-anthropic"
 type = "sim"
-api = "anthropic"
+api = ["anthropic", "openai", "responses"]
 keys = ["ref-ca-1", "ref-ca-2", "ref-ca-3"]
 models = ["claude-haiku-4-5"]
 cache_ttl_s = 300
@@ -28,7 +32,7 @@ cache_ttl_s = 300
 [[channels]]
 name = "frontier-openai"
 type = "sim"
-api = "openai"
+api = ["openai", "anthropic", "responses"]
 keys = ["ref-fo-1", "ref-fo-2", "ref-fo-3"]
 models = ["gpt-4.1"]
 cache_ttl_s = 300
@@ -36,7 +40,7 @@ cache_ttl_s = 300
 [[channels]]
 name = "frontier-anthropic"
 type = "sim"
-api = "anthropic"
+api = ["anthropic", "openai", "responses"]
 keys = ["ref-fa-1", "ref-fa-2", "ref-fa-3"]
 models = ["claude-opus-4-1"]
 cache_ttl_s = 300
