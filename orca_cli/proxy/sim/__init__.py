@@ -12,7 +12,8 @@ Rules (documented here because `orca demo`, replay and tests build on them):
 - Answers are deterministic: derived from a hash of the request body.
 - Prompt cache per (key fingerprint, model, exact prefix), with the channel's `cache_ttl_s`
   (default 300 s) measured on the given clock. A prefix is system + tools + messages[0..k]
-  (for the Responses API: `instructions` + tools + `input` items[0..k]);
+  (for the Responses API: `instructions` + tools + `input` items[0..k]), its Anthropic
+  `cache_control` markers left out (moving the marker forward still reads the prefix);
   cached tokens are the estimated tokens (bytes/4 of each part's JSON) of the longest prefix
   seen before and still live. Every prefix of a request is then recorded. Reads work for both
   formats; Anthropic `cache_creation_input_tokens` reports the uncached rest only when the body

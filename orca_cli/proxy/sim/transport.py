@@ -178,7 +178,7 @@ class SimTransport:
         digest: bytes,
         has_cache_control: bool,
     ) -> Answer:
-        digests, sizes = rq.prefix_tokens(body, api)
+        digests, sizes = rq.prefix_tokens(body, api, has_cache_control)
         prompt = max(1, sum(sizes))
         cached = self._cache_lookup(key_fp, model, digests, sizes)
         write = 0
