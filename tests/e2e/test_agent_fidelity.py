@@ -3,18 +3,13 @@ context-overflow error, probes of the base URL, and honest error codes."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import anthropic
 import httpx
 import openai
 import orjson
 import pytest
 
-from orca_cli.config.load import loads
-from orca_cli.config.template import example_text
 from orca_cli.state.base import ReadRequest, SlotRef
-from orca_cli.testing import sidecar as serve_sidecar
 from tests.e2e.conftest import Sidecar
 from tests.e2e.conftest import anthropic_client as _an
 from tests.e2e.conftest import openai_client as _oa
@@ -234,18 +229,8 @@ async def test_without_a_side_router_a_title_reads_the_base_pin_and_writes_nothi
 # --- previous_response_id (SPEC §13.1) ---------------------------------------------------
 
 
-@pytest.fixture
-async def responses_sidecar() -> AsyncIterator[Sidecar]:
-    """The example with its cheap sim channel speaking Responses too (as OpenAI's own endpoint
-    does): a stored response lives at a channel that speaks the format natively."""
-    text = example_text().replace('api = "openai"', 'api = ["openai", "responses"]', 1)
-    async with serve_sidecar(loads(text, source="example")) as sc:
-        yield sc
-
-
 async def test_previous_response_id_is_served_where_the_response_is_stored(
-        responses_sidecar: Sidecar) -> None:
-    sidecar = responses_sidecar
+        sidecar: Sidecar) -> None:
     client = _oa(sidecar, **{"session-id": "resp-chain-1"})
     first = await client.responses.with_raw_response.create(
         model="orca/coding", input="list the files in src/")
@@ -261,9 +246,7 @@ async def test_previous_response_id_is_served_where_the_response_is_stored(
         assert trace["selected"]["key_index"] == trace["pins"][0]["value"]["key_index"]
 
 
-async def test_a_stored_response_that_cannot_move_is_a_400_saying_why(
-        responses_sidecar: Sidecar) -> None:
-    sidecar = responses_sidecar
+async def test_a_stored_response_that_cannot_move_is_a_400_saying_why(sidecar: Sidecar) -> None:
     client = _oa(sidecar, **{"session-id": "resp-chain-2"})
     made = await client.responses.create(model="orca/coding", input="list the files in src/")
     with pytest.raises(openai.BadRequestError) as err:
@@ -275,8 +258,7 @@ async def test_a_stored_response_that_cannot_move_is_a_400_saying_why(
 
 
 async def test_store_false_records_nothing_and_an_unknown_id_routes_as_usual(
-        responses_sidecar: Sidecar) -> None:
-    sidecar = responses_sidecar
+        sidecar: Sidecar) -> None:
     client = _oa(sidecar, **{"session-id": "resp-chain-3"})
     made = await client.responses.create(model="orca/coding", input="hello", store=False)
     later = await client.responses.with_raw_response.create(

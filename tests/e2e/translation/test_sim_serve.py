@@ -1,7 +1,7 @@
 """Claude Code on a Chat Completions channel and Codex on an Anthropic one, through a real
 `orca serve --config orca.toml.example` (SPEC §13.2, issue item 4).
 
-The example's sim channels speak only the format in their `api`, so each request below is
+The example's sim channels speak only the formats in their `api`, so these requests are
 translated, and a request that reached a sim in the wrong format would fail loudly there
 (`SimFormatError`). The bodies are the recorded agent shapes of the translation goldens
 (`tests/translate/golden`: Claude Code with signed thinking blocks and cache markers, Codex
@@ -89,22 +89,23 @@ def test_claude_code_is_served_by_the_chat_completions_sim(orca: Orca, stream: b
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-@pytest.mark.parametrize(("tier", "model", "channel", "fmt"), [
-    ("strong", "claude-sonnet-4-5", "sim-anthropic-frontier", "anthropic"),
-    ("base", "deepseek-chat", "sim-cheap", "openai")])
-def test_codex_is_served_by_the_anthropic_sim_and_the_chat_completions_one(
-        orca: Orca, stream: bool, tier: str, model: str, channel: str, fmt: str) -> None:
+def test_codex_escalates_to_the_anthropic_sim(orca: Orca, stream: bool) -> None:
+    """Codex's base tier is native (sim-cheap speaks Responses too); its frontier tier is the
+    Anthropic sim channel, through translation."""
     body = _golden("codex.responses.json", stream)
-    headers = {**CODEX_HEADERS, "session-id": f"codex-{tier}-{stream}"}
-    if tier == "strong":
-        headers["x-orcarouter-tier"] = "strong"  # the frontier tier: Anthropic's sim channel
-    r, trace = _post(orca, "/v1/responses", body, headers)
-    assert (r.headers["x-orca-model"], r.headers["x-orca-channel"]) == (model, channel)
-    assert trace["tier"]["decision"] == tier
-    assert trace["translation"]["from"] == "responses" and trace["translation"]["to"] == fmt
+    session = {**CODEX_HEADERS, "session-id": f"codex-{stream}"}
+    base, base_trace = _post(orca, "/v1/responses", body, session)
+    assert (base.headers["x-orca-model"], base.headers["x-orca-channel"]) == ("deepseek-chat",
+                                                                              "sim-cheap")
+    assert base_trace["tier"]["decision"] == "base" and "translation" not in base_trace
+    r, trace = _post(orca, "/v1/responses", body, {**session, "x-orcarouter-tier": "strong"})
+    assert (r.headers["x-orca-model"], r.headers["x-orca-channel"]) == (
+        "claude-sonnet-4-5", "sim-anthropic-frontier")
+    assert trace["tier"]["decision"] == "strong" and trace["session_id"] == f"codex-{stream}"
+    assert trace["translation"]["from"] == "responses"
+    assert trace["translation"]["to"] == "anthropic"
     assert trace["translation"]["dropped_reasoning"] == 3  # OpenAI's encrypted reasoning
-    if fmt == "anthropic":
-        assert trace["translation"]["cache_breakpoints_added"] > 0
+    assert trace["translation"]["cache_breakpoints_added"] > 0
     if stream:  # the Responses event sequence, ending completed
         names, datas = _names(r), _datas(r)
         assert names[0] == "response.created" and names[-1] == "response.completed"
