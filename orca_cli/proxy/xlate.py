@@ -99,7 +99,8 @@ class Crossing:
         r = self.translated.report
         return {"from": r["from"], "to": r["to"],
                 "cache_breakpoints_added": r["cache_breakpoints_added"],
-                "dropped_reasoning": r["dropped_reasoning"], "rewritten_ids": r["rewritten_ids"]}
+                "dropped_reasoning": r["dropped_reasoning"], "rewritten_ids": r["rewritten_ids"],
+                "dropped_tools": r["dropped_tools"]}
 
     def url(self, ch: ChannelConfig) -> str:
         return upstream_url(ch, self.dst, API_PATHS[self.dst])
@@ -120,7 +121,7 @@ class Crossing:
         name = inb.rename if inb.rename is not None else self.upstream_model
         return ResponseTranslator(
             self.dst, self.src, name, upstream_model=self.upstream_model,
-            upstream_family=self.family, custom_tools=self.translated.custom_tools,
+            upstream_family=self.family, tools=self.translated.tools,
             include_usage=not inb.add_include_usage)
 
 
@@ -144,7 +145,7 @@ def cross(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Crossing:
                                target_model_family=family, options=opts)
     except (TranslationError, ValueError, KeyError, TypeError, AttributeError):
         tr = Translated(b"", {"from": inb.api, "to": dst, "cache_breakpoints_added": 0,
-                              "dropped_reasoning": 0, "rewritten_ids": 0,
+                              "dropped_reasoning": 0, "rewritten_ids": 0, "dropped_tools": [],
                               "untranslatable": [MALFORMED]})
     return Crossing(inb.api, dst, upstream, family, tr)
 

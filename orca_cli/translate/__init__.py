@@ -19,8 +19,10 @@ The fidelity rules and where each lives:
    id that does not fit Anthropic's pattern; arguments are JSON text inside (Anthropic's
    objects are serialised / parsed at its codec); parallel calls are ordered parts; tool
    choice maps auto/none/required(any)/named; custom (freeform) tools become function tools
-   with one string parameter `input` and their calls come back as custom calls
-   (`ResponseTranslator(custom_tools=…)`).
+   with one string parameter `input` and their calls come back as custom calls; a Responses
+   namespace's members go as function tools named `<namespace>__<member>` and their calls
+   come back as namespaced `function_call`s; hosted tools are dropped and reported
+   (`responses_tools`, `ResponseTranslator(tools=Translated.tools)`).
 4. Reasoning provenance — `policy.keep_reasoning`: same family and model only; foreign
    reasoning dropped or turned into `<thinking>` text (`foreign_reasoning`), counted. In the
    answer direction a reasoning part crossing formats carries an `orca1.` provenance tag in

@@ -5,7 +5,7 @@ translated = translate_request(body, "anthropic", "openai", model="deepseek-chat
 upstream_body = translated.body            # bytes, deterministic
 rt = ResponseTranslator("openai", "anthropic", model_name="claude-sonnet-4-5",
                         upstream_model="deepseek-chat", upstream_family="deepseek",
-                        custom_tools=translated.custom_tools)
+                        tools=translated.tools)
 for chunk in upstream_chunks: send(rt.feed(chunk))   # a stream, event by event
 send(rt.close())                                     # an early end becomes an error event
 rt.usage, rt.stop                                    # for the cost model and the trace
@@ -14,6 +14,7 @@ rt.usage, rt.stop                                    # for the cost model and th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ from orca_cli.translate.model import (
     Start,
     Stop,
     ToolCall,
+    ToolOrigin,
     ToolStart,
     Usage,
     UsageEvent,
@@ -59,13 +61,32 @@ _NATIVE_FAMILY = {"anthropic": "anthropic", "responses": "openai", "openai": "un
 
 @dataclass(slots=True)
 class Translated:
+    """`tools`: the upstream names of the tools that are something else to the client (a
+    custom tool sent as a function tool, a namespace member under its flat name), for the
+    `ResponseTranslator` to map the answer's calls back."""
+
     body: bytes
     report: dict[str, Any]
-    custom_tools: frozenset[str] = field(default_factory=frozenset)
+    tools: Mapping[str, ToolOrigin] = field(default_factory=dict)
 
     @property
     def untranslatable(self) -> list[str]:
         return list(self.report["untranslatable"])
+
+    @property
+    def custom_tools(self) -> frozenset[str]:
+        return frozenset(n for n, o in self.tools.items() if o.kind == "custom")
+
+
+def tool_origins(req: Request) -> dict[str, ToolOrigin]:
+    """The upstream name → client origin of every tool of `req` that is renamed or recast."""
+    out: dict[str, ToolOrigin] = {}
+    for t in req.tools:
+        if t.origin is not None:
+            out[t.name] = t.origin
+        elif t.kind == "custom":
+            out[t.name] = ToolOrigin(t.name, "custom")
+    return out
 
 
 def decode_request(body: dict[str, Any], src: Api, *, family: str | None = None) -> Request:
@@ -130,7 +151,6 @@ def translate_request(
         rewritten=rewritten,
         cache_ttl=result.cache_ttl,
     )
-    custom = frozenset(t.name for t in req.tools if t.kind == "custom")
     report = {
         "from": src,
         "to": dst,
@@ -139,8 +159,9 @@ def translate_request(
         "rewritten_ids": len(set(rewritten)),
         "untranslatable": result.untranslatable,
         "dropped_params": list(dict.fromkeys(req.dropped)),
+        "dropped_tools": list(req.dropped_tools),
     }
-    return Translated(raw, report, custom if dst != "responses" else frozenset())
+    return Translated(raw, report, tool_origins(req) if dst != "responses" else {})
 
 
 def encode_error(api: Api, status: int, message: str, etype: str | None = None) -> bytes:
@@ -195,8 +216,9 @@ class ResponseTranslator:
     """An upstream answer of format `src` as format `dst`, JSON or stream.
 
     `model_name` is the name the client sees; `upstream_model` / `upstream_family` are what
-    served it (recorded in reasoning provenance tags); `custom_tools` are the client's custom
-    tools that went upstream as function tools (`Translated.custom_tools`)."""
+    served it (recorded in reasoning provenance tags); `tools` maps the upstream names of the
+    client's tools that went upstream as something else back to what they are to the client
+    (`Translated.tools`: custom tools, namespace members)."""
 
     def __init__(
         self,
@@ -206,14 +228,14 @@ class ResponseTranslator:
         *,
         upstream_model: str,
         upstream_family: str,
-        custom_tools: frozenset[str] = frozenset(),
+        tools: Mapping[str, ToolOrigin] | None = None,
         created: int = 0,
         include_usage: bool = True,
     ) -> None:
         self.src, self.dst, self.model_name = src, dst, model_name
         self.include_usage = include_usage  # Chat Completions: the client asked for usage
         self.upstream_model, self.upstream_family = upstream_model, upstream_family
-        self.custom_tools = custom_tools
+        self.tools: Mapping[str, ToolOrigin] = tools or {}
         self.created = created
         self.usage = Usage()
         self.stop: str | None = None
@@ -236,8 +258,10 @@ class ResponseTranslator:
         for part in resp.parts:
             if isinstance(part, Reasoning):
                 part.model = self.upstream_model
-            elif isinstance(part, ToolCall) and part.name in self.custom_tools:
-                part.kind, part.arguments = "custom", custom_input(part.arguments)
+            elif isinstance(part, ToolCall) and (origin := self.tools.get(part.name)):
+                part.kind, part.name, part.namespace = origin.kind, origin.name, origin.namespace
+                if origin.kind == "custom":
+                    part.arguments = custom_input(part.arguments)
         resp.created = resp.created or self.created
         self.usage, self.stop = resp.usage, resp.stop
         rid = response_id(self.dst, resp.id)
@@ -260,8 +284,8 @@ class ResponseTranslator:
         for ev in events:
             if isinstance(ev, Start):
                 self._encoder = self._make_encoder(ev)
-            elif isinstance(ev, ToolStart) and ev.name in self.custom_tools:
-                ev.kind = "custom"
+            elif isinstance(ev, ToolStart) and (origin := self.tools.get(ev.name)):
+                ev.kind, ev.name, ev.namespace = origin.kind, origin.name, origin.namespace
             elif isinstance(ev, UsageEvent):
                 self.usage = ev.usage
             elif isinstance(ev, Stop):

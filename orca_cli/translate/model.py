@@ -45,6 +45,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolDelta",
+    "ToolOrigin",
     "ToolResult",
     "ToolStart",
     "Usage",
@@ -94,6 +95,7 @@ class ToolCall:
     kind: ToolKind = "function"
     item_id: str | None = None  # the Responses item id ("fc_…"), kept for a same-family replay
     cache: str | None = None
+    namespace: str | None = None  # a Responses namespaced call (`name` is then the member's)
 
 
 @dataclass(slots=True)
@@ -138,6 +140,18 @@ class Tool:
     format: dict[str, Any] | None = None  # a custom tool's grammar / text format
     strict: bool | None = None
     cache: str | None = None
+    origin: ToolOrigin | None = None  # set when `name` is not the client's own (see ToolOrigin)
+
+
+@dataclass(slots=True, frozen=True)
+class ToolOrigin:
+    """What a tool call going upstream under another name or kind is, in the client's terms:
+    a Responses custom tool (sent as a function tool) or a member of a Responses namespace
+    (sent under its flat name `<namespace>__<name>`). The answer's calls are mapped back by it."""
+
+    name: str
+    kind: ToolKind = "function"
+    namespace: str | None = None
 
 
 @dataclass(slots=True)
@@ -167,6 +181,7 @@ class Request:
     cache_key: str | None = None  # prompt_cache_key
     untranslatable: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # parameters no other format has
+    dropped_tools: list[str] = field(default_factory=list)  # hosted tools with no analogue
 
 
 @dataclass(slots=True)
@@ -226,6 +241,7 @@ class ToolStart:
     id: str
     name: str
     kind: ToolKind = "function"
+    namespace: str | None = None
 
 
 @dataclass(slots=True)

@@ -6,7 +6,8 @@ Decoding: `instructions` is the system; `input` items become messages — `funct
 `developer` / `system` messages keep their role. A reasoning item's `encrypted_content` is
 the provenance carrier: a raw one was made by family `family` (OpenAI), an orca tag restores
 the part it was made from. `previous_response_id` cannot be translated (the stored response
-lives at one provider) and is reported as untranslatable.
+lives at one provider) and is reported as untranslatable. Tools, `tool_choice`, namespaced
+calls and hosted tools: `responses_tools`.
 
 Encoding: `store: false` with the full input every time (stateless, and nothing stored at the
 provider that a later request could not reach through another channel); reasoning parts kept
@@ -40,10 +41,16 @@ from orca_cli.translate.model import (
     Role,
     StopReason,
     Text,
-    Tool,
     ToolCall,
     ToolResult,
     Usage,
+)
+from orca_cli.translate.responses_tools import (
+    call_item,
+    decode_tools,
+    encode_tool_fields,
+    flat_name,
+    web_search_note,
 )
 
 __all__ = [
@@ -119,16 +126,18 @@ def _reasoning_item(item: dict[str, Any], family: str) -> Reasoning:
 def _item_part(item: dict[str, Any], req: Request, family: str) -> tuple[Role, Part] | None:
     kind = item.get("type")
     if kind == "function_call":
+        name, ns = str(item.get("name")), item.get("namespace")
         return "assistant", ToolCall(
             str(item.get("call_id")),
-            str(item.get("name")),
+            flat_name(str(ns), name) if ns else name,
             item.get("arguments") or "",
             item_id=item.get("id"),
         )
     if kind == "custom_tool_call":
+        name, ns = str(item.get("name")), item.get("namespace")
         return "assistant", ToolCall(
             str(item.get("call_id")),
-            str(item.get("name")),
+            flat_name(str(ns), name) if ns else name,
             item.get("input") or "",
             "custom",
             item.get("id"),
@@ -142,6 +151,8 @@ def _item_part(item: dict[str, Any], req: Request, family: str) -> tuple[Role, P
         return "user", result
     if kind == "reasoning":
         return "assistant", _reasoning_item(item, family)
+    if kind == "web_search_call":
+        return "assistant", Text(web_search_note(item))
     req.untranslatable.append(f"item:{kind}")
     return None
 
@@ -172,39 +183,6 @@ def _input(items: Any, req: Request, family: str) -> None:
             req.messages.append(Message(role, [part]))
 
 
-def _tools(body: dict[str, Any], req: Request) -> None:
-    for tool in body.get("tools") or ():
-        kind = tool.get("type")
-        if kind == "function":
-            req.tools.append(
-                Tool(
-                    tool.get("name", ""),
-                    tool.get("description"),
-                    tool.get("parameters"),
-                    strict=tool.get("strict"),
-                )
-            )
-        elif kind == "custom":
-            req.tools.append(
-                Tool(
-                    tool.get("name", ""),
-                    tool.get("description"),
-                    kind="custom",
-                    format=tool.get("format"),
-                )
-            )
-        else:
-            req.untranslatable.append(f"tool:{kind}")
-    choice = body.get("tool_choice")
-    if isinstance(choice, str):
-        req.tool_choice = choice
-    elif isinstance(choice, dict) and choice.get("type") in ("function", "custom"):
-        req.tool_choice, req.tool_choice_name = "tool", choice.get("name")
-    elif isinstance(choice, dict):
-        req.untranslatable.append(f"tool_choice:{choice.get('type')}")
-    req.parallel_tool_calls = body.get("parallel_tool_calls")
-
-
 def decode_request(body: dict[str, Any], *, family: str = "openai") -> Request:
     """`family` is who made the raw `encrypted_content` reasoning items of the input."""
     req = Request()
@@ -212,7 +190,7 @@ def decode_request(body: dict[str, Any], *, family: str = "openai") -> Request:
     if isinstance(instructions, str) and instructions:
         req.system = [Text(instructions)]
     _input(body.get("input"), req, family)
-    _tools(body, req)
+    decode_tools(body, req)
     req.temperature = body.get("temperature")
     req.top_p = body.get("top_p")
     req.max_tokens = body.get("max_output_tokens")
@@ -269,22 +247,6 @@ def _reasoning_out(part: Reasoning, tag: bool) -> dict[str, Any]:
     return item
 
 
-def _call_out(part: ToolCall) -> dict[str, Any]:
-    if part.kind == "custom":
-        return {
-            "type": "custom_tool_call",
-            "call_id": part.id,
-            "name": part.name,
-            "input": part.arguments,
-        }
-    return {
-        "type": "function_call",
-        "call_id": part.id,
-        "name": part.name,
-        "arguments": part.arguments,
-    }
-
-
 def _result_out(part: ToolResult) -> dict[str, Any]:
     kind = "custom_tool_call_output" if part.kind == "custom" else "function_call_output"
     output: str | list[dict[str, Any]]
@@ -320,39 +282,15 @@ def output_items(parts: list[Part], role: str, *, tag: bool = False) -> list[dic
         if isinstance(part, Reasoning):
             items.append(_reasoning_out(part, tag))
         elif isinstance(part, ToolCall):
-            items.append(_call_out(part))
+            items.append(call_item(part))
         else:
             items.append(_result_out(part))
     flush()
     return items
 
 
-def _tool(tool: Tool) -> dict[str, Any]:
-    if tool.kind == "custom":
-        out: dict[str, Any] = {"type": "custom", "name": tool.name}
-        if tool.description:
-            out["description"] = tool.description
-        if tool.format:
-            out["format"] = tool.format
-        return out
-    out = {"type": "function", "name": tool.name}
-    if tool.description:
-        out["description"] = tool.description
-    out["parameters"] = tool.parameters or {"type": "object", "properties": {}}
-    out["strict"] = bool(tool.strict)
-    return out
-
-
 def _request_fields(req: Request, body: dict[str, Any], reasoning: bool) -> None:
-    if req.tools:
-        body["tools"] = [_tool(t) for t in req.tools]
-        if req.tool_choice == "tool":
-            kind = next((t.kind for t in req.tools if t.name == req.tool_choice_name), "function")
-            body["tool_choice"] = {"type": kind, "name": req.tool_choice_name}
-        elif req.tool_choice is not None:
-            body["tool_choice"] = req.tool_choice
-        if req.parallel_tool_calls is not None:
-            body["parallel_tool_calls"] = req.parallel_tool_calls
+    encode_tool_fields(req, body)
     if not reasoning:
         for key, value in (("temperature", req.temperature), ("top_p", req.top_p)):
             if value is not None:

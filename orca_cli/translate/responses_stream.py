@@ -322,6 +322,8 @@ class ResponsesStreamEncoder(StreamEncoder):
                 "name": ev.name,
                 "arguments": "",
             }
+        if ev.namespace is not None:  # a namespace member's call (`responses_tools`)
+            item["namespace"] = ev.namespace
         return self._open_item(ev.index, item)
 
     def _on_ToolDelta(self, ev: ToolDelta) -> bytes:

@@ -15,6 +15,7 @@ from orca_cli.translate import (
     translate_request,
 )
 from orca_cli.translate.common import restore_id, safe_id
+from orca_cli.translate.model import ToolOrigin
 from orca_cli.types import Api
 from tests.translate.samples import RESPONSES, anthropic_request, openai_request, responses_request
 from tests.translate.sdk import check_request, check_stream
@@ -303,7 +304,7 @@ def test_custom_tools_become_function_tools_and_come_back(dst: Api) -> None:
         "gpt-5-codex",
         upstream_model="m",
         upstream_family=family,
-        custom_tools=out.custom_tools,
+        tools=out.tools,
     )
     got = orjson.loads(rt.translate_body(orjson.dumps(answer)))
     call = got["output"][0]
@@ -322,7 +323,7 @@ def test_custom_tool_call_streams_back_as_custom() -> None:
         "c",
         upstream_model="m",
         upstream_family="anthropic",
-        custom_tools=frozenset({"apply_patch"}),
+        tools={"apply_patch": ToolOrigin("apply_patch", "custom")},
     )
     events = check_stream("responses", rt.feed(raw) + rt.close())
     done = [
@@ -373,10 +374,10 @@ def test_developer_messages_kept() -> None:
 
 def test_untranslatable_features_reported() -> None:
     body = responses_request()
-    body["tools"].append({"type": "web_search"})
+    body["tools"].append({"type": "local_shell"})
     body["previous_response_id"] = "resp_1"
     _, report = _tr(body, "responses", "anthropic", "anthropic")
-    assert report["untranslatable"] == ["tool:web_search", "previous_response_id"]
+    assert report["untranslatable"] == ["tool:local_shell", "previous_response_id"]
     claude = anthropic_request()
     claude["messages"][0]["content"].append(
         {"type": "document", "source": {"type": "url", "url": "https://example.com/a.pdf"}}

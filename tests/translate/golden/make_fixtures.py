@@ -204,6 +204,49 @@ def claude_code(rng: random.Random) -> dict[str, Any]:
     }
 
 
+def _codex_0171(rng: random.Random, tools: list[dict[str, Any]], items: list[Any]) -> None:
+    """What Codex CLI 0.171 adds: the `multi_agent_v1` namespace tool, the hosted
+    `web_search` tool, and in the history a namespaced call and a web search."""
+    members = ["close_agent", "resume_agent", "send_input", "spawn_agent", "wait_agent"]
+    tools.append(
+        {
+            "type": "namespace",
+            "name": "multi_agent_v1",
+            "description": _prose(rng, 120),
+            "tools": [
+                {
+                    "type": "function",
+                    "name": name,
+                    "description": _prose(rng, 150),
+                    "strict": False,
+                    "parameters": _schema(rng, ["id", "message", "timeout_ms"]),
+                }
+                for name in members
+            ],
+        }
+    )
+    tools.append({"type": "web_search", "external_web_access": False})
+    call = f"call_{rng.randrange(16**24):024x}"
+    items.append(
+        {
+            "type": "function_call",
+            "name": "spawn_agent",
+            "namespace": "multi_agent_v1",
+            "call_id": call,
+            "arguments": '{"message":"Write the test for --json."}',
+        }
+    )
+    items.append({"type": "function_call_output", "call_id": call, "output": "agent_1 started"})
+    items.append(
+        {
+            "type": "web_search_call",
+            "id": "ws_0",
+            "status": "completed",
+            "action": {"type": "search", "query": "argparse json flag"},
+        }
+    )
+
+
 def codex(rng: random.Random) -> dict[str, Any]:
     tools: list[dict[str, Any]] = [
         {
@@ -317,11 +360,13 @@ def codex(rng: random.Random) -> dict[str, Any]:
                 "output": "Success. Updated the following files:\nM src/cli.py\n",
             }
         )
+    final = _prose(rng, 200)
+    _codex_0171(random.Random("codex-0.171"), tools, items)
     items.append(
         {
             "type": "message",
             "role": "assistant",
-            "content": [{"type": "output_text", "text": _prose(rng, 200)}],
+            "content": [{"type": "output_text", "text": final}],
         }
     )
     items.append(
