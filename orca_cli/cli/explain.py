@@ -126,9 +126,12 @@ def render_trace(t: Mapping[str, Any]) -> Any:
                      f"{_num(a.get('latency_ms'), 1)} ms{err}")
     tr = t.get("translation")
     if tr:
+        hosted = tr.get("dropped_tools") or []
+        dropped = f" · hosted tools dropped: {_e(', '.join(map(str, hosted)))}" if hosted else ""
         root.add(f"translation: {_e(tr.get('from'))} → {_e(tr.get('to'))} · cache breakpoints "
                  f"added {_e(tr.get('cache_breakpoints_added'))} · reasoning dropped "
-                 f"{_e(tr.get('dropped_reasoning'))} · ids rewritten {_e(tr.get('rewritten_ids'))}")
+                 f"{_e(tr.get('dropped_reasoning'))} · ids rewritten {_e(tr.get('rewritten_ids'))}"
+                 f"{dropped}")
     u = t.get("usage")
     usage = (f"prompt {_e(u.get('prompt_tokens'))} (cached {_e(u.get('cached_tokens'))}, cache write "
              f"{_e(u.get('cache_write_tokens'))}) · output {_e(u.get('output_tokens'))}"

@@ -13,7 +13,9 @@ from typing import Any
 import orjson
 import pytest
 import pytest_asyncio
+from rich.console import Console
 
+from orca_cli.cli.explain import render_trace
 from orca_cli.config.load import loads
 from orca_cli.testing import Act, FakeUpstream, Sidecar, event
 from tests.e2e.translation.kit import CONFIG, CROSS, an, oa, trace_of
@@ -150,6 +152,79 @@ async def test_codex_runs_on_an_anthropic_channel(stack: Sidecar, provider: Fake
     assert sent[-2]["content"][-1]["type"] == "tool_use" and sent[-2]["content"][-1]["id"] == "toolu_02"
     result = sent[-1]["content"][0]
     assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_02"
+
+
+CODEX_0171_TOOLS: list[Any] = [
+    {"type": "function", "name": "exec_command", "description": "Run a command",
+     "strict": False, "parameters": {"type": "object", "properties": {
+         "cmd": {"type": "string"}}, "required": ["cmd"]}},
+    {"type": "namespace", "name": "multi_agent_v1", "description": "Work with sub-agents.",
+     "tools": [{"type": "function", "name": name, "description": f"{name} a sub-agent",
+                "strict": False, "parameters": {"type": "object", "properties": {
+                    "message": {"type": "string"}}}}
+               for name in ("close_agent", "resume_agent", "send_input", "spawn_agent",
+                            "wait_agent")]},
+    {"type": "web_search", "external_web_access": False}]
+
+
+async def test_codex_namespaced_and_hosted_tools_on_an_anthropic_channel(
+        stack: Sidecar, provider: FakeUpstream) -> None:
+    """Codex CLI 0.171's body (tests/agents/CAPTURES.md): no `instructions`, a `namespace`
+    tool and the hosted `web_search`. The Anthropic channel serves it; the call of the flat
+    name comes back to Codex as a namespaced `function_call`."""
+    provider.on("an", Act(events=_anthropic_tool_stream(
+        "toolu_ns", "multi_agent_v1__spawn_agent", ['{"message":', '"write the tests"}'])))
+    client = oa(stack)
+    sid = "019a0000-0000-7000-8000-00000000c0de"
+    codex: dict[str, Any] = {
+        "model": "claude-t", "tools": CODEX_0171_TOOLS, "tool_choice": "auto",
+        "parallel_tool_calls": True, "store": False, "prompt_cache_key": sid,
+        "reasoning": {"effort": "medium", "summary": "auto"},
+        "include": ["reasoning.encrypted_content"],
+        "extra_headers": {"session-id": sid, "originator": "codex_exec"}}
+    events = await client.responses.create(input=_codex_input(), stream=True, **codex)
+    final: Any = None
+    added: list[Any] = []
+    async for ev in events:
+        if ev.type == "response.output_item.added":
+            added.append(ev.item)
+        elif ev.type == "response.completed":
+            final = ev.response
+    assert final is not None
+    (call,) = [o for o in final.output if o.type == "function_call"]
+    assert (call.call_id, call.name, call.namespace) == (
+        "toolu_ns", "spawn_agent", "multi_agent_v1")
+    assert orjson.loads(call.arguments) == {"message": "write the tests"}
+    assert [(i.name, i.namespace) for i in added] == [("spawn_agent", "multi_agent_v1")]
+    up = provider.calls("an")[0].body
+    assert [t["name"] for t in up["tools"]] == [
+        "exec_command", "multi_agent_v1__close_agent", "multi_agent_v1__resume_agent",
+        "multi_agent_v1__send_input", "multi_agent_v1__spawn_agent",
+        "multi_agent_v1__wait_agent"]
+    assert b"web_search" not in provider.calls("an")[0].raw
+    trace = await trace_of(stack)
+    assert trace["selected"]["channel"] == "an"
+    assert trace["translation"]["dropped_tools"] == ["web_search"]
+    console = Console(record=True, width=200)
+    console.print(render_trace(trace))
+    assert "hosted tools dropped: web_search" in console.export_text()
+
+    more = (call.model_dump(exclude_none=True),
+            {"type": "function_call_output", "call_id": "toolu_ns", "output": "agent a1 started"},
+            {"type": "web_search_call", "id": "ws_1", "status": "completed",
+             "action": {"type": "search", "query": "pytest json"}},
+            {"type": "message", "role": "assistant", "content": "Spawned; searched."},
+            {"type": "message", "role": "user", "content": "wait for it"})
+    done = await client.responses.create(input=_codex_input(*more), **codex)
+    assert done.output_text.strip() == "the fix is in place"
+    sent = provider.calls("an")[1].body["messages"]
+    use = sent[1]["content"][-1]
+    assert (use["type"], use["id"], use["name"]) == (
+        "tool_use", "toolu_ns", "multi_agent_v1__spawn_agent")
+    assert sent[2]["content"][0]["tool_use_id"] == "toolu_ns"
+    assert [b["text"] for b in sent[3]["content"]] == [
+        "[web search: pytest json]", "Spawned; searched."]
+    assert sent[4]["role"] == "user"
 
 
 # --- a session through translation keeps the provider's prompt cache warm -------------------
