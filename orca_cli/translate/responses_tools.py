@@ -17,7 +17,8 @@ Decoding (towards another format):
   `image_generation`, `computer_use*`, `mcp`) have no analogue in another format: they are
   left out and each one is reported (`dropped_tools` in the trace's `translation` block);
   the model then works without them, as Codex's own export to Anthropic does. A
-  `tool_choice` that demands one of them stays untranslatable, as does any other tool type.
+  `tool_choice` that demands one of them (or `required` when only they were offered) stays
+  untranslatable, as does any other tool type (`local_shell`, …).
 - A `web_search_call` item of the history (a search the provider ran in an earlier turn)
   becomes a short note in the assistant's text, `[web search: <query>]`: what it found is
   already in the answer that followed, and refusing the whole session on another channel for
@@ -118,6 +119,8 @@ def decode_tools(body: dict[str, Any], req: Request) -> None:
     if len(set(names)) != len(names):  # a flat name equal to another tool's: ambiguous
         req.untranslatable.append("tool:duplicate_name")
     _tool_choice(body, req)
+    if req.tool_choice == "required" and req.dropped_tools and not req.tools:
+        req.untranslatable.append("tool_choice:required")  # only hosted tools could answer it
     req.parallel_tool_calls = body.get("parallel_tool_calls")
 
 

@@ -141,6 +141,12 @@ def test_tool_choice_of_a_member_and_of_a_hosted_tool() -> None:
     body["tool_choice"] = {"type": "web_search"}
     _, out = _tr(body, "anthropic")
     assert out.report["untranslatable"] == ["tool_choice:web_search"]
+    # `required` with nothing left but hosted tools: the demand cannot be met elsewhere
+    only_hosted = {"input": "hi", "tools": [{"type": "web_search"}], "tool_choice": "required"}
+    _, out = _tr(only_hosted, "openai")
+    assert out.report["untranslatable"] == ["tool_choice:required"]
+    _, out = _tr({**body, "tool_choice": "required"}, "openai")
+    assert out.report["untranslatable"] == []
 
 
 def test_other_tool_types_stay_untranslatable() -> None:
