@@ -4,16 +4,17 @@ Decoding (towards another format):
 - `function` tools stay function tools; a `custom` tool goes as a function tool taking
   `{"input": "…"}` and remembers its origin, so its calls come back as `custom_tool_call`s.
 - A `namespace` tool (Codex's `multi_agent_v1`, MCP servers) becomes its member tools
-  (function or custom), in the order declared, each under the flat name `<namespace>__<member>` — the name
-  Codex itself uses where a namespace cannot travel (`ToolName::canonical_flat_name`: the
-  namespace's trailing `_` and the member's leading `_` trimmed). A flat name longer than the
+  (function or custom), in the order declared, each under the flat name
+  `<namespace>__<member>` — the name Codex itself uses where a namespace cannot travel
+  (`ToolName::canonical_flat_name`: the namespace's trailing `_` and the member's leading `_`
+  trimmed). A flat name longer than the
   64 characters OpenAI and Anthropic allow a tool name is cut to 55 characters plus `_` and 8
   hex digits of its SHA-256, so it stays valid, distinct and the same on every request. The
   namespace's own description has no place in the other formats and is left out. A history
   call carrying a `namespace` refers to the flat name, and an answer's call of a flat name
   goes back to the client as a `function_call` (`custom_tool_call`) with `name` = member and
   `namespace` = namespace (`ToolOrigin`, the same mapping that brings custom tools back).
-- Hosted tools the provider runs itself (`web_search*`, `file_search`, `code_interpreter`,
+- OpenAI's built-in tools (`web_search*`, `file_search`, `code_interpreter`,
   `image_generation`, `computer_use*`, `mcp`) have no analogue in another format: they are
   left out and each one is reported (`dropped_tools` in the trace's `translation` block);
   the model then works without them, as Codex's own export to Anthropic does. A
