@@ -204,10 +204,8 @@ def test_namespaced_call_comes_back_as_json(dst: Api) -> None:
 
 
 def _stream_events(dst: Api, tools: Any) -> list[dict[str, Any]]:
-    if dst == "anthropic":
-        raw = anthropic_stream().replace(b'"name":"read"', b'"name":"multi_agent_v1__spawn_agent"', 1)
-    else:
-        raw = openai_stream().replace(b'"name":"read"', b'"name":"multi_agent_v1__spawn_agent"', 1)
+    sample = anthropic_stream() if dst == "anthropic" else openai_stream()
+    raw = sample.replace(b'"name":"read"', b'"name":"multi_agent_v1__spawn_agent"', 1)
     rt = ResponseTranslator(
         dst, "responses", "orca/coding", upstream_model="m", upstream_family=FAMILY[dst],
         tools=tools,
