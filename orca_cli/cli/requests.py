@@ -62,7 +62,11 @@ def register(app: typer.Typer) -> None:
         from orca_cli.trace.log import log_fields
 
         op = Operator(url, config, token=token)
-        traces = op.requests(session=session, router=router, since=since, limit=limit)
+        # With --follow, one read holds both what is shown and what the look-back window
+        # already has: a request finishing after it is new, whenever the follow starts.
+        batch = op.requests(session=session, router=router, since=since,
+                            limit=max(limit, FOLLOW_BATCH) if follow else limit)
+        traces = batch[:limit]
         if as_json and not follow:
             from orca_cli.cli.output import print_json
 
@@ -75,7 +79,7 @@ def register(app: typer.Typer) -> None:
         for t in reversed(traces) if follow else traces:
             printer(t)
         if follow:
-            _follow(op, traces, printer, session=session, router=router)
+            _follow(op, batch, printer, session=session, router=router)
 
 
 def _printer(as_json: bool) -> Any:
@@ -94,12 +98,10 @@ def _printer(as_json: bool) -> Any:
 def _follow(op: Operator, first: list[Mapping[str, Any]], show: Any, *,
             session: str | None, router: str | None) -> None:
     """Poll for what is newer than the newest seen (minus the look-back), print the unseen
-    ones oldest first; Ctrl-C ends with exit 0."""
+    ones oldest first; Ctrl-C ends with exit 0. `first` is the first read: what it holds was
+    shown, or left out by --limit, so it is not new."""
     newest = max((float(t.get("ts") or 0.0) for t in first), default=time.time())
-    # What the look-back window already holds was shown, or left out by --limit: not new.
-    known = op.requests(session=session, router=router, after=newest - FOLLOW_LOOKBACK_S,
-                        limit=FOLLOW_BATCH)
-    seen: dict[str, None] = {str(t.get("request_id")): None for t in [*first, *known]}
+    seen: dict[str, None] = {str(t.get("request_id")): None for t in first}
     try:
         while True:
             time.sleep(FOLLOW_POLL_S)
