@@ -268,7 +268,8 @@ def _rank(c: _Ctx, router: RouterConfig, candidates: Sequence[Candidate],
     inp = c.inp
     request = None
     if router.strategy == "auto":
-        request = AutoRequest(inp.body, inp.delta, full, inp.classification, inp.latency_ms)
+        request = AutoRequest(inp.body, inp.delta, full, inp.classification,
+                              inp.latency_ms or _measured_latency(candidates, inp))
     banding = (c.scorer.banding(inp.body, inp.api).score
                if router.strategy == "gated_adaptive" else None)
     signals = StrategySignals(full.score if full else None, inp.delta.difficulty.values,
@@ -276,6 +277,17 @@ def _rank(c: _Ctx, router: RouterConfig, candidates: Sequence[Candidate],
     ranking = STRATEGIES[router.strategy](candidates, c.cfg, router, signals,
                                           c.snapshot.linucb, c.rng)
     return native_first(ranking, candidates, c.cfg, inp.api)
+
+
+def _measured_latency(candidates: Sequence[Candidate], inp: RouteInput) -> dict[str, float]:
+    """The auto router's latency factor (SPEC §16) per channel, from the sidecar's measured
+    first-byte EWMA of each candidate's first channel for that model (SPEC §20)."""
+    out: dict[str, float] = {}
+    for x in candidates:
+        m = inp.measured.get((x.channels[0].channel, x.model)) if x.channels else None
+        if m is not None and m.latency_ms > 0:
+            out[x.channels[0].channel] = m.latency_ms
+    return out
 
 
 def native_first(ranking: Ranking, candidates: Sequence[Candidate], cfg: Config,
