@@ -56,11 +56,11 @@ def build_attempts(model: str, candidates: Sequence[Candidate],
         for ch in cand.channels if cand is not None else ():
             for k in ch.keys:
                 add(m, ch.channel, k, "ranked" if i == 0 else "fallback")
-    for i, m in enumerate(models):
+    for m in models:
         cand = by_model.get(m)
         for ch in cand.drained if cand is not None else ():
             for k in ch.keys:
-                add(m, ch.channel, k, "ranked" if i == 0 else "fallback")
+                add(m, ch.channel, k, "drained")
     if prefs is not None and not prefs.allow_fallbacks and out:
         return tuple(a for a in out if (a.model, a.channel) == (out[0].model, out[0].channel))
     return tuple(out)

@@ -29,7 +29,7 @@ class Attempt:
     model: str
     channel: str
     key_index: int
-    source: Literal["pin", "affinity", "ranked", "fallback"]
+    source: Literal["pin", "affinity", "ranked", "fallback", "drained"]
 
 
 @dataclass(frozen=True, slots=True)

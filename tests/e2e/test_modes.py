@@ -167,3 +167,13 @@ async def test_drained_channel_is_the_last_failover(sc: Sidecar, up: FakeUpstrea
     r = await ask(sc, "m4")
     assert r.status_code == 200 and r.headers["x-orca-channel"] == "db"
     assert len(up.calls("db")) == 1
+
+
+async def test_no_allowed_provider_is_a_404_in_the_anthropic_shape_too(sc: Sidecar) -> None:
+    body = {"model": "m1", "max_tokens": 16, "provider": {"only": ["nowhere"]},
+            "messages": [{"role": "user", "content": "hello"}]}
+    r = await sc.http.post("/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"})
+    assert r.status_code == 404
+    doc = r.json()
+    assert doc["type"] == "error" and doc["error"]["type"] == "not_found_error"
+    assert "provider.only" in doc["error"]["message"]
