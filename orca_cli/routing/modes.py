@@ -205,11 +205,13 @@ def _matches(ch: ChannelConfig, names: frozenset[str]) -> bool:
 
 
 def policy_for(router: RouterConfig | None, prefs: ProviderPrefs | None,
-               measured: Measured) -> ChannelPolicy | None:
-    """The request's channel policy; None when nothing narrows, reorders or was measured (the
-    common case: the candidates' short path)."""
+               measured: Measured, mode: Mode = "latency") -> ChannelPolicy | None:
+    """The request's channel policy; None when nothing narrows or reorders and `mode` reads
+    no measured figure (the common case: nothing built per request)."""
     allow = _lower(router.providers_allow) if router and router.providers_allow else None
-    deny = _lower(router.providers_ignore) if router else frozenset()
+    deny = _lower(router.providers_ignore) if router and router.providers_ignore else frozenset()
+    if mode not in ("latency", "throughput"):
+        measured = NO_MEASURES
     if prefs is None and allow is None and not deny and not measured:
         return None
     p = prefs or ProviderPrefs()

@@ -134,11 +134,11 @@ def plan_route(
     replay and `explain`), never from one of its own."""
     t = inp.target
     router = cfg.routers[t.router] if t.router is not None else None
+    mode = ordering_mode(t, inp.prefs, router.mode if router is not None else "balanced")
     c = _Ctx(cfg, inp, snapshot, scorer, healthy, rng,
-             policy_for(router, inp.prefs, inp.measured))
+             policy_for(router, inp.prefs, inp.measured, mode))
     if router is None:
         return _plan_model(c)
-    mode = ordering_mode(t, inp.prefs, router.mode)
     esc = router.escalation
 
     def pool(models: Sequence[str]) -> tuple[Candidate, ...]:
