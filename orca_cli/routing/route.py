@@ -152,6 +152,8 @@ def plan_route(
     if not caps_enabled:
         caps = replace(caps, enabled=False)
     evidence: dict[str, Any] = {}
+    if mode != router.mode or inp.prefs is not None:  # SPEC §20: what the request asked
+        evidence["mode"] = mode
     state: TierState | None = None
     decision = _plain_reason(c, router, escalates)
     if decision is None:

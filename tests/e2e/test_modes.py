@@ -109,6 +109,10 @@ async def test_router_cheap_picks_the_cheapest_model_of_the_tier(
     assert cheap.status_code == 200
     # m1 on pb costs 1.5 per 1M in + out, m2 15: the cheap pick, then its cheapest channel
     assert (cheap.headers["x-orca-model"], cheap.headers["x-orca-channel"]) == ("m1", "pb")
+    await sc.idle()
+    trace = await sc.rt.gate.store.get_trace(cheap.headers["x-orca-request-id"])
+    assert trace is not None and trace["mode"] == "price"
+    assert "mode price" in trace["strategy_note"]
 
 
 async def test_latency_mode_follows_measured_first_byte_not_the_prior(
