@@ -14,6 +14,11 @@ fails), then measures every target on the same scenarios in interleaved rounds:
 * the same in the Responses API (`/v1/responses`, a 10 KB Codex-shaped body) beside the Chat
   Completions rows, and `orca serve --quiet` (no request log) beside the default `orca serve`,
   so the Responses path's and the request log's costs are differences within one run;
+* the same 10 KB request and 36-event stream translated (SPEC §13.2): a Messages client served
+  by the Chat Completions channel (`messages_to_chat_*`) and a Chat Completions client by the
+  Anthropic one (`chat_to_messages_*`), beside the same-format `json_c1` / `anthropic_json_c1`
+  rows (whose routers pick a channel of the client's own format); direct is the fake upstream
+  asked in the client's format;
 * CPU per request of the proxy process (its own `utime + stime`) at concurrency 1 and 16,
   and one worker's throughput at concurrency 16, for JSON and the stream;
 * token-paced streams (events 1 ms apart): CPU per event at concurrency 1 and 16;
@@ -68,10 +73,18 @@ class Scenario:
     share: float = 1.0  # of --requests
     targets: tuple[str, ...] = ("direct", "floor", "orca-memory", "orca-quiet", "orca-redis",
                                 "litellm")
+    to: str = ""  # the channel's wire format when orca translates ("" = the client's own)
+
+    @property
+    def route(self) -> str:
+        """What a target names its model by: the client's format, `a>b` when translated to
+        b, or "paced"."""
+        return "paced" if self.paced else f"{self.api}>{self.to}" if self.to else self.api
 
 
 _CORE = ("direct", "floor", "orca-memory", "orca-redis")
 _RESPONSES = ("direct", "floor", "orca-memory", "orca-quiet", "orca-redis")
+_TRANSLATED = ("direct", "orca-memory", "orca-redis")
 SCENARIOS = (
     Scenario("json_c1"),
     Scenario("stream_c1", stream=True),
@@ -86,6 +99,11 @@ SCENARIOS = (
     Scenario("responses_json_c16", api="responses", concurrency=16, targets=_RESPONSES),
     Scenario("responses_stream_c16", api="responses", stream=True, concurrency=16,
              targets=_RESPONSES),
+    Scenario("messages_to_chat_json_c1", api="anthropic", to="openai", targets=_TRANSLATED),
+    Scenario("messages_to_chat_stream_c1", api="anthropic", to="openai", stream=True,
+             targets=_TRANSLATED),
+    Scenario("chat_to_messages_json_c1", to="anthropic", targets=_TRANSLATED),
+    Scenario("chat_to_messages_stream_c1", to="anthropic", stream=True, targets=_TRANSLATED),
     Scenario("growth_10KB", share=0.25, targets=("direct", "orca-memory")),
     Scenario("growth_200KB", size="200KB", share=0.25, targets=("direct", "orca-memory")),
     Scenario("growth_1MB", size="1MB", share=0.0625, targets=("direct", "orca-memory")),
@@ -100,25 +118,32 @@ class Target:
     port: int
     proc: T.Proc | None = None  # None: the fake upstream itself (direct)
     headers: tuple[tuple[str, str], ...] = ()
-    # wire format ("openai" / "anthropic" / "responses") or "paced" → the model a client names
+    # Scenario.route ("openai" / "anthropic" / "responses", "anthropic>openai" …, "paced")
+    # → the model a client names
     models: dict[str, str] = field(default_factory=dict)
 
     def model(self, sc: Scenario) -> str:
-        return self.models["paced" if sc.paced else sc.api]
+        return self.models[sc.route]
 
     def serves(self, sc: Scenario) -> bool:
-        return ("paced" if sc.paced else sc.api) in self.models
+        return sc.route in self.models
 
 
 def _direct(upstream: T.Proc) -> Target:
+    """The fake upstream asked in the client's own format (a translated row's baseline)."""
     return Target("direct", upstream.port, models={
         "openai": "fake-base", "paced": "fake-paced", "anthropic": "fake-claude-base",
-        "responses": "fake-base"})
+        "responses": "fake-base", "anthropic>openai": "fake-claude-base",
+        "openai>anthropic": "fake-base"})
 
 
 def _orca(name: str, proc: T.Proc, *, responses: bool = True) -> Target:
-    """`responses` False: a revision from before the Responses API (no `/v1/responses`)."""
-    models = {"openai": "orca/coding", "paced": "orca/paced", "anthropic": "orca/coding"}
+    """`responses` False: a revision from before the Responses API (no `/v1/responses`).
+    Router `coding` serves on the Chat Completions channel (it picks its cheapest model) and
+    `claude` on the Anthropic one only (`T.orca_config`): a Messages client of `claude` and a
+    Chat Completions client of `coding` go native, the other two pairs translated."""
+    models = {"openai": "orca/coding", "paced": "orca/paced", "anthropic": "orca/claude",
+              "anthropic>openai": "orca/coding", "openai>anthropic": "orca/claude"}
     if responses:
         models["responses"] = "orca/coding"
     return Target(name, proc.port, proc, models=models)
@@ -219,20 +244,31 @@ async def _measure(t: Target, sc: Scenario, rnd: int, requests: int, warmup: int
     }
 
 
+_CHECKED = ("json_c1", "stream_c1", "responses_json_c1", "responses_stream_c1",
+            "messages_to_chat_json_c1", "messages_to_chat_stream_c1",
+            "chat_to_messages_json_c1", "chat_to_messages_stream_c1")
+_STREAM_END = {"openai": b"data: [DONE]", "anthropic": b"event: message_stop"}
+
+
 async def _check(targets: Sequence[Target]) -> None:
     """One JSON and one stream request through every target in Chat Completions (and the
-    Responses API where it serves it): 200 and 36 events, or fail."""
+    Responses API, and translated, where it serves them): 200 and 36 events, or fail. A
+    translated stream has the client format's own events (not 36): it must end with its
+    final one."""
     for t in targets:
-        for sc in (s for s in SCENARIOS if s.name in ("json_c1", "stream_c1",
-                                                      "responses_json_c1",
-                                                      "responses_stream_c1")):
+        for sc in (s for s in SCENARIOS if s.name in _CHECKED):
             if not t.serves(sc):
                 continue
             body = encode(agent_body(sc.api, SIZES["10KB"],  # type: ignore[arg-type]
                                      model=t.model(sc), stream=sc.stream))
             status, got = await fetch(Endpoint("127.0.0.1", t.port, _path(sc), t.headers), body)
             events = got.count(b"\n\n")
-            if status != 200 or (sc.stream and events != STREAM_EVENTS):
+            if sc.to and t.proc is not None:
+                last = [e for e in got.split(b"\n\n") if e.strip()][-1:] or [b""]
+                whole = last[0].startswith(_STREAM_END[sc.api]) if sc.stream else True
+            else:
+                whole = not sc.stream or events == STREAM_EVENTS
+            if status != 200 or not whole:
                 raise RuntimeError(f"{t.name}: {sc.name} answered {status} with {events} "
                                    f"events: {got[:300]!r}")
 

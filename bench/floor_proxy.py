@@ -24,7 +24,7 @@ import uvicorn
 
 # The benchmark's router names map to the fake upstream's models, as orca's config maps them.
 MODELS = {"orca/coding": "fake-base", "orca/paced": "fake-paced"}
-ANTHROPIC_MODELS = {"orca/coding": "fake-claude-base"}
+ANTHROPIC_MODELS = {"orca/coding": "fake-claude-base", "orca/claude": "fake-claude-base"}
 
 
 class FloorApp:

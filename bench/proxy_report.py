@@ -56,6 +56,22 @@ FIGURES: tuple[tuple[str, str, str, bool], ...] = (
     ("responses CPU/req JSON c16 (ms)", "responses_json_c16", "cpu_ms_per_req", False),
     ("responses CPU/req stream c16 (ms)", "responses_stream_c16", "cpu_ms_per_req", False),
     ("responses throughput JSON c16 (req/s)", "responses_json_c16", "rps", True),
+    ("Messages→Chat JSON added p50 (ms)", "messages_to_chat_json_c1", "added_p50_ms", False),
+    ("Messages→Chat stream added first byte p50 (ms)", "messages_to_chat_stream_c1",
+     "added_ttfb_p50_ms", False),
+    ("Messages→Chat stream whole added p50 (ms)", "messages_to_chat_stream_c1",
+     "added_p50_ms", False),
+    ("Messages→Chat CPU/req JSON c1 (ms)", "messages_to_chat_json_c1", "cpu_ms_per_req", False),
+    ("Messages→Chat CPU/req stream c1 (ms)", "messages_to_chat_stream_c1", "cpu_ms_per_req",
+     False),
+    ("Chat→Messages JSON added p50 (ms)", "chat_to_messages_json_c1", "added_p50_ms", False),
+    ("Chat→Messages stream added first byte p50 (ms)", "chat_to_messages_stream_c1",
+     "added_ttfb_p50_ms", False),
+    ("Chat→Messages stream whole added p50 (ms)", "chat_to_messages_stream_c1",
+     "added_p50_ms", False),
+    ("Chat→Messages CPU/req JSON c1 (ms)", "chat_to_messages_json_c1", "cpu_ms_per_req", False),
+    ("Chat→Messages CPU/req stream c1 (ms)", "chat_to_messages_stream_c1", "cpu_ms_per_req",
+     False),
 )
 
 # The Responses API rows against the Chat Completions rows of the same run: (label, responses

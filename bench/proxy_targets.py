@@ -185,8 +185,9 @@ def start_floor(workdir: Path, upstream_port: int, cpu: int | None) -> Proc:
 
 def orca_config(upstream_port: int, *, backend: str, redis_url: str = "",
                 key_prefix: str = "orca", responses: bool = True) -> str:
-    """One router, one channel per wire format at the fake upstream; gated_adaptive with
-    Frontier Escalation on, as the documented example runs it. The OpenAI channel also answers
+    """One channel per wire format at the fake upstream; routers `coding` (both channels'
+    models, its cheapest on the Chat Completions one) and `claude` (the Anthropic channel's
+    only), gated_adaptive with Frontier Escalation on, as the documented example runs it. The OpenAI channel also answers
     the Responses API (`api = ["openai", "responses"]`, as OpenAI's own endpoint does) unless
     `responses` is False: a revision from before the Responses API refuses that key's list."""
     base = f"http://127.0.0.1:{upstream_port}"
@@ -247,6 +248,19 @@ mid_pool = []
 strong_pool = ["bench-strong", "bench-claude-strong"]
 
 [routers.coding.escalation]
+mode = "auto"
+
+# The Anthropic channel's models only: a Messages client goes native, a Chat Completions one
+# through translation (`coding` picks bench-base on the Chat Completions channel: cheapest).
+[routers.claude]
+strategy = "gated_adaptive"
+mode = "balanced"
+session_aware = true
+weak_pool = ["bench-claude-base"]
+mid_pool = []
+strong_pool = ["bench-claude-strong"]
+
+[routers.claude.escalation]
 mode = "auto"
 
 [routers.paced]

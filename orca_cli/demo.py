@@ -1,11 +1,13 @@
-"""`orca demo`: the sidecar on a real port with simulated upstreams, driven by four scripted
+"""`orca demo`: the sidecar on a real port with simulated upstreams, driven by five scripted
 sessions over real HTTP — no API key, nothing leaves the machine.
 
 The sessions show the mechanism end to end: trivial edits stay in the cheap tier on one key
 with a warm cache; an agent stuck on the same compile error escalates by strikes on turn 4
-and stays on its strong model; an explicit one-turn boost serves exactly one turn strong;
-Claude Code's housekeeping model name goes to the cheap background router. Each row is what
-the response headers and the upstream's usage said.
+and stays on its strong model — once as a Chat Completions client whose cheap tier is native
+and whose frontier tier is served through translation, once as Claude Code (Messages) the
+other way round; an explicit one-turn boost serves exactly one turn strong; Claude Code's
+housekeeping model name goes to the cheap background router. Each row is what the response
+headers, the upstream's usage and the trace's `translation` block said.
 """
 
 from __future__ import annotations
@@ -23,13 +25,20 @@ from orca_cli.compose import running
 from orca_cli.config.schema import Config
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.state.memory import MemoryStore
+from orca_cli.types import Api
 
 __all__ = ["DemoRow", "run_demo"]
 
 SYSTEM = ("You are a coding agent working in a Go repository. Read files before editing, run "
           "the build after every change, keep diffs minimal. ") * 8
-TOOLS = [{"type": "function", "function": {"name": "run_command", "description": "Run a shell "
-          "command", "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}}]
+_TOOL = {"name": "run_command", "description": "Run a shell command",
+         "schema": {"type": "object", "properties": {"cmd": {"type": "string"}}}}
+TOOLS = [{"type": "function", "function": {"name": _TOOL["name"],
+                                           "description": _TOOL["description"],
+                                           "parameters": _TOOL["schema"]}}]
+ANTHROPIC_TOOLS = [{"name": _TOOL["name"], "description": _TOOL["description"],
+                    "input_schema": _TOOL["schema"]}]
+_PATHS: dict[Api, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +52,8 @@ class DemoRow:
     cached_tokens: int
     cost_usd: float
     request_id: str
+    api: str = "openai"  # the format the client spoke
+    upstream_api: str = "openai"  # the format the channel was sent (translated when different)
 
 
 def _compile_error(turn: int) -> str:
@@ -56,46 +67,81 @@ def _trivial(turn: int) -> str:
     return f"rename the variable tmp{turn} to result{turn} in internal/cache/store.go"
 
 
+def _body(api: Api, model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    if api == "anthropic":  # Claude Code's shape: system apart, max_tokens, its tool schema
+        return {"model": model, "max_tokens": 4096, "system": SYSTEM, "messages": messages,
+                "tools": ANTHROPIC_TOOLS}
+    return {"model": model, "messages": [{"role": "system", "content": SYSTEM}, *messages],
+            "tools": TOOLS}
+
+
+def _usage(api: Api, doc: dict[str, Any]) -> tuple[int, int]:
+    """(prompt tokens, cached tokens) as the client's own format reports them."""
+    u = doc.get("usage") or {}
+    if api == "anthropic":
+        cached = int(u.get("cache_read_input_tokens") or 0)
+        return (int(u.get("input_tokens", 0)) + cached
+                + int(u.get("cache_creation_input_tokens") or 0), cached)
+    return (int(u.get("prompt_tokens", 0)),
+            int((u.get("prompt_tokens_details") or {}).get("cached_tokens", 0)))
+
+
+def _reply(api: Api, doc: dict[str, Any]) -> dict[str, Any]:
+    if api == "anthropic":
+        text = "".join(b.get("text", "") for b in doc["content"] if b.get("type") == "text")
+        return {"role": "assistant", "content": text or "ok"}
+    return {"role": "assistant", "content": doc["choices"][0]["message"]["content"] or "ok"}
+
+
 async def _session(client: httpx.AsyncClient, rt: Runtime, name: str, turns: int,
-                   make: Callable[[int, list[dict[str, Any]]], None],
+                   make: Callable[[Api, int, list[dict[str, Any]]], None],
                    headers_for: Callable[[int], dict[str, str]] | None = None,
-                   model: str = "orca/coding", path: str = "/v1/chat/completions"
-                   ) -> list[DemoRow]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}]
+                   model: str = "orca/coding", api: Api = "openai") -> list[DemoRow]:
+    messages: list[dict[str, Any]] = []
     rows = []
     for turn in range(1, turns + 1):
-        make(turn, messages)
+        make(api, turn, messages)
         headers = {"x-orca-session": f"demo-{name}", **(headers_for(turn) if headers_for else {})}
-        resp = await client.post(path, json={"model": model, "messages": messages,
-                                             "tools": TOOLS}, headers=headers)
+        resp = await client.post(_PATHS[api], json=_body(api, model, messages), headers=headers)
         resp.raise_for_status()
         doc = resp.json()
-        usage = doc.get("usage") or {}
+        prompt, cached = _usage(api, doc)
         rid = resp.headers["x-orca-request-id"]
         trace = await rt.gate.store.get_trace(rid) or {}
+        crossed = trace.get("translation") or {}
         rows.append(DemoRow(name, turn, resp.headers["x-orca-session-tier"],
                             resp.headers.get("x-orca-model", ""),
-                            resp.headers.get("x-orca-channel", ""),
-                            int(usage.get("prompt_tokens", 0)),
-                            int((usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0)),
-                            float(trace.get("cost_usd", 0.0)), rid))
-        messages.append({"role": "assistant", "content": doc["choices"][0]["message"]["content"]
-                         or "ok"})
+                            resp.headers.get("x-orca-channel", ""), prompt, cached,
+                            float(trace.get("cost_usd", 0.0)), rid, api,
+                            str(crossed.get("to", api))))
+        messages.append(_reply(api, doc))
     return rows
 
 
-def _trivial_turn(turn: int, messages: list[dict[str, Any]]) -> None:
+def _trivial_turn(api: Api, turn: int, messages: list[dict[str, Any]]) -> None:
     messages.append({"role": "user", "content": _trivial(turn)})
 
 
-def _loop_turn(turn: int, messages: list[dict[str, Any]]) -> None:
-    if turn > 1:
-        call = f"call_{turn}"
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": call, "type": "function",
-             "function": {"name": "run_command", "arguments": '{"cmd": "go build ./..."}'}}]})
-        messages.append({"role": "tool", "tool_call_id": call, "content": _compile_error(turn)})
-    messages.append({"role": "user", "content": "fix the build"})
+def _loop_turn(api: Api, turn: int, messages: list[dict[str, Any]]) -> None:
+    """The agent ran the build, it failed the same way again, and the user says fix it."""
+    ask = "fix the build"
+    if turn == 1:
+        messages.append({"role": "user", "content": ask})
+        return
+    call, error = f"call_{turn}", _compile_error(turn)
+    if api == "anthropic":
+        messages.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{turn:02d}", "name": "run_command",
+             "input": {"cmd": "go build ./..."}}]})
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": f"toolu_{turn:02d}", "content": error},
+            {"type": "text", "text": ask}]})
+        return
+    messages.append({"role": "assistant", "content": None, "tool_calls": [
+        {"id": call, "type": "function",
+         "function": {"name": "run_command", "arguments": '{"cmd": "go build ./..."}'}}]})
+    messages.append({"role": "tool", "tool_call_id": call, "content": error})
+    messages.append({"role": "user", "content": ask})
 
 
 async def run_demo(cfg: Config, *, on_row: Callable[[DemoRow], None] | None = None,
@@ -118,15 +164,18 @@ async def run_demo(cfg: Config, *, on_row: Callable[[DemoRow], None] | None = No
                        admin_token=token) as served:
         rt = served.runtime
         async with httpx.AsyncClient(base_url=served.url, timeout=30) as client:
-            plans = [
-                ("trivial-edits", 5, _trivial_turn, None, "orca/coding"),
-                ("failure-loop", 6, _loop_turn, None, "orca/coding"),
+            plans: list[tuple[str, int, Any, Any, str, Api]] = [
+                ("trivial-edits", 5, _trivial_turn, None, "orca/coding", "openai"),
+                ("failure-loop", 6, _loop_turn, None, "orca/coding", "openai"),
+                # Claude Code's own model name (an alias of orca/coding) over Messages.
+                ("claude-code-loop", 5, _loop_turn, None, "claude-sonnet-4-5", "anthropic"),
                 ("one-turn-boost", 3, _trivial_turn,
-                 lambda t: {"x-orcarouter-tier": "once"} if t == 2 else {}, "orca/coding"),
-                ("housekeeping", 2, _trivial_turn, None, "claude-haiku-4-5"),
+                 lambda t: {"x-orcarouter-tier": "once"} if t == 2 else {}, "orca/coding",
+                 "openai"),
+                ("housekeeping", 2, _trivial_turn, None, "claude-haiku-4-5", "anthropic"),
             ]
-            for name, turns, make, hdrs, model in plans:
-                for row in await _session(client, rt, name, turns, make, hdrs, model):
+            for name, turns, make, hdrs, model, api in plans:
+                for row in await _session(client, rt, name, turns, make, hdrs, model, api):
                     rows.append(row)
                     if on_row is not None:
                         on_row(row)

@@ -1,7 +1,10 @@
 """`orca demo [--config PATH] [--json]`: the sidecar on a real loopback port with simulated
-upstreams, four scripted sessions over real HTTP, every turn's routing shown."""
+upstreams, five scripted sessions over real HTTP, every turn's routing shown (the `format`
+column: the client's wire format, `→` the channel's when the request went translated)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import typer
 
@@ -64,34 +67,44 @@ def register(app: typer.Typer) -> None:
         _render(rows)
 
 
+def _format(row: Any) -> str:
+    """The client's wire format, and the channel's when the request went translated."""
+    if row.api == row.upstream_api:
+        return str(row.api)
+    return f"{row.api} → {row.upstream_api}"
+
+
 def _render(rows: list, kept_url: str | None = None) -> None:  # type: ignore[type-arg]
     from rich.table import Table
 
     console = out_console()
     if not console.is_terminal:
-        console.width = max(console.width, 120)  # piped output: keep one row per request
+        console.width = max(console.width, 150)  # piped output: keep one row per request
     table = Table(title="orca demo: every request went through a real sidecar on loopback",
                   title_justify="left")
-    for col in ("session", "turn", "X-Orca-Session-Tier", "model", "channel", "prompt",
-                "cached", "cost $"):
+    for col in ("session", "turn", "format", "X-Orca-Session-Tier", "model", "channel",
+                "prompt", "cached", "cost $"):
         table.add_column(col, justify="right" if col in ("turn", "prompt", "cached", "cost $")
                          else "left", no_wrap=True,
                          min_width=26 if col == "X-Orca-Session-Tier" else None)
     for r in rows:
-        table.add_row(r.session, str(r.turn), r.tier, r.model, r.channel, str(r.prompt_tokens),
-                      str(r.cached_tokens), f"{r.cost_usd:.5f}")
+        table.add_row(r.session, str(r.turn), _format(r), r.tier, r.model, r.channel,
+                      str(r.prompt_tokens), str(r.cached_tokens), f"{r.cost_usd:.5f}")
     console.print(table)
     strong = sum(1 for r in rows if r.tier.startswith("strong"))
+    crossed = sum(1 for r in rows if r.api != r.upstream_api)
     prompt = sum(r.prompt_tokens for r in rows) or 1
     cached = sum(r.cached_tokens for r in rows)
-    summary = (f"{len(rows)} requests, {strong} served strong, cache-hit tokens "
-               f"{cached / prompt:.0%}, total ${sum(r.cost_usd for r in rows):.4f}.")
+    summary = (f"{len(rows)} requests, {strong} served strong, {crossed} translated to the "
+               f"channel's format, cache-hit tokens {cached / prompt:.0%}, total "
+               f"${sum(r.cost_usd for r in rows):.4f}.")
+    # soft_wrap: one line however long, so a URL or a command is never cut in two.
     if kept_url is None:
         console.print(summary + " Run `orca demo --keep` to leave its sidecar running and "
                       "look at it with `orca requests`, `orca explain last` and "
-                      "`orca session show`.")
+                      "`orca session show`.", soft_wrap=True)
     else:
         console.print(summary + f" Its sidecar keeps running at {kept_url}: try "
                       f"`orca requests`, `orca explain {rows[-1].request_id[4:12]}`, "
-                      f"`orca session show failure-loop` or `orca statusline --session "
-                      "failure-loop` in another terminal.")
+                      f"`orca session show demo-failure-loop` or `orca statusline --session "
+                      "demo-failure-loop` in another terminal.", soft_wrap=True)

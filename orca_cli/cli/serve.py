@@ -131,13 +131,15 @@ def _run(cfg: object, host: str, port: int, log_level: str,
     token = write_admin_token()
     shown = f"[{host}]" if ":" in host else host
     base = f"http://{shown}:{real_port}"
-    con = _Plain()
-    procs = f", {workers} workers" if workers > 1 else ""
-    con.print(f"orca {cfg.source or '(built-in defaults)'} listening on {base} "
-              f"(state: {cfg.state.backend}{procs})")
-    for line in banner_lines(setup_for(cfg, base)):
-        con.print(line)
-    con.print(f"admin token: {admin_token_path()} (for orca explain, session, escalate)")
+
+    def banner() -> None:
+        con = _Plain()
+        procs = f", {workers} workers" if workers > 1 else ""
+        con.print(f"orca {cfg.source or '(built-in defaults)'} listening on {base} "
+                  f"(state: {cfg.state.backend}{procs})")
+        for line in banner_lines(setup_for(cfg, base)):
+            con.print(line)
+        con.print(f"admin token: {admin_token_path()} (for orca explain, session, escalate)")
 
     def worker(_index: int) -> None:
         # Each worker its own listener on the port (the kernel spreads connections); the
@@ -147,11 +149,31 @@ def _run(cfg: object, host: str, port: int, log_level: str,
 
     with sidecar_record(host, real_port, token, cfg.source):
         if workers == 1:
+            # Listening before the banner says so: a client that connects as soon as it reads
+            # "listening on" waits in the backlog while the app starts, never refused.
+            sock.listen(2048)
+            banner()
             _serve(cfg, sock, token, host, real_port, log_level, log_format, otlp_endpoint)
             return
-        code = supervise(workers, worker)
+        code = supervise(workers, worker, on_started=lambda: _when_answering(host, real_port,
+                                                                            banner))
     if code:
         raise typer.Exit(code)
+
+
+def _when_answering(host: str, port: int, then: Any, timeout_s: float = 30.0) -> None:
+    """Run `then` once a worker accepts connections on the port (the banner's promise)."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((host.strip("[]"), port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    then()
 
 
 def _serve(cfg: object, sock: object, token: str, host: str, port: int, log_level: str,

@@ -30,7 +30,8 @@ class ConfigIssue:
 
 def check(cfg: Config) -> list[ConfigIssue]:
     """SPEC §2's extra checks: an escalation that cannot escalate is an error; a router tier
-    with no candidate for an inbound format, and a few likely mistakes, are warnings."""
+    with no candidate for an inbound format (with `[translation] enabled = false`), and a few
+    likely mistakes, are warnings."""
     out: list[ConfigIssue] = []
 
     def add(sev: Literal["error", "warning"], key: str, why: str) -> None:
@@ -57,7 +58,9 @@ def check(cfg: Config) -> list[ConfigIssue]:
             elif unknown:
                 add("error", f"{rpath}.escalation.pool", unknown_model(unknown[0], sorted(known)))
             tiers["strong"] = pool
-        for tier, models in tiers.items():
+        # With translation on, a channel of any format serves any inbound format (SPEC §13.2):
+        # a tier without a channel of the inbound format is served translated, not refused.
+        for tier, models in tiers.items() if not cfg.translation.enabled else ():
             for api in ("openai", "anthropic"):
                 if not any(m in enabled_by_api[api] for m in models):
                     add("warning", rpath,

@@ -56,6 +56,9 @@ CHANNEL_TYPES: tuple[str, ...] = (
     "openai-compatible",
     "sim",
 )
+# A channel with no `api` written speaks this one format. `sim` included: it speaks exactly
+# the formats in its `api`, like a real channel (SPEC §13.2), so a sim channel with no `api`
+# is an OpenAI-format (Chat Completions) provider and other formats reach it translated.
 DEFAULT_API_BY_TYPE: dict[str, Api] = {
     "openai": "openai",
     "anthropic": "anthropic",
@@ -213,9 +216,9 @@ class ChannelConfig:
         return self.model_map.get(model, model)
 
     def accepts(self, api: str) -> bool:
-        """Whether the channel serves requests of this inbound wire format (`sim` speaks
-        every format, SPEC §2)."""
-        return self.type == "sim" or api in self.apis
+        """Whether the channel serves requests of this inbound wire format natively: the
+        formats in its `api`, for a `sim` channel too (SPEC §13.2)."""
+        return api in self.apis
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ from orca_cli.proxy.transport import (
     read_limited,
     upstream_url,
 )
-from orca_cli.proxy.xlate import Crossing, cross, translated_error
+from orca_cli.proxy.xlate import Crossing, cross, translated_error, untranslatable_message
 from orca_cli.routing.route import Attempt
 from orca_cli.translate import ResponseTranslator, TranslationError
 from orca_cli.turn.model import AttemptRecord, Outcome, Turn
@@ -261,8 +261,7 @@ async def _answer_failure(inb: Inbound, send: Send, res: Outcome,
         features = sorted(set(res.untranslatable.values()))
         channels = sorted({ch for ch, _ in res.untranslatable})
         res.status, res.own_kind = 400, "untranslatable"
-        res.own_error = (f"the request uses {', '.join(features)}, which no candidate channel's "
-                         f"format can express (channels tried: {', '.join(channels)})")
+        res.own_error = untranslatable_message(inb.api, features, channels)
         body = error_body(inb.api, 400, res.own_error)
         await _send_whole(send, 400, (("content-type", "application/json"),), body,
                           inb.orca_headers(None) + [(b"x-should-retry", b"false")])

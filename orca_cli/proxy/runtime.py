@@ -233,17 +233,41 @@ class StoreGate:
             await asyncio.sleep(PROBE_INTERVAL_S)
             try:
                 await self.store.ping()
-                await self._replay()
+                # What was held that writes state goes first, in order. Requests keep arriving
+                # (degraded) while it is re-sent; chasing their commits to an empty hold would
+                # keep the gate down for as long as the load lasts. Theirs, and every other
+                # trace-only commit (a degraded turn writes no state), follow the recovery.
+                await self._replay(self._state_first())
             except Exception as exc:  # noqa: BLE001 - still down; probe again
                 log.debug("the state store is still down: %s", type(exc).__name__)
                 continue
-            self.healthy = True  # no await since the hold emptied: nothing was left behind
+            self.healthy = True  # no await since the replay: nothing held before it is left
             self.since = None
             self.degraded_pins.clear()
             log.warning("state store answers again; degraded pins discarded")
+            if self.pending:
+                self._probe = asyncio.get_running_loop().create_task(self._drain())
 
-    async def _replay(self) -> None:
-        """Re-send held commits in order; a store fault stops here and keeps the rest."""
+    def _state_first(self) -> int:
+        """Order the hold with the commits that write state first (in their order) and the
+        trace-only ones after them (a trace's place in time is its own timestamp): how many
+        must be re-sent before the gate may report healthy."""
+        state = [b for b in self.pending if b.writes or b.audit]
+        if len(state) < len(self.pending):
+            traces = [b for b in self.pending if not (b.writes or b.audit)]
+            self.pending = deque(state + traces)
+        return len(state)
+
+    async def _drain(self) -> None:
+        """Re-send what was held during the replay, now that the store answers."""
+        try:
+            await self._replay(len(self.pending))
+        except Exception as exc:  # noqa: BLE001 - down again: held, the probe takes over
+            self._mark_down(exc)
+
+    async def _replay(self, held: int) -> None:
+        """Re-send the first `held` held commits in order (and what they lead to); a store
+        fault stops here and keeps the rest."""
         while self.outages:
             try:
                 await self.store.commit(self.outages[0])
@@ -253,8 +277,9 @@ class StoreGate:
                 log.warning("a degraded audit event was refused by the state store (%s)",
                             type(exc).__name__)
             self.outages.popleft()
-        while self.pending:
+        while self.pending and held > 0:
             batch = self.pending.popleft()
+            held -= 1
             try:
                 result = await self.store.commit(batch)
             except StoreUnavailable:
@@ -271,6 +296,7 @@ class StoreGate:
             extra = follow_up(result) if follow_up is not None else None
             if extra is not None:
                 self.pending.appendleft(extra)  # sent next, before the gate reports healthy
+                held += 1
 
     async def close(self) -> None:
         if self._probe is not None:

@@ -73,8 +73,10 @@ def _start(index: int, worker: Callable[[int], None]) -> int:
     return 0  # unreachable
 
 
-def supervise(workers: int, worker: Callable[[int], None]) -> int:
-    """Run `worker(i)` in `workers` forked processes until SIGINT/SIGTERM; the exit code."""
+def supervise(workers: int, worker: Callable[[int], None],
+              on_started: Callable[[], None] | None = None) -> int:
+    """Run `worker(i)` in `workers` forked processes until SIGINT/SIGTERM; the exit code.
+    `on_started` runs in the parent once every worker was forked."""
     stopping = False
     pids: dict[int, int] = {}  # pid -> worker index
     started: dict[int, float] = {}
@@ -94,6 +96,8 @@ def supervise(workers: int, worker: Callable[[int], None]) -> int:
     for i in range(workers):
         pid = _start(i, worker)
         pids[pid], started[i] = i, time.monotonic()
+    if on_started is not None:
+        on_started()
     code = 0
     while pids:
         try:

@@ -19,6 +19,10 @@ Choices where the SPEC is silent:
   upstream id — o-series, GPT-5 but its `-chat` ids, `deepseek-reasoner`, Gemini 2.5+) and
   `max_output_tokens` (a larger `max_tokens` is lowered to it; towards Messages, which needs a
   `max_tokens`, it also bounds the 8,192 used when the client set none).
+* A body the inbound codec cannot read (wrong types where its format has lists or objects) is
+  untranslatable as `malformed_body`: a channel of the inbound format may still get the raw
+  bytes (its provider answers the 400 it would answer anyway); with none, the client's 400
+  says the body is not a valid request of its format.
 * Of the client's headers only `accept` travels (its `anthropic-beta`, `openai-beta` and
   version headers belong to the other format); a `pass_through_auth` channel gets the
   client's credential in the target format's own header.
@@ -41,6 +45,7 @@ from orca_cli.proxy.transport import (
 from orca_cli.translate import (
     ResponseTranslator,
     Translated,
+    TranslationError,
     TranslationOptions,
     translate_error,
     translate_request,
@@ -51,7 +56,8 @@ from orca_cli.types import Api
 if TYPE_CHECKING:
     from orca_cli.proxy.forward import Inbound
 
-__all__ = ["Crossing", "cross", "model_family", "translated_error"]
+__all__ = ["MALFORMED", "Crossing", "cross", "model_family", "translated_error",
+           "untranslatable_message"]
 
 _FIRST_PARTY = {"anthropic": "anthropic", "openai": "openai", "deepseek": "deepseek",
                 "gemini": "gemini"}
@@ -59,6 +65,7 @@ _BY_PREFIX = (("anthropic/", "anthropic"), ("claude", "anthropic"), ("deepseek",
               ("openai/", "openai"), ("gpt", "openai"), ("o1", "openai"), ("o3", "openai"),
               ("o4", "openai"), ("gemini", "gemini"), ("google/", "gemini"))
 _CLIENT_HEADERS = ("accept",)
+MALFORMED = "malformed_body"  # the untranslatable "feature" of a body its own codec cannot read
 
 
 def model_family(ch: ChannelConfig, model: str) -> str:
@@ -132,9 +139,23 @@ def cross(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Crossing:
                               max_tokens_cap=cap,
                               anthropic_max_tokens=min(cap, 8192) if cap else 8192)
     dst = ch.api
-    tr = translate_request(inb.body, inb.api, dst, model=upstream, target_model_family=family,
-                           options=opts)
+    try:
+        tr = translate_request(inb.body, inb.api, dst, model=upstream,
+                               target_model_family=family, options=opts)
+    except (TranslationError, ValueError, KeyError, TypeError, AttributeError):
+        tr = Translated(b"", {"from": inb.api, "to": dst, "cache_breakpoints_added": 0,
+                              "dropped_reasoning": 0, "rewritten_ids": 0,
+                              "untranslatable": [MALFORMED]})
     return Crossing(inb.api, dst, upstream, family, tr)
+
+
+def untranslatable_message(api: Api, features: list[str], channels: list[str]) -> str:
+    """The client's 400 when no candidate could take the request (SPEC §13.2 rule 5)."""
+    if MALFORMED in features:
+        return (f"the request body is not a valid {api} request (a field has the wrong type), "
+                f"so it cannot be translated for the channels tried: {', '.join(channels)}")
+    return (f"the request uses {', '.join(features)}, which no candidate channel's "
+            f"format can express (channels tried: {', '.join(channels)})")
 
 
 def translated_error(crossing: Crossing, status: int, headers: Headers,

@@ -7,7 +7,11 @@ Like `orca.toml.example`, it has a sessionless `background` router and the examp
 `[aliases]`: agents' small-model requests (Claude Code's Explore sub-agent names
 `claude-haiku-*`) are served there, and side requests (`[[housekeeping]]`, e.g. title
 requests) go to it as the `[routing] side_router` default. The session router `coding` is
-the first session-aware router, the one the report describes."""
+the first session-aware router, the one the report describes.
+
+Each sim channel lists every format, its own first: the replay's sessions of either format are
+served by the cheapest model of the tier, natively, so the published figures price routing,
+not translation (a sim channel speaks exactly its `api`, SPEC §13.2)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ backend = "memory"
 [[channels]]
 name = "cheap-openai"
 type = "sim"
-api = "openai"
+api = ["openai", "anthropic", "responses"]
 keys = ["ref-co-1", "ref-co-2", "ref-co-3"]
 models = ["gpt-4.1-mini"]
 cache_ttl_s = 300
@@ -26,7 +30,7 @@ cache_ttl_s = 300
 [[channels]]
 name = "cheap-anthropic"
 type = "sim"
-api = "anthropic"
+api = ["anthropic", "openai", "responses"]
 keys = ["ref-ca-1", "ref-ca-2", "ref-ca-3"]
 models = ["claude-haiku-4-5"]
 cache_ttl_s = 300
@@ -34,7 +38,7 @@ cache_ttl_s = 300
 [[channels]]
 name = "frontier-openai"
 type = "sim"
-api = "openai"
+api = ["openai", "anthropic", "responses"]
 keys = ["ref-fo-1", "ref-fo-2", "ref-fo-3"]
 models = ["gpt-4.1"]
 cache_ttl_s = 300
@@ -42,7 +46,7 @@ cache_ttl_s = 300
 [[channels]]
 name = "frontier-anthropic"
 type = "sim"
-api = "anthropic"
+api = ["anthropic", "openai", "responses"]
 keys = ["ref-fa-1", "ref-fa-2", "ref-fa-3"]
 models = ["claude-opus-4-1"]
 cache_ttl_s = 300

@@ -103,7 +103,7 @@ def model_config(model: str, cfg: Config) -> ModelConfig:
 
 
 def speaks(ch: ChannelConfig, api: str) -> bool:
-    """Whether the channel accepts the inbound wire format (`sim` speaks every one, SPEC §2)."""
+    """Whether the channel speaks the inbound wire format natively (its `api` list, SPEC §13.2)."""
     return ch.accepts(api)
 
 

@@ -13,6 +13,7 @@ command; under `CI=true` it fails them.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -150,16 +151,17 @@ def _wait_for_base(proc: subprocess.Popen[bytes], log: Path, deadline_s: float) 
     raise AssertionError(f"orca serve did not start: {log.read_text(errors='replace')}")
 
 
-@pytest.fixture
-def orca(tmp_path: Path) -> Iterator[Orca]:
-    """`orca serve` on a free port with the example config (sim channels, memory state)."""
-    config = tmp_path / "orca.toml"
+@contextlib.contextmanager
+def serving(workdir: Path) -> Iterator[Orca]:
+    """`orca serve` on a free port with the example config (sim channels, memory state),
+    run in `workdir`, stopped on exit."""
+    config = workdir / "orca.toml"
     shutil.copyfile(EXAMPLE, config)
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    log = tmp_path / "orca-serve.log"
+    log = workdir / "orca-serve.log"
     with log.open("wb") as sink:
         proc = subprocess.Popen([sys.executable, "-m", "orca_cli", "serve", "--config",
-                                 str(config), "--port", "0"], env=env, cwd=tmp_path,
+                                 str(config), "--port", "0"], env=env, cwd=workdir,
                                 stdout=sink, stderr=subprocess.STDOUT)
     try:
         base = _wait_for_base(proc, log, 30.0)
@@ -171,6 +173,13 @@ def orca(tmp_path: Path) -> Iterator[Orca]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture
+def orca(tmp_path: Path) -> Iterator[Orca]:
+    """`orca serve` on a free port with the example config (sim channels, memory state)."""
+    with serving(tmp_path) as served:
+        yield served
 
 
 def selected(trace: Mapping[str, Any]) -> tuple[str, str, int]:

@@ -30,6 +30,17 @@ def test_demo_shows_the_mechanism_end_to_end() -> None:
     assert by[("failure-loop", 4)]["tier"] == "strong; reason=strikes"
     assert by[("failure-loop", 5)]["tier"] == "strong; reason=strikes"
     assert by[("failure-loop", 5)]["model"] == by[("failure-loop", 4)]["model"]
+    # ... across formats (SPEC §13.2): the cheap tier on a Chat Completions channel, the
+    # frontier on an Anthropic one, so one of the two tiers goes through translation, as
+    # the trace's `translation` block says; Claude Code (Messages) the other way round.
+    assert coding.escalation_pool and by[("failure-loop", 4)]["model"] in coding.escalation_pool
+    loop = [(r["api"], r["upstream_api"]) for r in rows if r["session"] == "failure-loop"]
+    assert loop == [("openai", "openai")] * 3 + [("openai", "anthropic")] * 3
+    claude = [r for r in rows if r["session"] == "claude-code-loop"]
+    assert [r["tier"] for r in claude[2:4]] == ["base; reason=default", "strong; reason=strikes"]
+    assert [(r["api"], r["upstream_api"]) for r in claude] == (
+        [("anthropic", "openai")] * 3 + [("anthropic", "anthropic")] * 2)
+    assert all(r["cached_tokens"] > 0 for r in claude[1:3] + claude[4:]), claude
     # A one-turn boost serves exactly one turn strong, then the same base model again.
     assert by[("one-turn-boost", 2)]["tier"] == "strong; reason=once"
     assert by[("one-turn-boost", 3)]["tier"].startswith("base;")
@@ -44,4 +55,5 @@ def test_demo_table_output() -> None:
     result = CliRunner().invoke(app, ["demo"])
     assert result.exit_code == 0, result.output
     assert "strong; reason=strikes" in result.stdout
+    assert "openai → anthropic" in result.stdout and "anthropic → openai" in result.stdout
     assert "served" in result.stdout and "cache-hit tokens" in " ".join(result.stdout.split())

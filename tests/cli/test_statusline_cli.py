@@ -170,9 +170,10 @@ def test_demo_keep_leaves_a_sidecar_the_operator_commands_reach(tmp_path: Path) 
             text = out_path.read_text()
             assert "keeps running at http://127.0.0.1:" in text
             assert "orca demo --keep" not in text  # it suggests what works now
-            code, out = run_orca("requests", "--json", env=env)
+            assert "orca session show demo-failure-loop" in text  # the session it ran
+            code, out = run_orca("requests", "--json", "-n", "50", env=env)
             rows = json.loads(out)
-            assert code == 0 and len(rows) == 16
+            assert code == 0 and len(rows) == 21
             code, out = run_orca("session", "show", "demo-failure-loop", env=env)
             assert code == 0 and "cost so far" in out
             code, out = run_orca("statusline", "--session", "demo-failure-loop", env=env)

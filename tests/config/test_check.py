@@ -49,8 +49,14 @@ def test_escalation_pool_naming_an_unknown_model_is_an_error() -> None:
     assert issue.key == "routers.coding.escalation.pool" and '"ghost"' in issue.why
 
 
+def _untranslated(doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` with translation off: a channel serves only the formats it speaks (SPEC §13.2)."""
+    doc["translation"] = {"enabled": False}
+    return doc
+
+
 def test_tier_without_a_candidate_for_a_format_warns_per_format_and_tier() -> None:
-    doc = minimal_doc()  # openai-only sim channel
+    doc = _untranslated(minimal_doc())  # openai-only sim channel
     doc["models"] = {"cheap": {}, "big": {}}
     warnings = [i for i in _issues(doc) if i[0] == "warning"]
     tail = 'has no model served by an enabled channel with api = "anthropic"'
@@ -60,8 +66,14 @@ def test_tier_without_a_candidate_for_a_format_warns_per_format_and_tier() -> No
     ]
 
 
+def test_with_translation_on_a_tier_of_one_format_serves_every_format_without_warning() -> None:
+    doc = minimal_doc()  # openai-only sim channel; [translation] enabled by default
+    doc["models"] = {"cheap": {}, "big": {}}
+    assert _issues(doc) == []
+
+
 def test_disabled_channels_do_not_count_as_candidates() -> None:
-    doc = _two_format_doc()
+    doc = _untranslated(_two_format_doc())
     doc["channels"][1]["enabled"] = False
     keys = {(i[1], i[2].split(";")[0]) for i in _issues(doc)}
     assert ("routers.coding", 'the strong tier has no model served by an enabled channel with '
@@ -70,7 +82,7 @@ def test_disabled_channels_do_not_count_as_candidates() -> None:
 
 
 def test_strong_tier_is_not_checked_when_escalation_is_off() -> None:
-    doc = minimal_doc()
+    doc = _untranslated(minimal_doc())
     doc["models"] = {"cheap": {}, "big": {}}
     doc["routers"]["coding"]["escalation"] = {"mode": "off"}
     assert [i[2].split(";")[0] for i in _issues(doc)] == [
@@ -84,6 +96,6 @@ def test_served_model_without_price_table_warns() -> None:
 
 
 def test_issue_string_names_file_and_key() -> None:
-    doc = minimal_doc()
+    doc = _untranslated(minimal_doc())
     (first, *_rest) = check(parse(doc, source="f.toml", environ={}))
     assert str(first).startswith("f.toml: routers.coding: the base tier")

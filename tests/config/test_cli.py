@@ -87,7 +87,8 @@ def test_check_unset_key_of_enabled_channel_exits_1(tmp_path: Path) -> None:
 def test_check_escalation_pool_error_and_format_warnings(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text('[[channels]]\nname = "s"\ntype = "sim"\nmodels = ["m"]\n'
-                    '[models.m]\n[routers.r]\nallowed_models = ["m"]\n')
+                    '[models.m]\n[routers.r]\nallowed_models = ["m"]\n'
+                    '[translation]\nenabled = false\n')
     code, _out, err = _run("config", "check", str(path))
     assert code == 1 and "routers.r.escalation.pool: escalation mode is \"auto\"" in err
     path.write_text(path.read_text() + '[routers.r.escalation]\nmode = "off"\n')

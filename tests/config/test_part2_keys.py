@@ -62,9 +62,17 @@ def test_channel_api_errors_name_the_key(api: Any, error: str) -> None:
     assert error in errors_of(_with_openai_channel(api))
 
 
-def test_a_sim_channel_still_accepts_every_format() -> None:
+def test_a_sim_channel_speaks_exactly_the_formats_in_its_api() -> None:
+    """SPEC §13.2: like a real channel; with no `api` written, "openai"."""
     ch = _cfg(minimal_doc()).channel("sim-a")
-    assert all(ch.accepts(a) for a in ("openai", "anthropic", "responses"))
+    assert ch is not None and ch.apis == ("openai",)
+    assert [a for a in ("openai", "anthropic", "responses") if ch.accepts(a)] == ["openai"]
+    doc = minimal_doc()
+    doc["channels"][0]["api"] = ["anthropic", "responses"]
+    ch = _cfg(doc).channel(doc["channels"][0]["name"])
+    assert ch is not None
+    assert [a for a in ("openai", "anthropic", "responses") if ch.accepts(a)] == [
+        "anthropic", "responses"]
 
 
 def test_config_show_writes_a_multi_format_api_as_the_list_and_no_derived_key() -> None:

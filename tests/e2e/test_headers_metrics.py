@@ -83,14 +83,17 @@ async def test_the_same_request_with_a_session_is_not_no_session(stack: Sidecar)
     assert r.headers["x-orca-session-tier"] == "base; reason=default"
 
 
-@pytest.mark.parametrize(("model", "header"), [("deepseek-chat", "base; reason=default"),
-                                               ("gpt-4.1", "strong; reason=default")])
+# The example's strong models are claude-* ids its aliases send to orca/coding: a concrete
+# request for one names its channel (`channel:model`).
+@pytest.mark.parametrize(("model", "header"), [
+    ("deepseek-chat", "base; reason=default"),
+    ("sim-anthropic-frontier:claude-opus-4-1", "strong; reason=default")])
 async def test_a_concrete_model_is_labelled_with_its_tier(
         stack: Sidecar, model: str, header: str) -> None:
     r = await post(stack, "/v1/chat/completions", {"model": model, "messages": MSGS})
     assert r.status_code == 200
     assert r.headers["x-orca-session-tier"] == header
-    assert r.headers["x-orca-model"] == model
+    assert r.headers["x-orca-model"] == model.rpartition(":")[2]
 
 
 async def test_an_upstream_error_relayed_to_the_client_carries_orcas_headers(

@@ -17,7 +17,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from orca_cli.clock import FakeClock
 from orca_cli.config.schema import ChannelConfig, FaultConfig
-from orca_cli.proxy.sim import SimTransport
+from orca_cli.proxy.sim import SimFormatError, SimTransport
 from orca_cli.proxy.transport import (
     Timeouts,
     UpstreamRequest,
@@ -25,6 +25,7 @@ from orca_cli.proxy.transport import (
     UpstreamTimeout,
     auth_headers,
 )
+from orca_cli.types import Api
 from orca_cli.wire.sse import SSEDecoder
 from orca_cli.wire.usage import ResponseTap
 
@@ -55,8 +56,14 @@ ANTHROPIC_TOOLS = [
 ]
 
 
+EVERY_FORMAT: tuple[Api, ...] = ("openai", "anthropic", "responses")
+
+
 def sim(**kw: Any) -> tuple[SimTransport, FakeClock]:
+    """A sim channel speaking every format (these tests are about how it answers each)."""
     clock = FakeClock()
+    kw.setdefault("apis", EVERY_FORMAT)
+    kw.setdefault("api", kw["apis"][0])
     return SimTransport(ChannelConfig(name="sim", type="sim", **kw), clock), clock
 
 
@@ -306,6 +313,23 @@ async def test_unknown_path_and_bad_json_answer_provider_shaped_errors() -> None
         UpstreamRequest("POST", "sim://local/v1/messages", (), b"{", "sim", 0, False), far(clock)
     )
     assert resp.status == 400 and orjson.loads(await resp.read())["type"] == "error"
+
+
+@pytest.mark.parametrize("apis", [("openai",), ("anthropic",), ("responses", "openai")])
+async def test_a_format_the_channel_does_not_speak_is_a_loud_error(apis: tuple[Api, ...]) -> None:
+    """SPEC §13.2: a sim channel speaks exactly its `api`. A request of another format means
+    orca failed to translate it: raised, never answered (no fallback can hide it)."""
+    t, clock = sim(api=apis[0], apis=apis)
+    for path, fmt in (("/v1/chat/completions", "openai"), ("/v1/messages", "anthropic"),
+                      ("/v1/responses", "responses")):
+        req = UpstreamRequest("POST", f"sim://local{path}", (), b'{"model": "m"}', "sim", 0,
+                              False)
+        if fmt in apis:
+            assert (await t.send(req, far(clock))).status == 200
+            continue
+        with pytest.raises(SimFormatError, match=f"sent a {fmt} request"):
+            await t.send(req, far(clock))
+    assert len(t.calls) == len(apis)
 
 
 async def test_status_fault_hits_about_its_rate_and_is_reproducible() -> None:

@@ -33,7 +33,9 @@ APPLY_PATCH = {"type": "custom", "name": "apply_patch", "format": {"type": "text
 
 
 def sim(**kw: Any) -> tuple[SimTransport, FakeClock]:
+    """A Responses-format sim channel."""
     clock = FakeClock()
+    kw.setdefault("api", "responses")
     return SimTransport(ChannelConfig(name="sim", type="sim", **kw), clock), clock
 
 

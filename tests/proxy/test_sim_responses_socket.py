@@ -28,7 +28,7 @@ SHELL: Any = {
 async def base_url() -> AsyncIterator[str]:
     """The sim behind a plain HTTP server on 127.0.0.1 (a stand-in for an upstream provider)."""
     clock = SystemClock()
-    sim = SimTransport(ChannelConfig(name="sim", type="sim"), clock)
+    sim = SimTransport(ChannelConfig(name="sim", type="sim", api="responses"), clock)
 
     async def handle(request: web.Request) -> web.StreamResponse:
         raw = await request.read()

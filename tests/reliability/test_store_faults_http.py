@@ -116,6 +116,50 @@ async def test_requests_served_during_an_outage_have_degraded_traces_after_recov
             assert trace["tier"]["reason"] == "degraded" and trace["committed"] is False
 
 
+async def test_recovery_does_not_wait_for_the_load_to_stop(
+    farm: RedisFarm, prefix: str
+) -> None:
+    """Requests keep arriving, degraded, while the held commits are re-sent after a restart:
+    the gate reports healthy once the commits that write state are in, not when the hold is
+    empty (which under sustained load it never is), and the traces of the degraded requests
+    follow. Before, a restart under load kept the sidecar degraded until the load stopped."""
+    redis = farm.server()
+    cfg = make_config(redis_url=redis.url, prefix=prefix, timeout_ms=TIMEOUT_MS)
+    async with serve_agent(cfg) as sc:
+        await sc.chat("conv")
+        stop = asyncio.Event()
+        served: list[str] = []
+
+        async def load(i: int) -> None:
+            n = 0
+            while not stop.is_set() and n < 2000:  # bounded: at most 2,000 turns per client
+                r = await sc.chat(f"load-{i}", f"step {n}", request_id=f"load-{i}-{n}",
+                                  settle=False)
+                assert r.status == 200, r
+                served.append(r.tier)
+                n += 1
+
+        clients = [asyncio.create_task(load(i)) for i in range(16)]
+        try:
+            await eventually(lambda: len(served) > 50, timeout=10, what="load running")
+            redis.kill()
+            await eventually(lambda: not sc.rt.gate.healthy, timeout=5, what="degraded")
+            await eventually(lambda: len(sc.rt.gate.pending) > 100, timeout=10,
+                             what="degraded requests held")
+            redis.start()
+            up = time.monotonic()
+            await eventually(lambda: sc.rt.gate.healthy, timeout=5,
+                             what="healthy again while the load goes on")
+            assert time.monotonic() - up < 3.0
+            assert not stop.is_set() and all(not t.done() for t in clients)
+        finally:
+            stop.set()
+            await asyncio.gather(*clients)
+        await eventually(lambda: not sc.rt.gate.pending, timeout=10,
+                         what="the held traces re-sent")
+        assert sc.rt.gate.healthy and sc.rt.gate.dropped == 0
+
+
 async def test_a_zero_warmup_lets_the_first_escalation_of_a_fresh_router_through(
     farm: RedisFarm, prefix: str
 ) -> None:

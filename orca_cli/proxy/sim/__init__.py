@@ -1,16 +1,19 @@
 """The `sim` channel: a simulated provider behind the Transport protocol (SPEC §2).
 
-In-process, no sockets. It speaks the three wire formats, chosen by the URL path
-(`/v1/chat/completions`, `/v1/messages`, `/v1/messages/count_tokens`, `/v1/responses`),
-whatever the channel's `api` says, streaming and not,
-with SSE bytes shaped like the real APIs'. Everything it says is labelled simulated: the
-`x-orca-sim: 1` header, ids with `sim`, and answer text starting with `[sim]`.
+In-process, no sockets. It speaks the formats in the channel's `api` (default `"openai"`),
+like a real provider, chosen by the URL path (`/v1/chat/completions`, `/v1/messages`,
+`/v1/messages/count_tokens`, `/v1/responses`), streaming and not, with SSE bytes shaped like
+the real APIs'. A request in a format the channel does not list raises `SimFormatError`:
+orca should have translated it, so that is a bug to surface, not an answer to simulate.
+Everything it says is labelled simulated: the `x-orca-sim: 1` header, ids with `sim`, and
+answer text starting with `[sim]`.
 
 Rules (documented here because `orca demo`, replay and tests build on them):
 - Answers are deterministic: derived from a hash of the request body.
 - Prompt cache per (key fingerprint, model, exact prefix), with the channel's `cache_ttl_s`
   (default 300 s) measured on the given clock. A prefix is system + tools + messages[0..k]
-  (for the Responses API: `instructions` + tools + `input` items[0..k]);
+  (for the Responses API: `instructions` + tools + `input` items[0..k]), its Anthropic
+  `cache_control` markers left out (moving the marker forward still reads the prefix);
   cached tokens are the estimated tokens (bytes/4 of each part's JSON) of the longest prefix
   seen before and still live. Every prefix of a request is then recorded. Reads work for both
   formats; Anthropic `cache_creation_input_tokens` reports the uncached rest only when the body
@@ -43,12 +46,13 @@ from __future__ import annotations
 from orca_cli.proxy.sim.answer import Answer
 from orca_cli.proxy.sim.render import render_body, render_stream
 from orca_cli.proxy.sim.request import TOOL_MARKER
-from orca_cli.proxy.sim.transport import SimCall, SimResponse, SimTransport
+from orca_cli.proxy.sim.transport import SimCall, SimFormatError, SimResponse, SimTransport
 
 __all__ = [
     "TOOL_MARKER",
     "Answer",
     "SimCall",
+    "SimFormatError",
     "SimResponse",
     "SimTransport",
     "render_body",

@@ -57,10 +57,23 @@ def _turns(body: dict[str, Any], api: str) -> list[Any]:
     return messages if isinstance(messages, list) else []
 
 
-def prefix_tokens(body: dict[str, Any], api: str) -> tuple[list[bytes], list[int]]:
+def _unmarked(value: Any) -> Any:
+    """`value` without Anthropic `cache_control` markers: a marker says where a cached prefix
+    ends, it is not part of the prefix, so a turn that moves it forward still reads the
+    prefix the previous turn wrote (as Anthropic's cache does)."""
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
+    return value
+
+
+def prefix_tokens(body: dict[str, Any], api: str,
+                  marked: bool = False) -> tuple[list[bytes], list[int]]:
     """Digests of system+tools+messages[0..k] for every k, and the token size of each part
-    (sizes[0] = system + tools, sizes[k + 1] = messages[k]). For the Responses API the system
-    is `instructions` and the messages are the `input` items."""
+    (sizes[0] = system + tools, sizes[k + 1] = messages[k]), `cache_control` markers left out.
+    For the Responses API the system is `instructions` and the messages are the `input`
+    items. `marked`: the body carries markers (else the walk to remove them is skipped)."""
     system = (
         body.get("system")
         if api == "anthropic"
@@ -68,11 +81,14 @@ def prefix_tokens(body: dict[str, Any], api: str) -> tuple[list[bytes], list[int
         if api == "responses"
         else None
     )
-    base = orjson.dumps([system, body.get("tools")])
+    tools, turns = body.get("tools"), _turns(body, api)
+    if marked and api == "anthropic":
+        system, tools, turns = _unmarked(system), _unmarked(tools), _unmarked(turns)
+    base = orjson.dumps([system, tools])
     h = hashlib.blake2b(base, digest_size=16)
     sizes = [len(base) // 4]
     digests: list[bytes] = []
-    for msg in _turns(body, api):
+    for msg in turns:
         raw = orjson.dumps(msg)
         h.update(raw)
         digests.append(h.copy().digest())

@@ -26,10 +26,17 @@ from orca_cli.proxy.transport import (
 from orca_cli.types import Api
 from orca_cli.wire.errors import error_body
 
-__all__ = ["SimCall", "SimResponse", "SimTransport"]
+__all__ = ["SimCall", "SimFormatError", "SimResponse", "SimTransport"]
 
 _CACHE_MAX = 50_000
 _WORDS = ["the", "patch", "keeps", "the", "cache", "warm", "while", "the", "session", "stays", "pinned", "to", "one", "model", "and", "one", "key", "so", "each", "turn", "reuses", "the", "prefix", "and", "the", "answer", "arrives", "quickly", "with", "a", "small", "bill", "tests", "pass", "after", "the", "fix", "the", "parser", "handles", "every", "chunk", "boundary", "cleanly"]
+
+
+class SimFormatError(RuntimeError):
+    """A request reached a sim channel in a format its `api` does not list. orca translates
+    such a request before sending it, so this is a bug in orca, never an upstream answer:
+    it is raised (the sidecar logs it and answers 502), not simulated as an HTTP error a
+    fallback could hide."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +71,10 @@ class SimTransport:
             return self._error(
                 "openai", 404, f"sim: no such endpoint {path}", key_fp, "", req, path
             )
+        if api not in self.channel.apis:
+            raise SimFormatError(
+                f"sim channel {self.channel.name!r} speaks {list(self.channel.apis)} but was "
+                f"sent a {api} request ({path}); it should have been translated")
         try:
             body = orjson.loads(req.body)
         except orjson.JSONDecodeError:
@@ -167,7 +178,7 @@ class SimTransport:
         digest: bytes,
         has_cache_control: bool,
     ) -> Answer:
-        digests, sizes = rq.prefix_tokens(body, api)
+        digests, sizes = rq.prefix_tokens(body, api, has_cache_control)
         prompt = max(1, sum(sizes))
         cached = self._cache_lookup(key_fp, model, digests, sizes)
         write = 0

@@ -110,6 +110,25 @@ async def test_an_untranslatable_request_is_refused_before_any_upstream_call(
     assert trace["status"] == 400 and "translation" not in trace
 
 
+async def test_a_body_its_own_codec_cannot_read_is_a_400_not_an_internal_fault(
+        stack: Sidecar, provider: FakeUpstream) -> None:
+    """A field of the wrong type (here `messages`) cannot be translated: the client gets a 400
+    in its own shape saying so, and nothing goes upstream."""
+    r = await stack.http.post("/v1/messages", json={"model": "gpt-t", "max_tokens": 16,
+                                                    "messages": 5})
+    assert r.status_code == 400, r.text
+    doc = r.json()
+    assert doc["type"] == "error" and doc["error"]["type"] == "invalid_request_error"
+    assert "not a valid anthropic request" in doc["error"]["message"]
+    assert "channels tried: oa" in doc["error"]["message"]
+    assert provider.calls("oa") == []
+    rid = r.headers["x-orca-request-id"]
+    await stack.settled(rid)
+    trace = await stack.rt.gate.store.get_trace(rid)
+    assert trace is not None
+    assert [a["error"] for a in trace["attempts"]] == ["untranslatable:malformed_body"]
+
+
 async def test_a_channel_that_cannot_express_the_request_is_skipped_for_one_that_can(
         stack: Sidecar, provider: FakeUpstream) -> None:
     # "duo" is on `rs` (Responses, weight 2: first in price mode) and `an` (Messages); the
