@@ -10,6 +10,7 @@ in code (`Config(...)`, `dataclasses.replace`) builds its own on first use.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from types import MappingProxyType
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 from orca_cli.types import APIS, Api
 
 if TYPE_CHECKING:
-    from orca_cli.config.schema import ChannelConfig, Config
+    from orca_cli.config.schema import ChannelConfig, ChannelPrice, Config, ModelConfig
 
 __all__ = ["GLOB_CHARS", "CompiledConfig", "RouterPools"]
 
@@ -41,12 +42,20 @@ class RouterPools:
         return f"RouterPools(base={self.base!r}, strong={self.strong!r})"
 
 
+def _overridden(model: ModelConfig, price: ChannelPrice) -> ModelConfig:
+    """The model's table with the channel's set figures in place of its own."""
+    changes = {k: v for k in ("input", "output", "cache_read", "cache_write")
+               if (v := getattr(price, k)) is not None}
+    return dataclasses.replace(model, **changes)
+
+
 class CompiledConfig:
     """Read-only indices of one `Config`; see the module docstring."""
 
     __slots__ = (
-        "alias_globs", "by_model", "cache_ttl_s", "channel_index", "enabled_channels",
-        "key_fps", "key_slots", "left_out", "model_ids", "pools", "serving", "strong_models",
+        "alias_globs", "by_model", "cache_ttl_s", "channel_index", "channel_prices",
+        "enabled_channels", "key_fps", "key_slots", "left_out", "model_ids", "pools", "serving",
+        "strong_models",
     )
 
     def __init__(self, cfg: Config) -> None:
@@ -90,6 +99,13 @@ class CompiledConfig:
         })
         self.strong_models: frozenset[str] = frozenset(
             m for p in self.pools.values() for m in p.strong)
+        from orca_cli.config.schema import ModelConfig as _Model  # schema imports this module
+
+        # SPEC §20: (channel, model) -> the model's price on that channel, only where the
+        # channel overrides it (`prices`); everywhere else the `[models]` table's.
+        self.channel_prices: Mapping[tuple[str, str], ModelConfig] = MappingProxyType({
+            (ch.name, m): _overridden(cfg.models.get(m, _Model()), p)
+            for ch in reversed(cfg.channels) for m, p in ch.prices.items()})
         globs = [k for k in cfg.aliases if GLOB_CHARS & set(k)]
         # Longest pattern first; ties by the pattern text, so the first match is the winner.
         self.alias_globs: tuple[str, ...] = tuple(sorted(globs, key=lambda k: (-len(k), k)))

@@ -27,6 +27,7 @@ from orca_cli.config.schema import (
     DEFAULT_CACHE_TTL_BY_TYPE,
     UNMAPPED_CACHE_TTL_S,
     ChannelConfig,
+    ChannelPrice,
     Config,
     EscalationConfig,
     FaultConfig,
@@ -62,6 +63,8 @@ RANGES: dict[type, dict[str, Range]] = {
         "weight": _NONNEG, "cache_ttl_s": _POS, "latency_ms": _NONNEG,
         "expected_latency_ms": _NONNEG, "expected_tps": _NONNEG,
     },
+    ChannelPrice: {"input": _NONNEG, "output": _NONNEG, "cache_read": _NONNEG,
+                   "cache_write": _NONNEG},
     ModelConfig: {
         "input": _NONNEG, "output": _NONNEG, "cache_read": _NONNEG, "cache_write": _NONNEG,
         "quality": _UNIT, "context_window": _ONE_UP, "max_output_tokens": _ONE_UP,
@@ -149,10 +152,12 @@ def _post_channel(ch: ChannelConfig, raw: Mapping[str, Any], path: str, ctx: Ctx
                       f"must be an http:// or https:// URL, got {show(base_url)}")
         if not base_url and ch.enabled:
             ctx.error(join_key(path, "base_url"), f'is required for type = "{ch.type}"')
-    for model in ch.model_map:
-        if model not in ch.models:
-            ctx.error(join_key(join_key(path, "model_map"), model),
-                      "maps a model this channel does not list in `models`")
+    for key in ("model_map", "prices"):
+        for model in getattr(ch, key):
+            if model not in ch.models:
+                verb = "maps" if key == "model_map" else "prices"
+                ctx.error(join_key(join_key(path, key), model),
+                          f"{verb} a model this channel does not list in `models`")
     return ch
 
 

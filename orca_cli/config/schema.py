@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_BASE_URL_BY_TYPE",
     "DEFAULT_CACHE_TTL_BY_TYPE",
     "ChannelConfig",
+    "ChannelPrice",
     "Config",
     "DifficultyConfig",
     "EscalationConfig",
@@ -162,6 +163,16 @@ class FaultConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ChannelPrice:
+    """A model's price on one channel (SPEC §20); an unset figure keeps the model's own."""
+
+    input: float | None = None  # $ per 1M input tokens
+    output: float | None = None  # $ per 1M output tokens
+    cache_read: float | None = None  # multiplier on the input price for a cached read
+    cache_write: float | None = None  # multiplier on the input price for a cache write
+
+
+@dataclass(frozen=True, slots=True)
 class ChannelConfig:
     """One upstream account. `api` is the format requests are translated to; `apis` every
     format the channel speaks, `api` first (TOML: `api = "openai"` or
@@ -187,6 +198,9 @@ class ChannelConfig:
     # is better). Optional; without them the ordering falls back to weight.
     expected_latency_ms: float = 0
     expected_tps: float = 0
+    # SPEC §20: this channel's own price of a model, overriding its `[models]` table (each
+    # figure unset keeps the model's); read through `routing.modes.channel_price`.
+    prices: dict[str, ChannelPrice] = field(default_factory=dict)
     # Every format the channel speaks, `api` first; filled from `api` (not a TOML key).
     apis: tuple[Api, ...] = field(default=(), metadata={"derived": True, "shown": False})
 
@@ -262,6 +276,10 @@ class RouterConfig:
     t2: float = 0.70
     linucb_alpha: float = 1.0
     linucb_cost_weight: float = 0.5
+    # SPEC §20: the channels this router may use, by channel name or channel `type`
+    # (case-insensitive); empty allows every channel. `providers_ignore` removes some.
+    providers_allow: tuple[str, ...] = ()
+    providers_ignore: tuple[str, ...] = ()
     escalation: EscalationConfig = field(default_factory=EscalationConfig)
 
     @property

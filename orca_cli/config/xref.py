@@ -48,6 +48,8 @@ def cross_check(cfg: Config, ctx: Ctx) -> None:
             for m in models:
                 if m not in known_set:
                     ctx.error(f"{rpath}.{key}[{list(full).index(m)}]", unknown_model(m, known))
+        _check_providers(cfg, r.providers_allow, f"{rpath}.providers_allow", ctx)
+        _check_providers(cfg, r.providers_ignore, f"{rpath}.providers_ignore", ctx)
     for pattern, target in cfg.aliases.items():
         why = _alias_problem(cfg, target, known_set)
         if why:
@@ -57,6 +59,16 @@ def cross_check(cfg: Config, ctx: Ctx) -> None:
         ctx.error("routing.side_router", f'"{side}" names no router; write "orca/<router>" '
                   f'or "" (the session\'s base pin); routers: {", ".join(cfg.routers) or "none"}')
     check_routes(cfg, ctx, lambda target: _alias_problem(cfg, target, known_set))
+
+
+def _check_providers(cfg: Config, names: tuple[str, ...], path: str, ctx: Ctx) -> None:
+    """SPEC §20: a provider name is a channel's name or a channel type (any case); a typo
+    would silently narrow a router to nothing, so it is an error."""
+    valid = {ch.name.lower() for ch in cfg.channels} | {ch.type for ch in cfg.channels}
+    for i, name in enumerate(names):
+        if name.lower() not in valid:
+            ctx.error(f"{path}[{i}]", f'"{name}" names no channel and no channel type; '
+                      f'channels: {", ".join(ch.name for ch in cfg.channels) or "none"}')
 
 
 def unknown_model(model: str, known: list[str]) -> str:

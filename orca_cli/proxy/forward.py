@@ -325,7 +325,7 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Out
     resp: UpstreamResponse | None = None
     try:
         resp = await rt.transports[att.channel].send(req, timeouts)
-        rec.status = resp.status
+        rec.status, rec.first_byte_ms = resp.status, (rt.clock.monotonic() - t0) * 1000
         if classify_status(resp.status) != "success":
             failed = await _failed_answer(rt, resp, att, rec, res, t0)
             if crossing is not None:
@@ -336,6 +336,7 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Out
         if inb.stream:
             chunks = resp.chunks().__aiter__()
             first = await chunks.__anext__()  # nothing sent yet: a failure here is retryable
+            rec.first_byte_ms = (rt.clock.monotonic() - t0) * 1000
             res.served, res.tap, res.status = att, tap, resp.status
             if crossing is not None:
                 res.translation = crossing.report()

@@ -91,7 +91,8 @@ async def serve_turn(rt: Runtime, turn: Turn, receive: Receive, send: Send) -> N
     await _classify(rt, turn)
     assert rt.health is not None
     healthy = rt.health.request_view()
-    plan = decide(rt.cfg, turn, scorer=rt.scorer, healthy=healthy, rng=rt.rng)
+    plan = decide(rt.cfg, turn, scorer=rt.scorer, healthy=healthy, rng=rt.rng,
+                  measured=rt.measured.figures)
     tier_header = plan.decision.header.encode()
     rid = turn.request_id.encode()
 
@@ -121,6 +122,7 @@ async def _finish(rt: Runtime, turn: Turn) -> None:
     done = settle(rt.cfg, turn, durable=rt.gate.store.backend == "redis",
                   latency_ms=latency_ms)
     rt.emit_trace(done.batch.trace)
+    rt.measured.after(turn.outcome, done.usage.output_tokens if done.usage else 0, turn.stream)
     await rt.gate.commit(done.batch, follow_up=done.follow_up)
     if done.degraded_pin is not None and turn.router is not None and turn.session:
         model, chan, window = done.degraded_pin

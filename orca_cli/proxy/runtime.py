@@ -32,6 +32,7 @@ from orca_cli.config.schema import Config
 from orca_cli.errors import StoreStateLost, StoreUnavailable
 from orca_cli.proxy.aiohttp_transport import AiohttpTransport
 from orca_cli.proxy.health import Health, RetryBudget
+from orca_cli.proxy.measure import Measurements
 from orca_cli.proxy.metrics import Metrics
 from orca_cli.proxy.sim import SimTransport
 from orca_cli.proxy.transport import Transport
@@ -325,6 +326,8 @@ class Runtime:
     # Who sees each finished request's trace besides the store (the request log, telemetry);
     # called after the response was sent. A sink's fault is logged, never the request's.
     trace_sinks: list[Callable[[Mapping[str, Any]], None]] = field(default_factory=list)
+    # SPEC §20: measured first-byte latency and throughput per (channel, model).
+    measured: Measurements = field(init=False, repr=False)
     _housekeeping: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     # SPEC §17: the routes, inbound keys and budgets applied now; None when none is set (the
     # request path's one check). A deployed version replaces the config's routes.
@@ -335,6 +338,7 @@ class Runtime:
 
     def __post_init__(self) -> None:
         self.scorer = Scorer(self.cfg.difficulty)
+        self.measured = Measurements(self.clock)
         versions: Callable[[], RouteVersions] | None = getattr(
             self.gate.store, "route_versions", None)
         self.routes = ActiveRoutes(self.cfg, versions() if versions else None, period_s=0.0)

@@ -46,6 +46,7 @@ from orca_cli.routing.cost import (
     warm_turn_cost,
 )
 from orca_cli.routing.features import Scorer
+from orca_cli.routing.modes import channel_price
 from orca_cli.state.base import Store
 from orca_cli.wire.usage import Usage
 
@@ -149,7 +150,7 @@ async def run_escalation(cfg: Config, prepared: Sequence[Sequence[Prepared]],
             here = (att.model, att.channel, att.key_index)
             warm = prev.get(t.conversation) == here
             prev[t.conversation] = here
-            mc = model_config(att.model, cfg)
+            mc = channel_price(att.model, att.channel, cfg)
             cost = (warm_turn_cost(t.prefix_tokens, t.delta_tokens, REPLAY_OUTPUT_TOKENS, mc)
                     if warm else cold_turn_cost(t.tokens_in, REPLAY_OUTPUT_TOKENS, mc))
             await walker.settle(turn, _usage(t, warm))

@@ -6,10 +6,14 @@ concrete model) into `Candidate`s. A candidate is excluded, with a reason code, 
 * `no_channel`      — no enabled channel serves it (or the qualified channel is disabled);
 * `format_mismatch` — no enabled channel serving it speaks the inbound api;
 * `context_window`  — its `context_window` is smaller than the request's estimated tokens;
-* `unhealthy`       — every channel that could serve it has no healthy key.
+* `unhealthy`       — every channel that could serve it has no healthy key;
+* `provider`        — the router's `providers_allow` / `providers_ignore` or the request's
+  `provider.only` / `provider.ignore` leave no channel serving it (SPEC §20).
 
 Channels filtered out of a kept candidate are listed in `Candidate.filtered` with their
-reasons (`channel_disabled`, `format_mismatch`, `unhealthy`, `drained`).
+reasons (`channel_disabled`, `format_mismatch`, `unhealthy`, `drained`, `provider_policy`,
+`provider_request`). Drained channels with a healthy key are kept apart in
+`Candidate.drained`: the last failover of a request (SPEC §20).
 
 Channel order within a model follows the mode (SPEC §1.3): `balanced` is a weighted random
 order over healthy channels by `weight` (drawn without replacement from the injected rng, so
@@ -34,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orca_cli.config.schema import ChannelConfig, Config, ModelConfig
+from orca_cli.routing.modes import NO_MEASURES, ChannelPolicy, Measured, sort_by_mode
 from orca_cli.routing.target import Mode
 from orca_cli.types import Api
 
@@ -83,6 +88,9 @@ class Candidate:
     excluded: str | None
     reason: str
     filtered: tuple[tuple[str, str], ...] = ()  # (channel, reason) left out of `channels`
+    # Drained (weight-0) healthy channels: left out of `channels`, tried only as the last
+    # failover of a request whose other attempts failed (SPEC §20).
+    drained: tuple[ChannelChoice, ...] = ()
 
     @property
     def usable(self) -> bool:
@@ -132,12 +140,15 @@ def _rotate(good: tuple[int, ...], rng: random.Random | None) -> tuple[int, ...]
 
 
 def order_channels(
-    channels: Sequence[ChannelConfig], mode: Mode, rng: random.Random | None = None
+    channels: Sequence[ChannelConfig], mode: Mode, rng: random.Random | None = None, *,
+    model: str = "", cfg: Config | None = None, measured: Measured = NO_MEASURES,
 ) -> tuple[list[ChannelConfig], list[ChannelConfig]]:
     """Order channels of one model by mode; returns (ordered, drained).
 
     Weight-0 channels are drained unless every channel has weight 0 (then all count equal).
-    `balanced` without an rng (explain, config check) orders by weight desc, then name.
+    `balanced` without an rng (explain, config check) orders by weight desc, then name;
+    `price`, `latency` and `throughput` by `modes.mode_key` (the channel's effective price of
+    `model`, the measured figures with the configured ones as priors), then weight.
     """
     live = [c for c in channels if c.weight > 0]
     drained = [c for c in channels if c.weight <= 0] if live else []
@@ -152,16 +163,7 @@ def order_channels(
         if rng is None:
             return by_weight, drained
         return _weighted_order(pool, weight, rng), drained
-    if mode == "latency":
-        known = sorted(
-            (c for c in by_weight if c.expected_latency_ms > 0), key=lambda c: c.expected_latency_ms
-        )
-        return known + [c for c in by_weight if c.expected_latency_ms <= 0], drained
-    if mode == "throughput":
-        known = sorted((c for c in by_weight if c.expected_tps > 0), key=lambda c: -c.expected_tps)
-        return known + [c for c in by_weight if c.expected_tps <= 0], drained
-    # price: channels of one model share the model's price, so weight desc then name.
-    return by_weight, drained
+    return sort_by_mode(by_weight, mode, model, cfg, measured), drained
 
 
 def _weighted_order(
@@ -193,13 +195,26 @@ def build_candidates(
     healthy: Healthy = all_healthy,
     rng: random.Random | None = None,
     channel: str | None = None,
+    policy: ChannelPolicy | None = None,
 ) -> tuple[Candidate, ...]:
     """One Candidate per distinct model id, in the given order (SPEC §1.3).
 
-    `channel` restricts every model to that one channel (a provider-qualified request).
-    """
+    `channel` restricts every model to that one channel (a provider-qualified request);
+    `policy` narrows and reorders channels and carries the measured figures (SPEC §20)."""
     seen: dict[str, None] = dict.fromkeys(models)
-    return tuple(_candidate(m, api, est_tokens, cfg, mode, healthy, rng, channel) for m in seen)
+    opts = _Opts(mode, healthy, rng, channel, policy)
+    return tuple(_candidate(m, api, est_tokens, cfg, opts) for m in seen)
+
+
+@dataclass(frozen=True, slots=True)
+class _Opts:
+    """How one request's candidates are built, beyond the model and the config."""
+
+    mode: Mode
+    healthy: Healthy
+    rng: random.Random | None
+    only: str | None  # a provider-qualified request's channel
+    policy: ChannelPolicy | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,26 +267,21 @@ def native_first(chs: Sequence[ChannelConfig], api: Api) -> bool:
     return any(c.accepts(api) for c in chs) and not all(c.accepts(api) for c in chs)
 
 
-def _candidate(
-    model: str,
-    api: Api,
-    est_tokens: int,
-    cfg: Config,
-    mode: Mode,
-    healthy: Healthy,
-    rng: random.Random | None,
-    only: str | None,
-) -> Candidate:
-    sv = _serving(model, api, cfg, only)
+def _candidate(model: str, api: Api, est_tokens: int, cfg: Config, o: _Opts) -> Candidate:
+    sv = _serving(model, api, cfg, o.only)
+    policy = o.policy
+    if sv.excluded is None and policy is not None and policy.narrows:
+        sv = _narrowed(sv, model, policy)
     if sv.excluded is not None:
         return Candidate(model, (), sv.excluded, sv.reason, sv.filtered)
     if sv.window < est_tokens:
         why = f"context_window {sv.window} < estimated {est_tokens} tokens"
         return Candidate(model, (), "context_window", why, sv.filtered)
+    healthy, rng = o.healthy, o.rng
     if len(sv.fitting) == 1 and len(sv.fitting[0].keys) <= 1:  # the common case, short path
         c = sv.fitting[0]
         if healthy(c.name, 0):
-            if rng is not None and mode == "balanced":
+            if rng is not None and o.mode == "balanced":
                 rng.random()  # the draw `order_channels` makes for one channel: same stream
             return Candidate(model, (ChannelChoice(c.name, c.weight, (0,)),), None, "ok",
                              sv.filtered)
@@ -286,18 +296,48 @@ def _candidate(
     if not alive:
         why = f"every channel serving {model!r} is unhealthy"
         return Candidate(model, (), "unhealthy", why, tuple(filtered))
-    if native_first(alive, api):  # translation: native channels first, each group in mode order
-        native, drained = order_channels([c for c in alive if c.accepts(api)], mode, rng)
-        other, drained2 = order_channels([c for c in alive if not c.accepts(api)], mode, rng)
+    ordered, drained = _ordered(alive, api, model, cfg, o)
+    filtered.extend((c.name, "drained") for c in drained)
+
+    def choice(c: ChannelConfig) -> ChannelChoice:
+        keys = _rotate(tuple(i for i, _ in slots[c.name] if healthy(c.name, i)), rng)
+        return ChannelChoice(c.name, c.weight, keys)
+    return Candidate(model, tuple(choice(c) for c in ordered), None, "ok", tuple(filtered),
+                     tuple(choice(c) for c in drained))
+
+
+def _ordered(alive: list[ChannelConfig], api: Api, model: str, cfg: Config,
+             o: _Opts) -> tuple[list[ChannelConfig], list[ChannelConfig]]:
+    """(ordered, drained) by the mode, then the request's `provider.order`; with translation,
+    the native channels first, each group in that order."""
+    measured = o.policy.measured if o.policy is not None else NO_MEASURES
+    if native_first(alive, api):
+        native, drained = order_channels([c for c in alive if c.accepts(api)], o.mode, o.rng,
+                                         model=model, cfg=cfg, measured=measured)
+        other, drained2 = order_channels([c for c in alive if not c.accepts(api)], o.mode,
+                                         o.rng, model=model, cfg=cfg, measured=measured)
         ordered, drained = native + other, drained + drained2
     else:
-        ordered, drained = order_channels(alive, mode, rng)
-    filtered.extend((c.name, "drained") for c in drained)
-    choices = tuple(
-        ChannelChoice(c.name, c.weight,
-                      _rotate(tuple(i for i, _ in slots[c.name] if healthy(c.name, i)), rng))
-        for c in ordered)
-    return Candidate(model, choices, None, "ok", tuple(filtered))
+        ordered, drained = order_channels(alive, o.mode, o.rng, model=model, cfg=cfg,
+                                          measured=measured)
+    if o.policy is not None:
+        ordered = o.policy.reorder(ordered)
+    return ordered, drained
+
+
+def _narrowed(sv: _Serving, model: str, policy: ChannelPolicy) -> _Serving:
+    """The serving channels the router's and the request's provider lists allow (SPEC §20);
+    excluded `provider` when they leave none."""
+    kept, out = policy.narrow(sv.fitting)
+    if not out:
+        return sv
+    filtered = sv.filtered + out
+    if kept:
+        return _Serving(kept, filtered, None, "ok", sv.window)
+    by = ("the request's provider preferences" if any(w == "provider_request" for _, w in out)
+          else "the router's providers_allow / providers_ignore")
+    why = f"{by} leave no channel serving {model!r} (left out: {', '.join(n for n, _ in out)})"
+    return _Serving((), filtered, "provider", why, sv.window)
 
 
 def check_channel_pin(

@@ -29,6 +29,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from orca_cli.config.schema import Config, RouterConfig
+from orca_cli.routing.attempts import (
+    MAX_FALLBACK_MODELS,
+    build_attempts,
+    provider_refusal,
+    rank_by_mode,
+)
 from orca_cli.routing.auto.request import AutoRequest
 from orca_cli.routing.candidates import (
     Api,
@@ -49,6 +55,7 @@ from orca_cli.routing.caps import (
 )
 from orca_cli.routing.escalation import TierDecision, TurnSignals, resolve_tier
 from orca_cli.routing.features import Difficulty, Scorer
+from orca_cli.routing.modes import ChannelPolicy, model_pick_mode, ordering_mode, policy_for
 from orca_cli.routing.route_types import Attempt, PinRead, RouteInput, RoutePlan
 from orca_cli.routing.snapshot import Snapshot
 from orca_cli.routing.strategies import STRATEGIES, Ranking, StrategySignals
@@ -58,9 +65,6 @@ from orca_cli.routing.tiers import Tier, TierState
 __all__ = ["MAX_FALLBACK_MODELS", "Attempt", "PinRead", "RouteInput", "RoutePlan",
            "overflow_refusal", "plan_route"]
 
-
-MAX_FALLBACK_MODELS = 8
-MAX_ATTEMPTS = 32  # a bound on the attempt list; the deadline and retry budget bind first
 
 
 def _fresh_conversation(body: Mapping[str, Any]) -> bool:
@@ -110,6 +114,7 @@ class _Ctx:
     scorer: Scorer
     healthy: Healthy
     rng: random.Random
+    policy: ChannelPolicy | None = None  # SPEC §20: provider lists, order, measured figures
 
 
 def plan_route(
@@ -127,18 +132,18 @@ def plan_route(
 
     `rng` is required: the core draws from the caller's generator only (seeded in tests,
     replay and `explain`), never from one of its own."""
-    c = _Ctx(cfg, inp, snapshot, scorer, healthy, rng)
     t = inp.target
-    if t.kind == "model":
+    router = cfg.routers[t.router] if t.router is not None else None
+    mode = ordering_mode(t, inp.prefs, router.mode if router is not None else "balanced")
+    c = _Ctx(cfg, inp, snapshot, scorer, healthy, rng,
+             policy_for(router, inp.prefs, inp.measured, mode))
+    if router is None:
         return _plan_model(c)
-    assert t.router is not None
-    router = cfg.routers[t.router]
-    mode = t.mode_for(router.mode)
     esc = router.escalation
 
     def pool(models: Sequence[str]) -> tuple[Candidate, ...]:
         return build_candidates(models, inp.api, inp.est_tokens, cfg, mode=mode,
-                                healthy=healthy, rng=c.rng, channel=t.channel)
+                                healthy=healthy, rng=c.rng, channel=t.channel, policy=c.policy)
 
     strong_pool = router.escalation_pool
     escalates = bool(strong_pool) and esc.mode != "off"
@@ -147,6 +152,8 @@ def plan_route(
     if not caps_enabled:
         caps = replace(caps, enabled=False)
     evidence: dict[str, Any] = {}
+    if mode != router.mode or inp.prefs is not None:  # SPEC §20: what the request asked
+        evidence["mode"] = mode
     state: TierState | None = None
     decision = _plain_reason(c, router, escalates)
     if decision is None:
@@ -197,8 +204,8 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
     usable = [x for x in candidates if x.excluded is None]
     if not usable:
         why = "; ".join(f"{x.model}: {x.reason}" for x in candidates) or "the pool is empty"
-        refusal = overflow_refusal(candidates, inp.est_tokens, inp.api, c.cfg) or (
-            503, "no_candidate", f"no model of router {router.name!r} can serve this request "
+        refusal = overflow_refusal(candidates, inp.est_tokens, inp.api, c.cfg) or \
+            provider_refusal(candidates) or (503, "no_candidate", f"no model of router {router.name!r} can serve this request "
             f"in the {tier} tier ({why})")
         return RoutePlan(router, decision, candidates, (), caps=caps,
                          refusal=refusal, evidence=evidence, tier_state=state)
@@ -215,12 +222,7 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
     full: Difficulty | None = None
     full_skipped: str | None = "pinned"
     if model is None:
-        full_skipped = None
-        if router.strategy in ("gated_adaptive", "auto"):
-            full = inp.full if inp.full is not None else c.scorer.full(inp.body, inp.api)
-        else:
-            full_skipped = "strategy"
-        ranking = _rank(c, router, candidates, full)
+        ranking, full, full_skipped = _choose(c, router, candidates)
         if not ranking.ordered and router.strategy == "auto":
             return RoutePlan(router, decision, candidates, (), ranking=ranking, caps=caps,
                              refusal=(503, "no_candidate", f"no model of router {router.name!r} "
@@ -231,14 +233,36 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
         # The pinned turn keeps its model; the ranking is only its fallback order.
         ranking = _rank(c, router, candidates, None)
         ranking = replace(ranking, note=ranking.note + "; pinned: fallback order only")
-    first = _first_channel(c, tier, model, pins)
+    first = _respected(c, candidates, model, _first_channel(c, tier, model, pins), pins)
     fallbacks = inp.route_fallbacks or router.fallbacks  # a route target's own first (§17)
     if router.strategy == "auto" and not inp.route_fallbacks:
         # SPEC §16: the ranked list is the fallback order
         fallbacks = ranking.ordered if ranking is not None and c.cfg.auto.fallbacks else ()
-    attempts = _attempts(c, router, model, candidates, first, fallbacks)
+    attempts = build_attempts(model, candidates, first, fallbacks, inp.target.channel is None,
+                              inp.prefs)
     return RoutePlan(router, decision, candidates, attempts, tuple(pins), ranking, full,
                      full_skipped, caps, evidence=evidence, tier_state=state)
+
+
+def _choose(c: _Ctx, router: RouterConfig, candidates: Sequence[Candidate]
+            ) -> tuple[Ranking, Difficulty | None, str | None]:
+    """(ranking, full score, why it was skipped) of a turn without a usable model pin. A
+    request's `:cheap` / `:fast` / `:nitro` (or `routing.mode`) picks among the tier's
+    usable models by that mode instead of the strategy; on the auto router, among the ones
+    its policy left eligible (SPEC §20). The tier and the caps were settled before."""
+    inp = c.inp
+    pick = model_pick_mode(inp.target, inp.prefs)
+    if pick is not None and router.strategy != "auto":
+        return rank_by_mode(candidates, pick, c.cfg, inp.measured), None, "mode"
+    full: Difficulty | None = None
+    if router.strategy in ("gated_adaptive", "auto"):
+        full = inp.full if inp.full is not None else c.scorer.full(inp.body, inp.api)
+    ranking = _rank(c, router, candidates, full)
+    if pick is not None:
+        by_mode = rank_by_mode(candidates, pick, c.cfg, inp.measured, among=ranking.ordered)
+        ranking = replace(ranking, ordered=by_mode.ordered,
+                          note=f"{ranking.note}; {by_mode.note}")
+    return ranking, full, None if full is not None else "strategy"
 
 
 def _rank(c: _Ctx, router: RouterConfig, candidates: Sequence[Candidate],
@@ -246,7 +270,8 @@ def _rank(c: _Ctx, router: RouterConfig, candidates: Sequence[Candidate],
     inp = c.inp
     request = None
     if router.strategy == "auto":
-        request = AutoRequest(inp.body, inp.delta, full, inp.classification, inp.latency_ms)
+        request = AutoRequest(inp.body, inp.delta, full, inp.classification,
+                              inp.latency_ms or _measured_latency(candidates, inp))
     banding = (c.scorer.banding(inp.body, inp.api).score
                if router.strategy == "gated_adaptive" else None)
     signals = StrategySignals(full.score if full else None, inp.delta.difficulty.values,
@@ -254,6 +279,17 @@ def _rank(c: _Ctx, router: RouterConfig, candidates: Sequence[Candidate],
     ranking = STRATEGIES[router.strategy](candidates, c.cfg, router, signals,
                                           c.snapshot.linucb, c.rng)
     return native_first(ranking, candidates, c.cfg, inp.api)
+
+
+def _measured_latency(candidates: Sequence[Candidate], inp: RouteInput) -> dict[str, float]:
+    """The auto router's latency factor (SPEC §16) per channel, from the sidecar's measured
+    first-byte EWMA of each candidate's first channel for that model (SPEC §20)."""
+    out: dict[str, float] = {}
+    for x in candidates:
+        m = inp.measured.get((x.channels[0].channel, x.model)) if x.channels else None
+        if m is not None and m.latency_ms > 0:
+            out[x.channels[0].channel] = m.latency_ms
+    return out
 
 
 def native_first(ranking: Ranking, candidates: Sequence[Candidate], cfg: Config,
@@ -327,6 +363,23 @@ def _pinned_model(c: _Ctx, tier: Tier, candidates: Sequence[Candidate],
     return None
 
 
+def _respected(c: _Ctx, candidates: Sequence[Candidate], model: str,
+               first: tuple[str, int, str] | None,
+               pins: list[PinRead]) -> tuple[str, int, str] | None:
+    """A pinned channel the provider preferences rule out (SPEC §20) is skipped, not dropped:
+    one the router's or the request's lists leave out, or not the first of `provider.order`."""
+    policy = c.policy
+    if first is None or policy is None or not (policy.narrows or policy.order):
+        return first
+    cand = next((x for x in candidates if x.model == model), None)
+    names = [ch.channel for ch in cand.channels] if cand is not None else []
+    if first[0] in names and (not policy.order or names[0] == first[0]):
+        return first
+    if pins:
+        pins[-1] = replace(pins[-1], status="skipped", reason="provider_preferences")
+    return None
+
+
 def _first_channel(c: _Ctx, tier: Tier, model: str,
                    pins: list[PinRead]) -> tuple[str, int, str] | None:
     """(channel, key_index, source) to try first: the session's channel pin, else the
@@ -352,41 +405,6 @@ def _first_channel(c: _Ctx, tier: Tier, model: str,
     return None
 
 
-def _attempts(c: _Ctx, router: RouterConfig | None, model: str,
-              candidates: Sequence[Candidate],
-              first: tuple[str, int, str] | None,
-              fallbacks: Sequence[str] = ()) -> tuple[Attempt, ...]:
-    """Pinned (channel, key) first, then the model's channels and keys, then fallbacks."""
-    out: list[Attempt] = []
-    seen: set[tuple[str, str, int]] = set()
-
-    def add(m: str, channel: str, key: int, source: Any) -> None:
-        if (m, channel, key) not in seen and len(out) < MAX_ATTEMPTS:
-            seen.add((m, channel, key))
-            out.append(Attempt(m, channel, key, source))
-
-    if first is not None:
-        add(model, first[0], first[1], first[2])
-    by_model = {x.model: x for x in candidates if x.excluded is None}
-    chosen = by_model.get(model)
-    if chosen is not None:
-        for ch in chosen.channels:
-            for k in ch.keys:
-                add(model, ch.channel, k, "ranked")
-    if (router is not None and c.inp.target.channel is None) or (router is None and fallbacks):
-        # Fallback models in order, each re-checked: it must be a usable candidate of this
-        # tier's pool (policy, tier and caps were applied when the pool was built), or of a
-        # route target's own list (SPEC §17).
-        for fb in fallbacks[:MAX_FALLBACK_MODELS]:
-            cand = by_model.get(fb)
-            if cand is None or fb == model:
-                continue
-            for ch in cand.channels:
-                for k in ch.keys:
-                    add(fb, ch.channel, k, "fallback")
-    return tuple(out)
-
-
 def overflow_refusal(candidates: Sequence[Candidate], est_tokens: int, api: str,
                      cfg: Config) -> tuple[int, str, str] | None:
     """Longer than every candidate's context window (SPEC §14.3): the inbound provider's own
@@ -409,13 +427,13 @@ def _plan_model(c: _Ctx) -> RoutePlan:
     t = inp.target
     assert t.model is not None
     counts_strong = t.model in cfg.strong_models()
-    candidates = build_candidates([t.model], inp.api, inp.est_tokens, cfg,
-                                  mode=t.mode_for("balanced"), healthy=healthy, rng=c.rng,
-                                  channel=t.channel)
+    mode = ordering_mode(t, inp.prefs, "balanced")
+    candidates = build_candidates([t.model], inp.api, inp.est_tokens, cfg, mode=mode,
+                                  healthy=healthy, rng=c.rng, channel=t.channel, policy=c.policy)
     if inp.route_fallbacks:  # each on its own channels: re-selected in full (SPEC §17)
         candidates += build_candidates([m for m in inp.route_fallbacks if m != t.model],
-                                       inp.api, inp.est_tokens, cfg,
-                                       mode=t.mode_for("balanced"), healthy=healthy, rng=c.rng)
+                                       inp.api, inp.est_tokens, cfg, mode=mode,
+                                       healthy=healthy, rng=c.rng, policy=c.policy)
     tier: Tier = "strong" if counts_strong else "base"
     caps = CapsView(share=ShareView(), workspace_share=ShareView(
         snapshot.workspace_share.strong, snapshot.workspace_share.total),
@@ -440,8 +458,9 @@ def _plan_model(c: _Ctx) -> RoutePlan:
     usable = [c for c in candidates if c.excluded is None]
     if not usable:
         why = candidates[0].reason if candidates else "not configured"
-        refusal = overflow_refusal(candidates, inp.est_tokens, inp.api, cfg) or (
-            503, "no_candidate", f"model {t.model!r} cannot be served: {why}")
+        refusal = overflow_refusal(candidates, inp.est_tokens, inp.api, cfg) or \
+            provider_refusal(candidates) or (
+                503, "no_candidate", f"model {t.model!r} cannot be served: {why}")
         return RoutePlan(None, decision, candidates, (), caps=caps, refusal=refusal,
                          counts_strong_in_workspace=counts_strong)
     first = None
@@ -449,10 +468,12 @@ def _plan_model(c: _Ctx) -> RoutePlan:
     if snapshot.affinity is not None:
         ok, _keep, why = check_channel_pin(snapshot.affinity, t.model, cfg, healthy, inp.api)
         if ok:
-            first = (str(snapshot.affinity["channel"]), int(snapshot.affinity["key_index"]),
-                     "affinity")
+            first = _respected(c, candidates, t.model, (
+                str(snapshot.affinity["channel"]), int(snapshot.affinity["key_index"]),
+                "affinity"), [])
         pins = (PinRead("affinity", tier, dict(snapshot.affinity), "hit" if ok else "skipped",
                         why),)
-    attempts = _attempts(c, None, t.model, candidates, first, inp.route_fallbacks)
+    attempts = build_attempts(t.model, candidates, first, inp.route_fallbacks,
+                              bool(inp.route_fallbacks), inp.prefs)
     return RoutePlan(None, decision, candidates, attempts, pins, caps=caps,
                      full_skipped="concrete_model", counts_strong_in_workspace=counts_strong)

@@ -14,6 +14,7 @@ from orca_cli.routing.candidates import Api, Candidate
 from orca_cli.routing.caps import CapsView
 from orca_cli.routing.escalation import TierDecision
 from orca_cli.routing.features import Delta, Difficulty
+from orca_cli.routing.modes import NO_MEASURES, Measured, ProviderPrefs
 from orca_cli.routing.strategies import Ranking
 from orca_cli.routing.target import Target
 from orca_cli.routing.tiers import Ask, Tier, TierState
@@ -28,7 +29,7 @@ class Attempt:
     model: str
     channel: str
     key_index: int
-    source: Literal["pin", "affinity", "ranked", "fallback"]
+    source: Literal["pin", "affinity", "ranked", "fallback", "drained"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,11 @@ class RouteInput:
     # SPEC §17: a route target's fallback models (replacing a router's `fallbacks`; after a
     # concrete model's own channels), each re-selected in full.
     route_fallbacks: tuple[str, ...] = ()
+    # SPEC §20: the request's `provider` object and `routing.mode` (None: sent none), and
+    # the sidecar's measured latency / throughput per (channel, model), read as they are
+    # when the (synchronous) decision runs.
+    prefs: ProviderPrefs | None = None
+    measured: Measured = field(default_factory=lambda: NO_MEASURES)
 
 
 @dataclass(frozen=True, slots=True)

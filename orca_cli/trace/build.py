@@ -124,6 +124,9 @@ def _decision(plan: RoutePlan | None, delta: Delta | None) -> dict[str, Any]:
             for c in (plan.candidates if plan else ())
         ],
         "strategy_note": ranking.note if ranking else None,
+        # The channel-ordering mode when the request set it (suffix, provider.sort,
+        # routing.mode) rather than the router's (SPEC §20).
+        **({"mode": plan.evidence["mode"]} if plan and "mode" in plan.evidence else {}),
         # The auto router's decision (SPEC §16), only when a strategy explained itself.
         **({"auto": ranking.explain} if ranking and ranking.explain else {}),
     }

@@ -15,6 +15,7 @@ from orca_cli.config.schema import RouterConfig
 from orca_cli.errors import Refusal
 from orca_cli.routing.auto.classify import Classification
 from orca_cli.routing.features import Delta, Difficulty
+from orca_cli.routing.modes import ProviderPrefs
 from orca_cli.routing.route import Attempt, RoutePlan
 from orca_cli.routing.target import Target
 from orca_cli.routing.tiers import Ask
@@ -59,6 +60,7 @@ class AttemptRecord:
     status: int | None = None
     latency_ms: float = 0.0
     error: str | None = None
+    first_byte_ms: float | None = None  # headers (a stream: its first chunk) arrived, ms
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "channel": self.channel, "key_index": self.key_index,
@@ -127,6 +129,7 @@ class Turn:
     plan: RoutePlan | None = None
     outcome: Outcome = field(default_factory=Outcome)
     routed: Routed | None = None  # SPEC §17: the route step, when routes/keys/budgets are set
+    prefs: ProviderPrefs | None = None  # SPEC §20: the body's `provider` / `routing.mode`
 
     @property
     def session(self) -> str | None:

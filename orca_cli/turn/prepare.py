@@ -18,6 +18,7 @@ from orca_cli.routing.candidates import Healthy
 from orca_cli.routing.caps import window_hours
 from orca_cli.routing.escalation import TierDecision
 from orca_cli.routing.features import Delta, Scorer
+from orca_cli.routing.modes import NO_MEASURES, Measured, read_prefs
 from orca_cli.routing.route import RouteInput, RoutePlan, plan_route
 from orca_cli.routing.side import match_housekeeping
 from orca_cli.routing.target import Suffix, Target, resolve_target
@@ -96,9 +97,12 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: di
     ask = _ask(head)
     if isinstance(ask, Refusal):
         return ask
+    prefs = read_prefs(body)
+    if isinstance(prefs, str):
+        return Refusal(400, prefs)
     turn = Turn(request_id=request_id, api=head.api, path=head.path, raw=raw, body=body,
                 headers=head.headers, target=target, now=now, started=started,
-                client_request_id=head.client_request_id, ask=ask)
+                client_request_id=head.client_request_id, ask=ask, prefs=prefs)
     router = cfg.routers.get(target.router) if target.router else None
     turn.router = router
     turn.routed = routed
@@ -186,12 +190,14 @@ def routed_target(cfg: Config, routed: Routed, requested: str) -> Target:
 
 
 def decide(cfg: Config, turn: Turn, *, scorer: Scorer, healthy: Healthy,
-           rng: random.Random) -> RoutePlan:
-    """The routing plan over the snapshot the handler read into the turn (SPEC §3 3-6)."""
+           rng: random.Random, measured: Measured = NO_MEASURES) -> RoutePlan:
+    """The routing plan over the snapshot the handler read into the turn (SPEC §3 3-6).
+    `measured`: the sidecar's latency / throughput figures (SPEC §20)."""
     if turn.routed is not None:
-        return _decide_routed(cfg, turn, turn.routed, scorer=scorer, healthy=healthy, rng=rng)
-    plan = plan_route(cfg, _route_input(turn), turn.snapshot, now=turn.now, scorer=scorer,
-                      healthy=healthy, rng=rng)
+        return _decide_routed(cfg, turn, turn.routed, scorer=scorer, healthy=healthy, rng=rng,
+                              measured=measured)
+    plan = plan_route(cfg, _route_input(turn, measured=measured), turn.snapshot, now=turn.now,
+                      scorer=scorer, healthy=healthy, rng=rng)
     turn.plan = plan
     return plan
 
@@ -203,11 +209,12 @@ def _route_input(turn: Turn, **routed: Any) -> RouteInput:
                       ask=None if turn.side else turn.ask, dedupe_key=turn.dedupe_key,
                       degraded=turn.degraded, side=turn.side is not None,
                       previous_response=turn.previous_response is not None,
-                      classification=turn.classification, full=turn.full, **routed)
+                      classification=turn.classification, full=turn.full, prefs=turn.prefs,
+                      **routed)
 
 
 def _decide_routed(cfg: Config, turn: Turn, routed: Routed, *, scorer: Scorer,
-                   healthy: Healthy, rng: random.Random) -> RoutePlan:
+                   healthy: Healthy, rng: random.Random, measured: Measured) -> RoutePlan:
     """SPEC §17: the `[budgets]` verdict first (100 %: refused; 80 %: no strong tier), then
     the plan with the route target's fallbacks and channel policy."""
     check = routed.check(turn.snapshot.budgets, turn.snapshot.budget_limits)
@@ -215,7 +222,7 @@ def _decide_routed(cfg: Config, turn: Turn, routed: Routed, *, scorer: Scorer,
         turn.plan = _budget_refusal(turn, check.message)
         return turn.plan
     inp = _route_input(turn, budget_denied=check.verdict == "deny_strong",
-                       route_fallbacks=routed.fallback_models(cfg))
+                       route_fallbacks=routed.fallback_models(cfg), measured=measured)
     plan = plan_route(cfg, inp, turn.snapshot, now=turn.now, scorer=scorer, healthy=healthy,
                       rng=rng)
     turn.plan = routed.channel_policy(plan)

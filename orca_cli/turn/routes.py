@@ -180,7 +180,8 @@ class Routed:
         if spec.prefer:
             rank = {ch: i for i, ch in enumerate(spec.prefer)}
             held = tuple(a for a in attempts[:1] if a.source in ("pin", "affinity"))
-            rest = sorted(attempts[len(held):], key=lambda a: rank.get(a.channel, len(rank)))
+            rest = sorted(attempts[len(held):], key=lambda a: (
+                a.source == "drained", rank.get(a.channel, len(rank))))  # drained: still last
             attempts = (*held, *rest)
         return replace(plan, attempts=attempts)
 

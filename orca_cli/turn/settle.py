@@ -18,6 +18,7 @@ from orca_cli.routing.candidates import key_fp as fingerprint
 from orca_cli.routing.candidates import model_config
 from orca_cli.routing.cost import request_cost
 from orca_cli.routing.linucb import context_vector, linucb_increments, linucb_reward
+from orca_cli.routing.modes import channel_price
 from orca_cli.routing.route import Attempt, RoutePlan
 from orca_cli.state.base import CommitBatch, CommitResult, DelOp, SetOp, SlotRef, SlotWrite
 from orca_cli.state.plan import (
@@ -75,7 +76,9 @@ def _served(cfg: Config, turn: Turn) -> Served:
     if turn.api == "anthropic" and b'"1h"' in raw and any(m in raw for m in ONE_HOUR_MARKERS):
         window = max(window, 3600.0)
     usage = tap.usage if tap is not None else None
-    cost = request_cost(usage, turn.api, model_config(att.model, cfg)) if usage else 0.0
+    # SPEC §20: at the serving channel's price of the model (its `prices` override)
+    cost = (request_cost(usage, turn.api, channel_price(att.model, att.channel, cfg))
+            if usage else 0.0)
     return Served(usage=usage, cost=cost, window_s=window, key_fp=fingerprint(ch, att.key_index))
 
 
