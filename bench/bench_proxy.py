@@ -274,7 +274,8 @@ async def _check(targets: Sequence[Target]) -> None:
 
 
 async def _run_rounds(targets: dict[str, Target], args: argparse.Namespace,
-                      upstream_pid: int, log: Any, failed: dict[str, str]) -> list[dict[str, Any]]:
+                      upstream_pid: int, log: Any, failed: dict[str, str],
+                      restart: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Every figure of every target, round after round; a target that breaks (its process
     died, its connections fail) is dropped from the rest of the run with the reason."""
     await _check(list(targets.values()))
@@ -283,6 +284,11 @@ async def _run_rounds(targets: dict[str, Target], args: argparse.Namespace,
     order = list(targets)
     chosen = _chosen(args.scenarios)
     for rnd in range(args.rounds):
+        if rnd and restart:
+            for name, start in restart.items():
+                if name in targets and name not in failed:
+                    targets[name] = start()
+            await _check([targets[n] for n in restart if n in targets and n not in failed])
         rotated = order[rnd % len(order):] + order[:rnd % len(order)]
         for sc in chosen:
             for name in rotated:
@@ -411,6 +417,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet-wait", type=float, default=None,
                    help="seconds to wait for other processes to go quiet before a figure "
                         "(10; quick 5)")
+    p.add_argument("--fresh", action="store_true",
+                   help="start orca-memory and orca-quiet anew before every round after the "
+                        "first, so each round's figure comes from another process: the median "
+                        "then spans processes, whose layout in memory alone moves CPU per "
+                        "request by more than the request log costs")
     p.add_argument("--json", action="store_true", help="one JSON document on stdout")
     p.add_argument("--render", type=Path, default=None, metavar="FILE",
                    help="print the tables of a saved --json document and exit")
@@ -467,6 +478,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  serve_args=("--quiet",))
             procs.append(quiet)
             targets["orca-quiet"] = _orca("orca-quiet", quiet)
+        restart: dict[str, Any] = {}
+        if args.fresh:
+            def anew(name: str, serve_args: tuple[str, ...] = ()) -> Any:
+                def start() -> Target:
+                    T.stop(targets[name].proc)  # type: ignore[arg-type]
+                    proc = T.start_orca(name, wd, upstream.port, proxy_cpu,
+                                        serve_args=serve_args)
+                    procs.append(proc)
+                    return _orca(name, proc)
+                return start
+            restart["orca-memory"] = anew("orca-memory")
+            if "orca-quiet" in targets:
+                restart["orca-quiet"] = anew("orca-quiet", ("--quiet",))
         for w in what_ifs:
             name = f"orca-memory[{w}]"
             old = w.startswith("at:")
@@ -506,9 +530,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.sched_setaffinity(0, {load_cpu})
         try:
             import uvloop
-            rows = uvloop.run(_run_rounds(targets, args, upstream.pid, log, failed))
+            rows = uvloop.run(_run_rounds(targets, args, upstream.pid, log, failed, restart))
         except ImportError:
-            rows = asyncio.run(_run_rounds(targets, args, upstream.pid, log, failed))
+            rows = asyncio.run(_run_rounds(targets, args, upstream.pid, log, failed, restart))
     finally:
         for p in procs:
             T.stop(p)
