@@ -162,7 +162,8 @@ def _run(cfg: object, host: str, port: int, log_level: str,
 
 
 def _when_answering(host: str, port: int, then: Any, timeout_s: float = 30.0) -> None:
-    """Run `then` once a worker accepts connections on the port (the banner's promise)."""
+    """Run `then` once a worker accepts connections on the port (the banner's promise); if
+    none does in time, say so instead (the workers' own errors are on stderr above)."""
     import socket
     import time
 
@@ -170,10 +171,13 @@ def _when_answering(host: str, port: int, then: Any, timeout_s: float = 30.0) ->
     while time.monotonic() < deadline:
         try:
             socket.create_connection((host.strip("[]"), port), timeout=1).close()
-            break
         except OSError:
             time.sleep(0.05)
-    then()
+            continue
+        then()
+        return
+    typer.echo(f"orca: no worker accepts connections on port {port} after {timeout_s:g} s",
+               err=True)
 
 
 def _serve(cfg: object, sock: object, token: str, host: str, port: int, log_level: str,
