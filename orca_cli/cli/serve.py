@@ -118,12 +118,12 @@ def _run(cfg: object, host: str, port: int, log_level: str,
     from orca_cli.config.schema import Config
     from orca_cli.proxy.server import bind_socket
     from orca_cli.proxy.token import admin_token_path, sidecar_record, write_admin_token
-    from orca_cli.proxy.workers import reuseport_socket, supervise
+    from orca_cli.proxy.workers import supervise
 
     assert isinstance(cfg, Config)
     logging.basicConfig(level=logging.WARNING, format="orca: %(message)s")
     try:
-        sock = (bind_socket if workers == 1 else reuseport_socket)(host, port)
+        sock = bind_socket(host, port, reuse_port=workers > 1)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}; pick another --port "
              "or stop what holds it")
@@ -144,8 +144,8 @@ def _run(cfg: object, host: str, port: int, log_level: str,
     def worker(_index: int) -> None:
         # Each worker its own listener on the port (the kernel spreads connections); the
         # parent's socket only holds the port and is never listened on.
-        _serve(cfg, reuseport_socket(host, real_port), token, host, real_port, log_level,
-               log_format, otlp_endpoint)
+        _serve(cfg, bind_socket(host, real_port, reuse_port=True), token, host, real_port,
+               log_level, log_format, otlp_endpoint)
 
     with sidecar_record(host, real_port, token, cfg.source):
         if workers == 1:

@@ -249,15 +249,19 @@ def build_server(
     return uvicorn.Server(config) if handle_signals else _QuietServer(config)
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
+def bind_socket(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
     """A bound TCP socket, for callers that must know the port before the app is built
-    (a `GuardPolicy` names it); pass it to `serve_in_background(sock=...)`."""
+    (a `GuardPolicy` names it); pass it to `serve_in_background(sock=...)`. `reuse_port`
+    (`orca serve --workers`): SO_REUSEPORT, so each worker binds a listener of its own to the
+    same port and the kernel spreads new connections across them."""
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted sockets only for TCP-typed
     # listeners, and without it every keep-alive response waits ~40 ms for Nagle.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host.strip("[]"), port))
     except OSError:
         sock.close()

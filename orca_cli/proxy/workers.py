@@ -1,8 +1,9 @@
 """`orca serve --workers N` (SPEC §18): N processes serving one port, sharing state in Redis.
 
 The parent binds the port once (so `--port 0` picks one and every worker learns it), writes
-the admin token and the sidecar record, prints the banner, then forks the workers. Each worker
-binds its own listening socket to the same address with `SO_REUSEPORT`, so the kernel spreads
+the admin token and the sidecar record, forks the workers, and prints the banner once one
+answers. Each worker binds its own listening socket to the same address with `SO_REUSEPORT`
+(`proxy.server.bind_socket(reuse_port=True)`), so the kernel spreads
 new connections across the workers evenly (one shared accept queue would let a busy worker's
 neighbour starve or pile up), builds its own runtime (store client, health, metrics, event
 loop) after the fork, and serves until told to stop.
@@ -23,33 +24,16 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import Callable
 from types import FrameType
 
-__all__ = ["RESTART_PAUSE_S", "reuseport_socket", "supervise"]
+__all__ = ["RESTART_PAUSE_S", "supervise"]
 
 RESTART_PAUSE_S = 1.0
 FAST_DEATH_S = 5.0  # a worker that dies sooner than this after its start ...
 FAST_DEATHS_MAX = 3  # ... this many times in a row stops the sidecar
-
-
-def reuseport_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to (host, port) with SO_REUSEPORT (and SO_REUSEADDR), inheritable:
-    the parent's reservation of the port and each worker's own listener."""
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind((host.strip("[]"), port))
-    except OSError:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
 
 
 def _start(index: int, worker: Callable[[int], None]) -> int:

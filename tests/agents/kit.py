@@ -139,7 +139,8 @@ class Orca:
         return self.log.read_text(errors="replace")
 
 
-def _wait_for_base(proc: subprocess.Popen[bytes], log: Path, deadline_s: float) -> str:
+def wait_for_base(proc: subprocess.Popen[bytes], log: Path, deadline_s: float) -> str:
+    """The URL an `orca serve` subprocess prints once it is listening (its log at `log`)."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         found = _LISTENING.search(log.read_text(errors="replace"))
@@ -164,7 +165,7 @@ def serving(workdir: Path) -> Iterator[Orca]:
                                  str(config), "--port", "0"], env=env, cwd=workdir,
                                 stdout=sink, stderr=subprocess.STDOUT)
     try:
-        base = _wait_for_base(proc, log, 30.0)
+        base = wait_for_base(proc, log, 30.0)
         yield Orca(base=base, config=config, env=env, log=log)
     finally:
         proc.terminate()

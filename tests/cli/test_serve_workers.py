@@ -6,7 +6,6 @@ real sockets (one new connection per request, so the kernel spreads them over th
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -19,11 +18,10 @@ import httpx
 import pytest
 import redis
 
+from tests.agents.kit import wait_for_base
 from tests.state.conftest import REDIS_URL
 
 REPO = Path(__file__).resolve().parents[2]
-_LISTENING = re.compile(r"listening on (http://127\.0\.0\.1:\d+)")
-
 CONFIG = """
 [state]
 backend = "redis"
@@ -86,25 +84,12 @@ def _start(tmp_path: Path, prefix: str, workers: int) -> tuple[subprocess.Popen[
         proc = subprocess.Popen([sys.executable, "-m", "orca_cli", "serve", "--config",
                                  str(config), "--port", "0", "--workers", str(workers)],
                                 env=_env(), cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = _LISTENING.search(log.read_text(errors="replace"))
-        if found:
-            base = found.group(1)
-            if _ready(base):
-                return proc, base, log
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
-    proc.kill()
-    raise AssertionError(f"orca serve --workers did not start: {log.read_text()}")
-
-
-def _ready(base: str) -> bool:
     try:
-        return httpx.get(base + "/healthz", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
+        # The banner prints once a worker answers (`orca serve --workers`).
+        return proc, wait_for_base(proc, log, 30.0), log
+    except AssertionError:
+        proc.kill()
+        raise
 
 
 def _pid(base: str) -> int:
