@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "ROLES",
     "BlockEnd",
     "Document",
     "End",
@@ -53,6 +54,9 @@ __all__ = [
 ]
 
 Role = Literal["system", "developer", "user", "assistant"]
+# A wire `role` string to its Role (the OpenAI formats name the same four).
+ROLES: dict[str, Role] = {"system": "system", "developer": "developer", "user": "user",
+                          "assistant": "assistant"}
 StopReason = Literal[
     "end", "tool_use", "max_tokens", "stop_sequence", "refusal", "content_filter", "pause"
 ]

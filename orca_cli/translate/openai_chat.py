@@ -36,6 +36,7 @@ from orca_cli.translate.common import (
     type_for,
 )
 from orca_cli.translate.model import (
+    ROLES,
     Document,
     Image,
     Message,
@@ -43,7 +44,6 @@ from orca_cli.translate.model import (
     Reasoning,
     Request,
     Response,
-    Role,
     StopReason,
     Text,
     Tool,
@@ -90,12 +90,6 @@ _DROPPED = (
     "service_tier",
     "verbosity",
 )
-_ROLES: dict[str, Role] = {
-    "system": "system",
-    "developer": "developer",
-    "user": "user",
-    "assistant": "assistant",
-}
 
 
 # --- decoding ----------------------------------------------------------------------------
@@ -241,9 +235,9 @@ def decode_request(body: dict[str, Any], *, family: str = "unknown") -> Request:
                 last.parts.append(result)
             else:
                 req.messages.append(Message("user", [result]))
-        elif role in _ROLES:
+        elif role in ROLES:
             req.messages.append(
-                Message(_ROLES[role], _parts(msg.get("content"), req), msg.get("name"))
+                Message(ROLES[role], _parts(msg.get("content"), req), msg.get("name"))
             )
         else:
             req.untranslatable.append(f"role:{role}")

@@ -31,6 +31,7 @@ from orca_cli.translate.common import (
     untag,
 )
 from orca_cli.translate.model import (
+    ROLES,
     Document,
     Image,
     Message,
@@ -65,12 +66,6 @@ __all__ = [
 ]
 
 _TEXT_TYPES = ("input_text", "output_text", "text")
-_ROLES: dict[str, Role] = {
-    "system": "system",
-    "developer": "developer",
-    "user": "user",
-    "assistant": "assistant",
-}
 
 
 # --- decoding ----------------------------------------------------------------------------
@@ -165,7 +160,7 @@ def _input(items: Any, req: Request, family: str) -> None:
         if not isinstance(item, dict):
             continue
         if item.get("type", "message") == "message":
-            role: Role = _ROLES.get(item.get("role") or "user", "user")
+            role: Role = ROLES.get(item.get("role") or "user", "user")
             parts: list[Part] = list(_contents(item.get("content"), req))
             if role in ("user", "assistant") and req.messages and req.messages[-1].role == role:
                 req.messages[-1].parts.extend(parts)
