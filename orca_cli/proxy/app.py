@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from orca_cli import __version__
-from orca_cli.errors import UnknownModel
+from orca_cli.errors import Refusal, UnknownModel
 from orca_cli.proxy.guard import ClientGone, GuardPolicy, send_error
 from orca_cli.proxy.handler import handle_generate
 from orca_cli.proxy.intake import GENERATE_PATHS, IntakeError, read_json, scan_head
@@ -109,8 +109,9 @@ class OrcaApp:
         except Exception:
             log.exception("internal fault while serving %s %s", method, path)
             with contextlib.suppress(Exception):  # the response may already have started
-                await send_error(send, head.api, 502, "orca hit an internal fault serving "
-                                 "this request; it was logged", kind="api_error")
+                await send_error(send, head.api, Refusal(
+                    502, "orca hit an internal fault serving this request; it was logged",
+                    kind="api_error"))
 
     async def _healthz(self, send: Send) -> None:
         gate = self.rt.gate

@@ -15,7 +15,7 @@ import orjson
 
 from orca_cli.errors import OrcaError, Refusal
 from orca_cli.proxy.runtime import Runtime, new_request_id
-from orca_cli.turn import RequestHead, prepare
+from orca_cli.turn import Arrival, RequestHead, prepare
 from orca_cli.types import Message
 
 __all__ = ["ChildClassifier", "ChildFailed"]
@@ -59,9 +59,9 @@ class ChildClassifier:
 
         rt = self.rt
         body = dict(request)
-        prepared = prepare(rt.cfg, rt.scorer, _HEAD, orjson.dumps(body), body,
-                           request_id=new_request_id(), now=rt.clock.now(),
-                           started=rt.clock.monotonic())
+        arrival = Arrival(new_request_id(), orjson.dumps(body), body, rt.clock.now(),
+                          rt.clock.monotonic())
+        prepared = prepare(rt.cfg, rt.scorer, _HEAD, arrival)
         if isinstance(prepared, Refusal):
             raise ChildFailed(f"the classifier request was refused: {prepared.message}")
         prepared.purpose, prepared.parent_request_id = purpose, parent_request_id

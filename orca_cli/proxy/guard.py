@@ -265,7 +265,6 @@ async def send_error(
     error: Refusal | int,
     message: str = "",
     *,
-    kind: str | None = None,
     code: str | None = None,
     extra_headers: Iterable[tuple[bytes, bytes]] = (),
     close: bool = False,
@@ -273,12 +272,13 @@ async def send_error(
     """Answer with orca's own error in the inbound API's shape (SPEC §1.2).
 
     `error` is a `Refusal` (whose message, kind and code are used) or a status with
-    `message`. `close` adds `connection: close`: use it when the body was not read, so the
+    `message` (and `code`; the kind is the API's own for the status). `close` adds `connection: close`: use it when the body was not read, so the
     unread bytes are never parsed as a next request. No CORS header is ever added.
     """
+    kind: str | None = None
     if isinstance(error, Refusal):
         status, message = error.status, error.message
-        kind, code = kind or error.kind, code or error.code
+        kind, code = error.kind, code or error.code
     else:
         status = error
     body = error_body(api, status, message, kind=kind, code=code)

@@ -20,7 +20,7 @@ from orca_cli.proxy.intake import IntakeError, read_json
 from orca_cli.proxy.routes_live import deny_refusal, route_step
 from orca_cli.proxy.runtime import Runtime, new_request_id
 from orca_cli.routing.route import Attempt
-from orca_cli.turn import RequestHead, Turn, decide, prepare, refused, settle
+from orca_cli.turn import Arrival, RequestHead, Turn, decide, prepare, refused, settle
 from orca_cli.types import Receive, Send
 
 __all__ = ["handle_generate", "serve_turn"]
@@ -35,37 +35,31 @@ async def handle_generate(rt: Runtime, policy: GuardPolicy, head: RequestHead, r
     try:
         raw, body = await read_json(receive, policy)
     except IntakeError as exc:
-        return await _refuse(rt, head, send, Refusal(exc.status, str(exc)), request_id, start,
+        unread = Arrival(request_id, b"", {}, rt.clock.now(), start)
+        return await _refuse(rt, head, send, Refusal(exc.status, str(exc)), unread,
                              close=exc.close)
     except ClientGone:
         return
+    arrival = Arrival(request_id, raw, body, rt.clock.now(), start)
     routed = None
     if rt.live_routes is not None:  # SPEC §17: routes, inbound keys or budgets are set
         routed = await route_step(rt, rt.live_routes, head, body, request_id)
         if routed.decision.kind == "deny":
-            model = body.get("model")
-            return await _refuse(rt, head, send, deny_refusal(routed), request_id, start,
-                                 requested_model=model if isinstance(model, str) else None,
+            return await _refuse(rt, head, send, deny_refusal(routed), arrival,
                                  route=routed.trace())
-    prepared = prepare(rt.cfg, rt.scorer, head, raw, body, request_id=request_id,
-                       now=rt.clock.now(), started=start, routed=routed)
+    prepared = prepare(rt.cfg, rt.scorer, head, arrival, routed=routed)
     if isinstance(prepared, Refusal):
-        model = body.get("model")
-        return await _refuse(rt, head, send, prepared, request_id, start,
-                             requested_model=model if isinstance(model, str) else None)
+        return await _refuse(rt, head, send, prepared, arrival)
     await serve_turn(rt, prepared, receive, send)
 
 
 async def _refuse(rt: Runtime, head: RequestHead, send: Send, refusal: Refusal,
-                  request_id: str, start: float, *, close: bool = False,
-                  requested_model: str | None = None, route: dict[str, Any] | None = None,
-                  ) -> None:
-    await send_error(send, head.api, refusal.status, refusal.message, kind=refusal.kind,
-                     code=refusal.code, close=close,
-                     extra_headers=((b"x-orca-request-id", request_id.encode()),))
-    rt.metrics.request(head.api, "", refusal.status, rt.clock.monotonic() - start, "")
-    batch = refused(head, refusal, request_id=request_id, now=rt.clock.now(),
-                    requested_model=requested_model, route=route)
+                  arrival: Arrival, *, close: bool = False,
+                  route: dict[str, Any] | None = None) -> None:
+    await send_error(send, head.api, refusal, close=close,
+                     extra_headers=((b"x-orca-request-id", arrival.request_id.encode()),))
+    rt.metrics.request(head.api, "", refusal.status, rt.clock.monotonic() - arrival.started, "")
+    batch = refused(head, refusal, arrival, route)
     rt.emit_trace(batch.trace)
     await rt.gate.commit(batch)
 

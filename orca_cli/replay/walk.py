@@ -36,7 +36,16 @@ from orca_cli.routing.candidates import all_healthy
 from orca_cli.routing.features import Delta, Difficulty, Scorer
 from orca_cli.routing.route import Attempt
 from orca_cli.state.base import Store
-from orca_cli.turn import AttemptRecord, Outcome, RequestHead, Turn, decide, prepare, settle
+from orca_cli.turn import (
+    Arrival,
+    AttemptRecord,
+    Outcome,
+    RequestHead,
+    Turn,
+    decide,
+    prepare,
+    settle,
+)
 from orca_cli.types import Api, Headers
 from orca_cli.wire.usage import ResponseTap, Usage
 
@@ -82,9 +91,9 @@ class Walker:
     async def decide(self, p: Prepared, request_id: str) -> Turn:
         """The turn with its plan, as the handler holds it before forwarding."""
         body = p.turn.body
-        turn = prepare(self.cfg, self.scorer, self._head(p), orjson.dumps(body), dict(body),
-                       request_id=request_id, now=self.clock.now(),
-                       started=self.clock.monotonic(), delta=p.delta)
+        arrival = Arrival(request_id, orjson.dumps(body), dict(body), self.clock.now(),
+                          self.clock.monotonic())
+        turn = prepare(self.cfg, self.scorer, self._head(p), arrival, delta=p.delta)
         if isinstance(turn, Refusal):
             raise ReplayFailed(f"request {request_id} was refused ({turn.status}): "
                                f"{turn.message}")

@@ -43,11 +43,13 @@ from orca_cli.routing.target import Mode
 from orca_cli.types import Api
 
 __all__ = [
+    "PLAIN",
     "Api",
     "Candidate",
     "ChannelChoice",
     "Healthy",
     "Mode",
+    "Sourcing",
     "all_healthy",
     "build_candidates",
     "check_channel_pin",
@@ -185,36 +187,29 @@ def _weighted_order(
     return out
 
 
-def build_candidates(
-    models: Sequence[str],
-    api: Api,
-    est_tokens: int,
-    cfg: Config,
-    *,
-    mode: Mode = "balanced",
-    healthy: Healthy = all_healthy,
-    rng: random.Random | None = None,
-    channel: str | None = None,
-    policy: ChannelPolicy | None = None,
-) -> tuple[Candidate, ...]:
-    """One Candidate per distinct model id, in the given order (SPEC §1.3).
-
-    `channel` restricts every model to that one channel (a provider-qualified request);
-    `policy` narrows and reorders channels and carries the measured figures (SPEC §20)."""
-    seen: dict[str, None] = dict.fromkeys(models)
-    opts = _Opts(mode, healthy, rng, channel, policy)
-    return tuple(_candidate(m, api, est_tokens, cfg, opts) for m in seen)
-
-
 @dataclass(frozen=True, slots=True)
-class _Opts:
-    """How one request's candidates are built, beyond the model and the config."""
+class Sourcing:
+    """How one request's candidates are sourced, beyond the models and the config: the
+    channel-ordering mode, the health view, the request's generator (None: the configured
+    weight order, no draw), a provider-qualified request's one channel, and the provider
+    lists with the measured figures (SPEC §20)."""
 
-    mode: Mode
-    healthy: Healthy
-    rng: random.Random | None
-    only: str | None  # a provider-qualified request's channel
-    policy: ChannelPolicy | None
+    mode: Mode = "balanced"
+    healthy: Healthy = all_healthy
+    rng: random.Random | None = None
+    channel: str | None = None
+    policy: ChannelPolicy | None = None
+
+
+PLAIN = Sourcing()
+
+
+def build_candidates(models: Sequence[str], api: Api, est_tokens: int, cfg: Config,
+                     how: Sourcing = PLAIN) -> tuple[Candidate, ...]:
+    """One Candidate per distinct model id, in the given order (SPEC §1.3), its channels and
+    keys sourced as `how` says."""
+    seen: dict[str, None] = dict.fromkeys(models)
+    return tuple(_candidate(m, api, est_tokens, cfg, how) for m in seen)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,8 +262,8 @@ def native_first(chs: Sequence[ChannelConfig], api: Api) -> bool:
     return any(c.accepts(api) for c in chs) and not all(c.accepts(api) for c in chs)
 
 
-def _candidate(model: str, api: Api, est_tokens: int, cfg: Config, o: _Opts) -> Candidate:
-    sv = _serving(model, api, cfg, o.only)
+def _candidate(model: str, api: Api, est_tokens: int, cfg: Config, o: Sourcing) -> Candidate:
+    sv = _serving(model, api, cfg, o.channel)
     policy = o.policy
     if sv.excluded is None and policy is not None and policy.narrows:
         sv = _narrowed(sv, model, policy)
@@ -307,7 +302,7 @@ def _candidate(model: str, api: Api, est_tokens: int, cfg: Config, o: _Opts) -> 
 
 
 def _ordered(alive: list[ChannelConfig], api: Api, model: str, cfg: Config,
-             o: _Opts) -> tuple[list[ChannelConfig], list[ChannelConfig]]:
+             o: Sourcing) -> tuple[list[ChannelConfig], list[ChannelConfig]]:
     """(ordered, drained) by the mode, then the request's `provider.order`; with translation,
     the native channels first, each group in that order."""
     measured = o.policy.measured if o.policy is not None else NO_MEASURES

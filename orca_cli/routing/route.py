@@ -40,6 +40,7 @@ from orca_cli.routing.candidates import (
     Api,
     Candidate,
     Healthy,
+    Sourcing,
     all_healthy,
     build_candidates,
     check_channel_pin,
@@ -126,7 +127,6 @@ def plan_route(
     scorer: Scorer,
     rng: random.Random,
     healthy: Healthy = all_healthy,
-    caps_enabled: bool = True,
 ) -> RoutePlan:
     """Decide tier, model, channel and key order for one request (SPEC §3 steps 3-6).
 
@@ -140,17 +140,15 @@ def plan_route(
     if router is None:
         return _plan_model(c)
     esc = router.escalation
+    how = Sourcing(mode, healthy, c.rng, t.channel, c.policy)
 
     def pool(models: Sequence[str]) -> tuple[Candidate, ...]:
-        return build_candidates(models, inp.api, inp.est_tokens, cfg, mode=mode,
-                                healthy=healthy, rng=c.rng, channel=t.channel, policy=c.policy)
+        return build_candidates(models, inp.api, inp.est_tokens, cfg, how)
 
     strong_pool = router.escalation_pool
     escalates = bool(strong_pool) and esc.mode != "off"
     strong = pool(strong_pool) if escalates else ()
     caps = _caps_view(cfg, router, snapshot, inp.budget_denied)
-    if not caps_enabled:
-        caps = replace(caps, enabled=False)
     evidence: dict[str, Any] = {}
     if mode != router.mode or inp.prefs is not None:  # SPEC §20: what the request asked
         evidence["mode"] = mode
@@ -428,12 +426,11 @@ def _plan_model(c: _Ctx) -> RoutePlan:
     assert t.model is not None
     counts_strong = t.model in cfg.strong_models()
     mode = ordering_mode(t, inp.prefs, "balanced")
-    candidates = build_candidates([t.model], inp.api, inp.est_tokens, cfg, mode=mode,
-                                  healthy=healthy, rng=c.rng, channel=t.channel, policy=c.policy)
+    how = Sourcing(mode, healthy, c.rng, t.channel, c.policy)
+    candidates = build_candidates([t.model], inp.api, inp.est_tokens, cfg, how)
     if inp.route_fallbacks:  # each on its own channels: re-selected in full (SPEC §17)
         candidates += build_candidates([m for m in inp.route_fallbacks if m != t.model],
-                                       inp.api, inp.est_tokens, cfg, mode=mode,
-                                       healthy=healthy, rng=c.rng, policy=c.policy)
+                                       inp.api, inp.est_tokens, cfg, replace(how, channel=None))
     tier: Tier = "strong" if counts_strong else "base"
     caps = CapsView(share=ShareView(), workspace_share=ShareView(
         snapshot.workspace_share.strong, snapshot.workspace_share.total),

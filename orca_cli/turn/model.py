@@ -25,7 +25,7 @@ from orca_cli.types import Api, Headers
 from orca_cli.wire.session_id import SessionId
 from orca_cli.wire.usage import ResponseTap
 
-__all__ = ["AttemptRecord", "Outcome", "RequestHead", "Turn"]
+__all__ = ["Arrival", "AttemptRecord", "Outcome", "RequestHead", "Turn"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +48,23 @@ class RequestHead:
 
     def header_map(self) -> dict[str, str]:
         return dict(self.headers)
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """One request as it arrived: its id, its body (raw bytes and parsed), and when.
+    `raw` is empty and `body` empty when the body could not be read."""
+
+    request_id: str
+    raw: bytes
+    body: dict[str, Any]
+    now: float  # wall clock
+    started: float  # monotonic, for latency
+
+    @property
+    def requested_model(self) -> str | None:
+        model = self.body.get("model")
+        return model if isinstance(model, str) else None
 
 
 @dataclass

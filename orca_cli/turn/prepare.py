@@ -24,7 +24,7 @@ from orca_cli.routing.side import match_housekeeping
 from orca_cli.routing.target import Suffix, Target, resolve_target
 from orca_cli.routing.tiers import Ask
 from orca_cli.state.base import ReadRequest
-from orca_cli.turn.model import RequestHead, Turn
+from orca_cli.turn.model import Arrival, RequestHead, Turn
 from orca_cli.turn.routes import Routed
 from orca_cli.wire.session_id import derive_session_id, resolve_session_id
 from orca_cli.wire.side_facts import side_facts
@@ -73,8 +73,7 @@ def _ask(head: RequestHead) -> Ask | None | Refusal:
     return ask
 
 
-def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: dict[str, Any],
-            *, request_id: str, now: float, started: float,
+def prepare(cfg: Config, scorer: Scorer, head: RequestHead, arrival: Arrival, *,
             routed: Routed | None = None, delta: Delta | None = None) -> Turn | Refusal:
     """The request's facts: what it names, its session, its latest turn's score, and what the
     decision needs read from the store. A `Refusal` for input orca cannot serve. `routed`:
@@ -83,6 +82,7 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: di
     `delta`: the latest turn's score when the caller already has it for this body (the replay
     scores each request once and reuses it at every sweep point); None scores it here. The
     score depends on the body and the scorer only, so either way the turn is the same."""
+    raw, body = arrival.raw, arrival.body
     if _too_deep(raw, body):
         return Refusal(400, f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
     model_field = body.get("model")
@@ -100,8 +100,9 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, raw: bytes, body: di
     prefs = read_prefs(body)
     if isinstance(prefs, str):
         return Refusal(400, prefs)
-    turn = Turn(request_id=request_id, api=head.api, path=head.path, raw=raw, body=body,
-                headers=head.headers, target=target, now=now, started=started,
+    turn = Turn(request_id=arrival.request_id, api=head.api, path=head.path, raw=raw,
+                body=body, headers=head.headers, target=target, now=arrival.now,
+                started=arrival.started,
                 client_request_id=head.client_request_id, ask=ask, prefs=prefs)
     router = cfg.routers.get(target.router) if target.router else None
     turn.router = router

@@ -30,7 +30,7 @@ from orca_cli.state.plan import (
     stats_ops,
 )
 from orca_cli.trace.build import TraceHead, TraceResult, build_trace, refusal_trace
-from orca_cli.turn.model import Outcome, RequestHead, Turn
+from orca_cli.turn.model import Arrival, Outcome, RequestHead, Turn
 from orca_cli.turn.prepare import response_key
 from orca_cli.wire.usage import Usage
 
@@ -204,17 +204,17 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
     return trace
 
 
-def refused(head: RequestHead, refusal: Refusal, *, request_id: str, now: float,
-            requested_model: str | None = None,
+def refused(head: RequestHead, refusal: Refusal, arrival: Arrival,
             route: dict[str, Any] | None = None) -> CommitBatch:
     """The trace-only commit of a request refused before routing (`route`: the route step
     of a request a `deny` node refused)."""
-    trace = refusal_trace(request_id=request_id, client_request_id=head.client_request_id,
-                          ts=now, inbound_api=head.api, status=refusal.status,
-                          error=refusal.message, requested_model=requested_model)
+    trace = refusal_trace(request_id=arrival.request_id,
+                          client_request_id=head.client_request_id, ts=arrival.now,
+                          inbound_api=head.api, status=refusal.status, error=refusal.message,
+                          requested_model=arrival.requested_model)
     if route is not None:
         trace["route"] = route
-    return CommitBatch(request_id, trace=trace)
+    return CommitBatch(arrival.request_id, trace=trace)
 
 
 def _linucb(cfg: Config, router: RouterConfig | None, plan: RoutePlan, att: Attempt | None,

@@ -24,7 +24,7 @@ from orca_cli.routing.tiers import TierState
 from orca_cli.state.base import ReadRequest, SlotRef
 from orca_cli.state.memory import MemoryStore
 from orca_cli.state.plan import FIGURES_KEY
-from orca_cli.turn import RequestHead, Turn, decide, prepare
+from orca_cli.turn import Arrival, RequestHead, Turn, decide, prepare
 
 CFG = loads(REFERENCE_TOML, source="reference")
 CORPUS = generate(sessions=20, agent_shaped=True)
@@ -106,8 +106,8 @@ def _turn(cfg: Config, scorer: Scorer, session: Session, k: int, *,
     head = RequestHead(method="POST", path=PATHS[session.api], api=session.api,
                        headers=[("content-type", "application/json")], refusal=None)
     delta = scorer.delta(t.body, session.api) if precomputed else None
-    turn = prepare(cfg, scorer, head, orjson.dumps(t.body), t.body, request_id=f"r{k}",
-                   now=1000.0, started=0.0, delta=delta)
+    turn = prepare(cfg, scorer, head, Arrival(f"r{k}", orjson.dumps(t.body), t.body, 1000.0, 0.0),
+                   delta=delta)
     assert isinstance(turn, Turn)
     if precomputed:
         turn.full = scorer.full(t.body, session.api)

@@ -12,7 +12,7 @@ from orca_cli.config.auto import AutoConfig
 from orca_cli.config.schema import Config, ModelConfig
 from orca_cli.routing.auto.classify import Classification
 from orca_cli.routing.auto.score import WEIGHTS, rank_auto
-from orca_cli.routing.candidates import build_candidates
+from orca_cli.routing.candidates import Sourcing, build_candidates
 from tests.routing.cfg import channel, config, price
 
 # The table (one channel per model, so latency is per model):
@@ -43,7 +43,7 @@ def _cfg(models: dict[str, ModelConfig] | None = None, unpriced: tuple[str, ...]
 
 
 def _rank(cfg: Config, cls: Classification = GENERAL, **kw: Any) -> Any:
-    cands = build_candidates(list(cfg.model_ids()), "openai", 100, cfg, **kw)
+    cands = build_candidates(list(cfg.model_ids()), "openai", 100, cfg, Sourcing(**kw))
     return rank_auto(cands, cfg, cfg.auto, cls)
 
 
@@ -149,7 +149,7 @@ def test_health_counts_healthy_keys() -> None:
 def test_candidate_exclusions_are_reported() -> None:
     cfg = _cfg()
     cands = build_candidates(list(cfg.model_ids()), "openai", 100, cfg,
-                             healthy=lambda ch, k: ch != "ch-best")
+                             Sourcing(healthy=lambda ch, k: ch != "ch-best"))
     d = rank_auto(cands, cfg, cfg.auto, GENERAL)
     assert ("best", "unhealthy") in d.excluded and "best" not in d.ordered
 

@@ -13,6 +13,7 @@ from orca_cli.config.schema import Config, TranslationConfig
 from orca_cli.routing.candidates import (
     Api,
     Candidate,
+    Sourcing,
     build_candidates,
     check_channel_pin,
     check_model_pin,
@@ -24,7 +25,7 @@ from tests.routing.cfg import channel, config, price
 def _one(
     models: list[str], cfg: Config, *, api: Api = "openai", tokens: int = 1000, **kw: Any
 ) -> Candidate:
-    (c,) = build_candidates(models, api, tokens, cfg, **kw)
+    (c,) = build_candidates(models, api, tokens, cfg, Sourcing(**kw))
     return c
 
 

@@ -11,7 +11,7 @@ import pytest
 from orca_cli.config import parse
 from orca_cli.config.schema import ChannelPrice, RouterConfig
 from orca_cli.routing.attempts import build_attempts, provider_refusal, rank_by_mode
-from orca_cli.routing.candidates import build_candidates, order_channels
+from orca_cli.routing.candidates import Sourcing, build_candidates, order_channels
 from orca_cli.routing.cost import request_cost
 from orca_cli.routing.modes import (
     ChannelPolicy,
@@ -122,31 +122,31 @@ def test_policy_narrows_by_name_or_type_and_never_widens() -> None:
     router = RouterConfig("r", providers_allow=("a", "OpenRouter"))
     policy = policy_for(router, ProviderPrefs(only=("B", "c")), {})
     assert policy is not None
-    (cand,) = build_candidates(["m"], "openai", 10, cfg, mode="price", policy=policy)
+    (cand,) = build_candidates(["m"], "openai", 10, cfg, Sourcing(mode="price", policy=policy))
     # c: outside the router's list (a request cannot widen it); a: not in the request's
     assert _names(cand.channels) == ["b"]
     assert dict(cand.filtered) == {"a": "provider_request", "c": "provider_policy"}
     ignore = policy_for(None, ProviderPrefs(ignore=("openrouter",)), {})
-    (cand,) = build_candidates(["m"], "openai", 10, cfg, mode="price", policy=ignore)
+    (cand,) = build_candidates(["m"], "openai", 10, cfg, Sourcing(mode="price", policy=ignore))
     assert _names(cand.channels) == ["a"]
 
 
 def test_nothing_left_is_excluded_provider_and_refused_404_for_a_request() -> None:
     cfg = _cfg()
     policy = policy_for(None, ProviderPrefs(only=("zzz",)), {})
-    cands = build_candidates(["m"], "openai", 10, cfg, policy=policy)
+    cands = build_candidates(["m"], "openai", 10, cfg, Sourcing(policy=policy))
     assert cands[0].excluded == "provider"
     refusal = provider_refusal(cands)
     assert refusal is not None and refusal[:2] == (404, "no_allowed_providers")
     by_router = policy_for(RouterConfig("r", providers_ignore=("a", "b", "c")), None, {})
-    cands = build_candidates(["m"], "openai", 10, cfg, policy=by_router)
+    cands = build_candidates(["m"], "openai", 10, cfg, Sourcing(policy=by_router))
     assert cands[0].excluded == "provider" and provider_refusal(cands) is None  # the config's
 
 
 def test_provider_order_goes_first_then_the_mode_order() -> None:
     cfg = _cfg()
     policy = ChannelPolicy(order=("a",))
-    (cand,) = build_candidates(["m"], "openai", 10, cfg, mode="price", policy=policy)
+    (cand,) = build_candidates(["m"], "openai", 10, cfg, Sourcing(mode="price", policy=policy))
     assert _names(cand.channels) == ["a", "b"]
     assert policy_for(None, None, {}) is None  # nothing to apply: the short path
 
@@ -165,12 +165,12 @@ def test_drained_channels_are_tried_last_and_allow_fallbacks_false_keeps_one() -
 
 def test_rank_by_mode_picks_the_cheapest_model_by_its_channel_price() -> None:
     cfg = _cfg()
-    cands = build_candidates(["n", "m"], "openai", 10, cfg, mode="price")
+    cands = build_candidates(["n", "m"], "openai", 10, cfg, Sourcing(mode="price"))
     ranking = rank_by_mode(cands, "price", cfg, {})
     # m's table price is 30, n's 6; on channel b, m costs 1.5
     assert ranking.ordered == ("m", "n") and ranking.scores["m"] == pytest.approx(1.5)
     assert rank_by_mode(cands, "price", cfg, {}, among=["n"]).ordered == ("n",)
-    lat = rank_by_mode(build_candidates(["n", "m"], "openai", 10, cfg, mode="latency"),
+    lat = rank_by_mode(build_candidates(["n", "m"], "openai", 10, cfg, Sourcing(mode="latency")),
                        "latency", cfg, {("a", "n"): Measure(latency_ms=5.0)})
     assert lat.ordered == ("n", "m")
 
