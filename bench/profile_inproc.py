@@ -151,7 +151,7 @@ class Stages:
                 ("intake: scan_head (head, guard)", app_mod, "scan_head"),
                 ("intake: read_json (body read, parse)", handler, "read_json"),
                 ("prepare (target, session, facts, score)", handler, "prepare"),
-                ("store read", handler, "_read"),
+                ("store read", app.rt.gate, "read_turn"),
                 ("decide (plan_route)", handler, "decide"),
                 ("forward (attempt, relay, usage tap)", handler, "forward"),
                 ("settle (commit batch, trace)", handler, "settle"),
@@ -200,6 +200,8 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--sessions", type=int, default=16)
     p.add_argument("--cprofile", type=int, default=0, metavar="TOP")
+    p.add_argument("--sort", choices=("tottime", "cumulative"), default="tottime",
+                   help="the --cprofile table's order")
     p.add_argument("--scenario", choices=("json", "stream"), default=None)
     p.add_argument("--api", choices=tuple(_PATHS), default="openai",
                    help="wire format of the body and path (responses: /v1/responses)")
@@ -270,7 +272,7 @@ async def _rounds(app: OrcaApp, args: argparse.Namespace) -> None:
             print(f"  {per[mid] - sum(row.values()):7.1f} µs  the rest (ASGI plumbing between "
                   "stages, the driver)")
         if prof:
-            pstats.Stats(prof).sort_stats("tottime").print_stats(args.cprofile)
+            pstats.Stats(prof).sort_stats(args.sort).print_stats(args.cprofile)
 
 
 if __name__ == "__main__":
