@@ -273,6 +273,8 @@ async def _rounds(app: OrcaApp, args: argparse.Namespace) -> None:
                   "stages, the driver)")
         if prof:
             pstats.Stats(prof).sort_stats(args.sort).print_stats(args.cprofile)
+            if os.environ.get("ORCA_PROFILE_DUMP"):
+                prof.dump_stats(os.environ["ORCA_PROFILE_DUMP"])
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ class CompiledConfig:
     __slots__ = (
         "alias_globs", "by_model", "cache_ttl_s", "channel_index", "channel_prices",
         "enabled_channels", "key_fps", "key_slots", "left_out", "model_ids", "pools", "serving",
-        "strong_models",
+        "serving_memo", "strong_models",
     )
 
     def __init__(self, cfg: Config) -> None:
@@ -109,6 +109,10 @@ class CompiledConfig:
         globs = [k for k in cfg.aliases if GLOB_CHARS & set(k)]
         # Longest pattern first; ties by the pattern text, so the first match is the winner.
         self.alias_globs: tuple[str, ...] = tuple(sorted(globs, key=lambda k: (-len(k), k)))
+        # What the config alone says about serving a configured model in a format, filled by
+        # `routing.candidates` on first use: a function of this config only, so it lives and
+        # dies with it (a reload builds a new CompiledConfig); at most models x formats.
+        self.serving_memo: dict[tuple[str, Api], object] = {}
 
     def alias_key(self, name: str, aliases: Mapping[str, str], *, globs: bool) -> str | None:
         """The exact alias key for `name`, else (with `globs`) the longest matching pattern."""

@@ -224,6 +224,18 @@ class _Serving:
 
 
 def _serving(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
+    if only is not None:  # a provider-qualified request: its one channel, not memoised
+        return _serving_uncached(model, api, cfg, only)
+    memo = cfg.compiled.serving_memo
+    sv = memo.get((model, api))
+    if not isinstance(sv, _Serving):
+        sv = _serving_uncached(model, api, cfg, None)
+        if model in cfg.compiled.by_model:  # configured models only: the memo stays bounded
+            memo[(model, api)] = sv
+    return sv
+
+
+def _serving_uncached(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
     window = model_config(model, cfg).context_window
     if only is None:  # the common case: read from the compiled indices
         c = cfg.compiled

@@ -85,11 +85,6 @@ def ttl_ms(ttl_s: float) -> int:
     return max(1, round(ttl_s * 1000))
 
 
-def _finite(x: float, what: str) -> None:
-    if not math.isfinite(x):
-        raise ValueError(f"{what} must be a finite number, got {x!r}")
-
-
 _OP_FIELDS: dict[type, tuple[bool, tuple[str, ...], bool]] = {}
 
 
@@ -106,18 +101,23 @@ def _op_fields(kind: type) -> tuple[bool, tuple[str, ...], bool]:
 
 def check_ops(ops: Sequence[Op]) -> None:
     """Reject what neither backend can store: non-positive TTLs, non-finite numbers, maxlen < 1."""
+    fields = _OP_FIELDS
     for op in ops:
-        has_ttl, numbers, has_maxlen = _op_fields(type(op))
+        kind = type(op)
+        has_ttl, numbers, has_maxlen = fields.get(kind) or _op_fields(kind)
         if has_ttl:
             ttl = op.ttl_s  # type: ignore[union-attr]
             if ttl is not None and not ttl > 0:
-                raise ValueError(f"{type(op).__name__}({op.key!r}).ttl_s must be > 0, got {ttl!r}")
+                raise ValueError(f"{kind.__name__}({op.key!r}).ttl_s must be > 0, got {ttl!r}")
         for name in numbers:
-            _finite(getattr(op, name), f"{type(op).__name__}.{name}")
+            value = getattr(op, name)
+            if not math.isfinite(value):
+                raise ValueError(f"{kind.__name__}.{name} must be a finite number, "
+                                 f"got {value!r}")
         if has_maxlen:
             maxlen = op.maxlen  # type: ignore[union-attr]
             if maxlen is not None and maxlen < 1:
-                raise ValueError(f"{type(op).__name__}({op.key!r}).maxlen must be >= 1, "
+                raise ValueError(f"{kind.__name__}({op.key!r}).maxlen must be >= 1, "
                                  f"got {maxlen!r}")
 
 

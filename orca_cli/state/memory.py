@@ -53,6 +53,7 @@ from orca_cli.state.codec import (
 )
 from orca_cli.state.keyspace import (
     KIND_OF_OP,
+    Entry,
     Keyspace,
     ZSet,
     decode_view,
@@ -274,48 +275,51 @@ class MemoryStore(Keyspace):
     def _check_types(self, tkey: str | None, keys: list[str], ops: tuple[Op, ...],
                      now: float) -> None:
         """WRONGTYPE before anything is written, as the Redis script checks first."""
-        kinds = KIND_OF_OP
-        wanted = [(tkey, "string")] if tkey else []
-        wanted += [(key, kinds[type(op)]) for key, op in zip(keys, ops) if type(op) in kinds]
         data = self._data
-        for key, kind in wanted:
-            e = data.get(key)
-            if e is None or (e.expires_at is not None and e.expires_at <= now):
-                continue  # absent or expired: any type may be written
-            got = kind_of(e.value)
-            if got != kind:
-                raise StoreUnavailable(
-                    f"store key {key} is a {got}, not a {kind}; nothing applied"
-                )
+        if tkey is not None:
+            _check_kind(data.get(tkey), tkey, "string", now)
+        kinds = KIND_OF_OP
+        for key, op in zip(keys, ops):
+            kind = kinds.get(type(op))
+            if kind is not None:
+                _check_kind(data.get(key), key, kind, now)
 
     def _apply_op(self, key: str, op: Op, now: float) -> None:
-        if isinstance(op, SetOp):
-            self._put(key, op.value, op.ttl_s, now)
-        elif isinstance(op, IncrOp):
-            self._put(key, num(self._value(key, now)) + op.amount, op.ttl_s, now)
-        elif isinstance(op, HIncrOp):
-            h = self._value(key, now)
-            fields: dict[str, float] = h if isinstance(h, dict) else {}
-            fields[op.field] = fields.get(op.field, 0.0) + op.amount
-            self._put(key, fields, op.ttl_s, now)
-        elif isinstance(op, DelOp):
-            self._data.pop(key, None)
-        elif isinstance(op, PushOp):
-            items = self._value(key, now)
-            lst: list[str] = items if isinstance(items, list) else []
-            lst.insert(0, op.value)
-            del lst[op.maxlen :]
-            self._put(key, lst, op.ttl_s, now)
-        elif isinstance(op, ZAddOp):
-            z = self._value(key, now)
-            zs = z if isinstance(z, ZSet) else ZSet()
-            zs.add(op.member, float(op.score))
-            zs.pop_lowest(len(zs) - op.maxlen)
-            self._put(key, zs, op.ttl_s, now)
-        elif isinstance(op, ExpireAtLeastOp):
-            e = self._entry(key, now)
-            if e is not None and e.expires_at is not None and e.expires_at - now < op.ttl_s:
-                e.expires_at = now + op.ttl_s
+        _APPLY[type(op)](self, key, op, now)
+
+    def _set(self, key: str, op: SetOp, now: float) -> None:
+        self._put(key, op.value, op.ttl_s, now)
+
+    def _incr(self, key: str, op: IncrOp, now: float) -> None:
+        self._put(key, num(self._value(key, now)) + op.amount, op.ttl_s, now)
+
+    def _hincr(self, key: str, op: HIncrOp, now: float) -> None:
+        h = self._value(key, now)
+        fields: dict[str, float] = h if isinstance(h, dict) else {}
+        fields[op.field] = fields.get(op.field, 0.0) + op.amount
+        self._put(key, fields, op.ttl_s, now)
+
+    def _del(self, key: str, op: DelOp, now: float) -> None:
+        self._data.pop(key, None)
+
+    def _push(self, key: str, op: PushOp, now: float) -> None:
+        items = self._value(key, now)
+        lst: list[str] = items if isinstance(items, list) else []
+        lst.insert(0, op.value)
+        del lst[op.maxlen :]
+        self._put(key, lst, op.ttl_s, now)
+
+    def _zadd(self, key: str, op: ZAddOp, now: float) -> None:
+        z = self._value(key, now)
+        zs = z if isinstance(z, ZSet) else ZSet()
+        zs.add(op.member, float(op.score))
+        zs.pop_lowest(len(zs) - op.maxlen)
+        self._put(key, zs, op.ttl_s, now)
+
+    def _expire_at_least(self, key: str, op: ExpireAtLeastOp, now: float) -> None:
+        e = self._entry(key, now)
+        if e is not None and e.expires_at is not None and e.expires_at - now < op.ttl_s:
+            e.expires_at = now + op.ttl_s
 
     def _append_audit(self, event: dict[str, Any], now: float) -> None:
         key = K.slot_tag(self._prefix, audit_slot(event["router"])) + K.AUDIT_KEY
@@ -429,3 +433,23 @@ def _is_router_audit(prefix: str, key: str) -> bool:
     return parsed is not None and parsed[0].kind == "router" and parsed[1] == K.AUDIT_KEY
 
 
+
+
+def _check_kind(e: Entry | None, key: str, kind: str, now: float) -> None:
+    if e is None or (e.expires_at is not None and e.expires_at <= now):
+        return  # absent or expired: any type may be written
+    got = kind_of(e.value)
+    if got != kind:
+        raise StoreUnavailable(f"store key {key} is a {got}, not a {kind}; nothing applied")
+
+
+# One applier per op type (a dict lookup instead of an isinstance chain per op).
+_APPLY: dict[type, Any] = {
+    SetOp: MemoryStore._set,
+    IncrOp: MemoryStore._incr,
+    HIncrOp: MemoryStore._hincr,
+    DelOp: MemoryStore._del,
+    PushOp: MemoryStore._push,
+    ZAddOp: MemoryStore._zadd,
+    ExpireAtLeastOp: MemoryStore._expire_at_least,
+}

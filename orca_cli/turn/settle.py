@@ -275,7 +275,8 @@ def _with_dropped_pins(batch: CommitBatch, plan: RoutePlan, out: Outcome,
     """Delete the pins dropped on read (SPEC §5) that this commit does not rewrite. A followed
     pin whose upstream failed while another served is simply replaced by the fresh pin the
     commit sets. Only with a billed success; pins are read for the served tier only."""
-    if router is None or session is None or not out.billed_success or not batch.writes:
+    if (not plan.dropped_pins or router is None or session is None or not out.billed_success
+            or not batch.writes):
         return batch
     sets = {op.key for w in batch.writes for op in w.ops if isinstance(op, SetOp)}
     drops = [d for d in plan.dropped_pins if d not in sets]
