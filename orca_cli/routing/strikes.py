@@ -183,26 +183,37 @@ _LINT_CODE = re.compile(r":\d+:\d+: [A-Z]{1,4}\d{3,4}\b")
 def _marked_lines(chunk: str, low: str) -> list[int]:
     """Indices (in `str.splitlines` terms) of the lines that carry a marker or a lint code,
     found with `str.find` per marker and one regex scan for lint codes (its literal first
-    character lets `re` skip ahead): per-line work runs only on those lines."""
-    starts = list(accumulate(map(len, low.splitlines(keepends=True)), initial=0))
-    last = len(starts) - 1
+    character lets `re` skip ahead): per-line work runs only on those lines, and the line
+    table is built only once something was found."""
+    starts: list[int] = []
     hit: set[int] = set()
     for m in _FIND_MARKERS:
         i = low.find(m)
+        if i != -1 and not starts:
+            starts = _line_starts(low)
         while i != -1:
             k = bisect_right(starts, i) - 1
             hit.add(k)
-            i = low.find(m, starts[k + 1]) if k + 1 <= last else -1
+            i = low.find(m, starts[k + 1]) if k + 1 < len(starts) else -1
     i = 0 if low.startswith("e: ") else low.find("\ne: ")
+    if i != -1 and not starts:
+        starts = _line_starts(low)
     while i != -1:  # Kotlin's `e: ` starts its line
         k = bisect_right(starts, i + (low[i] == "\n")) - 1
         hit.add(k)
         i = low.find("\ne: ", i + 1)
     lint = _LINT_CODE.search(chunk)
     if lint is not None:
-        cstarts = list(accumulate(map(len, chunk.splitlines(keepends=True)), initial=0))
+        starts = starts or _line_starts(low)
+        cstarts = _line_starts(chunk)
         hit.update(bisect_right(cstarts, m.start()) - 1 for m in _LINT_CODE.finditer(chunk))
+    last = len(starts) - 1
     return sorted(k for k in hit if k < last)
+
+
+def _line_starts(text: str) -> list[int]:
+    """The offset of each `str.splitlines` line, then the text's length."""
+    return list(accumulate(map(len, text.splitlines(keepends=True)), initial=0))
 
 
 def error_signatures(tool_results: Iterable[str]) -> tuple[str, ...]:
