@@ -39,6 +39,7 @@ __all__ = [
     "CommitResult",
     "DelOp",
     "ExpireAtLeastOp",
+    "HIncrManyOp",
     "HIncrOp",
     "IncrOp",
     "KeyEntry",
@@ -112,6 +113,16 @@ class HIncrOp:
 
 
 @dataclass(frozen=True, slots=True)
+class HIncrManyOp:
+    """HINCRBYFLOAT several fields of one hash, in order; the TTL is (re)set once. One op
+    where a request's figures (requests, tokens, cost) would be one `HIncrOp` each."""
+
+    key: str
+    fields: tuple[tuple[str, float], ...]
+    ttl_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class PushOp:
     """Prepend to a capped list (newest first), keeping at most `maxlen` items."""
 
@@ -140,7 +151,8 @@ class ExpireAtLeastOp:
     ttl_s: float
 
 
-Op: TypeAlias = SetOp | DelOp | IncrOp | HIncrOp | PushOp | ZAddOp | ExpireAtLeastOp
+Op: TypeAlias = (SetOp | DelOp | IncrOp | HIncrOp | HIncrManyOp | PushOp | ZAddOp
+                  | ExpireAtLeastOp)
 
 
 @dataclass(frozen=True, slots=True)

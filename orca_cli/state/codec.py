@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from orca_cli.state.base import Op, SlotRef, TierDoc
+from orca_cli.state.base import HIncrManyOp, Op, SlotRef, TierDoc
 
 __all__ = [
     "AUDIT_FIELDS",
@@ -119,6 +119,11 @@ def check_ops(ops: Sequence[Op]) -> None:
             if maxlen is not None and maxlen < 1:
                 raise ValueError(f"{kind.__name__}({op.key!r}).maxlen must be >= 1, "
                                  f"got {maxlen!r}")
+        if kind is HIncrManyOp:
+            for name, value in op.fields:  # type: ignore[union-attr]
+                if not math.isfinite(value):
+                    raise ValueError(f"HIncrManyOp field {name!r} must be a finite number, "
+                                     f"got {value!r}")
 
 
 def decode_value(text: str) -> Any:

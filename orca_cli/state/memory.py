@@ -23,6 +23,7 @@ from orca_cli.state.base import (
     CommitResult,
     DelOp,
     ExpireAtLeastOp,
+    HIncrManyOp,
     HIncrOp,
     IncrOp,
     KeyEntry,
@@ -299,6 +300,13 @@ class MemoryStore(Keyspace):
         fields[op.field] = fields.get(op.field, 0.0) + op.amount
         self._put(key, fields, op.ttl_s, now)
 
+    def _hincr_many(self, key: str, op: HIncrManyOp, now: float) -> None:
+        h = self._value(key, now)
+        fields: dict[str, float] = h if isinstance(h, dict) else {}
+        for name, amount in op.fields:
+            fields[name] = fields.get(name, 0.0) + amount
+        self._put(key, fields, op.ttl_s, now)
+
     def _del(self, key: str, op: DelOp, now: float) -> None:
         self._data.pop(key, None)
 
@@ -448,6 +456,7 @@ _APPLY: dict[type, Any] = {
     SetOp: MemoryStore._set,
     IncrOp: MemoryStore._incr,
     HIncrOp: MemoryStore._hincr,
+    HIncrManyOp: MemoryStore._hincr_many,
     DelOp: MemoryStore._del,
     PushOp: MemoryStore._push,
     ZAddOp: MemoryStore._zadd,

@@ -41,6 +41,7 @@ from orca_cli.state.base import (
     CommitBatch,
     CommitResult,
     ExpireAtLeastOp,
+    HIncrManyOp,
     HIncrOp,
     IncrOp,
     Op,
@@ -169,25 +170,26 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
         ops: list[Op] = [IncrOp(K.share_key(hour, "t"), 1, share_ttl)]
         if served_strong:
             ops.append(IncrOp(K.share_key(hour, "s"), 1, share_ttl))
-        stats = K.stats_key(hour)
-        ops += stats_ops(hour, outcome)
+        more: list[tuple[str, float]] = []
         if served_strong:
-            ops.append(HIncrOp(stats, "strong", 1, STATS_TTL_S))
+            more.append(("strong", 1))
         if decision is not None:
             if decision.denied:
-                ops.append(HIncrOp(stats, f"denied:{decision.denied}", 1, STATS_TTL_S))
+                more.append((f"denied:{decision.denied}", 1))
             for i in decision.intents:
                 if isinstance(i, Escalate) and i.scope == "main" and not settle_transitions:
-                    ops.append(HIncrOp(stats, f"escalations:{i.trigger}", 1, STATS_TTL_S))
+                    more.append((f"escalations:{i.trigger}", 1))
                 elif isinstance(i, OnceBoost):
-                    ops.append(HIncrOp(stats, "escalations:once", 1, STATS_TTL_S))
+                    more.append(("escalations:once", 1))
             if decision.shadow and decision.shadow.get("would"):
-                ops.append(HIncrOp(stats, "shadow_would_escalate", 1, STATS_TTL_S))
+                more.append(("shadow_would_escalate", 1))
+        ops += stats_ops(hour, outcome, more=more)
         if ctx.percentile_sample is not None:
             ops.append(PushOp(K.PCT_KEY, repr(round(ctx.percentile_sample, 6)), 1000, 30 * 86400))
         for arm, inc in ctx.linucb.items():
-            ops.extend(HIncrOp(K.linucb_key(arm), str(j), v, 90 * 86400)
-                       for j, v in enumerate(inc) if v)
+            nonzero = tuple((str(j), v) for j, v in enumerate(inc) if v)
+            if nonzero:
+                ops.append(HIncrManyOp(K.linucb_key(arm), nonzero, 90 * 86400))
         if ctx.session is not None:
             ops.append(ZAddOp(K.RECENT_KEY, ctx.session, ctx.now, RECENT_MAX, 7 * 86400))
         if ctx.affinity is not None:
@@ -231,18 +233,18 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
                      tier_ttl_s=ctx.esc.tier_ttl_s)
 
 
-def stats_ops(hour: int, outcome: TurnOutcome, *, side: bool = False) -> list[Op]:
+def stats_ops(hour: int, outcome: TurnOutcome, *, side: bool = False,
+              more: Sequence[tuple[str, float]] = ()) -> list[Op]:
     """A router's hourly figures (`orca stats`) for one billed success: requests, tokens,
-    cost; a side request (SPEC §14.1) counts in them too, and under `side` — it is traffic the
-    router served and paid for, though never a turn, a share or a decision."""
-    stats = K.stats_key(hour)
-    ops: list[Op] = [HIncrOp(stats, "requests", 1, STATS_TTL_S),
-                     HIncrOp(stats, "prompt_tokens", outcome.prompt_tokens, STATS_TTL_S),
-                     HIncrOp(stats, "cached_tokens", outcome.cached_tokens, STATS_TTL_S),
-                     HIncrOp(stats, "cost_usd", outcome.cost_usd, STATS_TTL_S)]
+    cost, and `more` (strong, denials, escalations), as one op on the hour's hash; a side
+    request (SPEC §14.1) counts in them too, and under `side` — it is traffic the router
+    served and paid for, though never a turn, a share or a decision."""
+    fields: list[tuple[str, float]] = [
+        ("requests", 1), ("prompt_tokens", outcome.prompt_tokens),
+        ("cached_tokens", outcome.cached_tokens), ("cost_usd", outcome.cost_usd), *more]
     if side:
-        ops.append(HIncrOp(stats, "side", 1, STATS_TTL_S))
-    return ops
+        fields.append(("side", 1))
+    return [HIncrManyOp(K.stats_key(hour), tuple(fields), STATS_TTL_S)]
 
 
 def figures_ops(outcome: TurnOutcome, ttl_s: float, *, side: bool = False) -> tuple[Op, ...]:
@@ -250,12 +252,12 @@ def figures_ops(outcome: TurnOutcome, ttl_s: float, *, side: bool = False) -> tu
     requests, side requests), incremented in the session slot by each billed success; they
     live as long as the session's longest-lived key. A side request counts under
     `side_requests` and writes nothing else of the session's."""
-    key = FIGURES_KEY
-    return (HIncrOp(key, "side_requests" if side else "requests", 1, ttl_s),
-            HIncrOp(key, "prompt_tokens", outcome.prompt_tokens, ttl_s),
-            HIncrOp(key, "cached_tokens", outcome.cached_tokens, ttl_s),
-            HIncrOp(key, "output_tokens", outcome.output_tokens, ttl_s),
-            HIncrOp(key, "cost_usd", outcome.cost_usd, ttl_s))
+    return (HIncrManyOp(FIGURES_KEY, (
+        ("side_requests" if side else "requests", 1),
+        ("prompt_tokens", outcome.prompt_tokens),
+        ("cached_tokens", outcome.cached_tokens),
+        ("output_tokens", outcome.output_tokens),
+        ("cost_usd", outcome.cost_usd)), ttl_s),)
 
 
 class TierMutate:

@@ -16,6 +16,7 @@ from orca_cli.state.base import (
     MARKER_TTL_S,
     DelOp,
     ExpireAtLeastOp,
+    HIncrManyOp,
     HIncrOp,
     IncrOp,
     Op,
@@ -285,6 +286,11 @@ def encode_op(op: Op, ki: int) -> list[Any]:
         return ["i", ki, repr(float(op.amount)), ttl_ms(op.ttl_s)]
     if isinstance(op, HIncrOp):
         return ["h", ki, op.field, repr(float(op.amount)), ttl_ms(op.ttl_s)]
+    if isinstance(op, HIncrManyOp):
+        out: list[Any] = ["H", ki, ttl_ms(op.ttl_s)]
+        for name, amount in op.fields:
+            out += (name, repr(float(amount)))
+        return out
     if isinstance(op, PushOp):
         return ["p", ki, op.value, op.maxlen, ttl_ms(op.ttl_s)]
     if isinstance(op, ZAddOp):

@@ -97,6 +97,9 @@ for i = 1, #ops do
   elseif c == 'h' then
     redis.call('HINCRBYFLOAT', k, op[3], op[4])
     redis.call('PEXPIRE', k, op[5])
+  elseif c == 'H' then
+    for j = 4, #op, 2 do redis.call('HINCRBYFLOAT', k, op[j], op[j + 1]) end
+    redis.call('PEXPIRE', k, op[3])
   elseif c == 'p' then
     redis.call('LPUSH', k, op[3])
     redis.call('LTRIM', k, 0, op[4] - 1)

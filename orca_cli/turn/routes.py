@@ -42,7 +42,7 @@ from orca_cli.routing.routes.facts import RequestFacts
 from orca_cli.routing.routes.graph import Decision, RouteTable
 from orca_cli.routing.target import resolve_target
 from orca_cli.state import keys as K
-from orca_cli.state.base import HIncrOp, Op, SlotWrite
+from orca_cli.state.base import HIncrManyOp, Op, SlotWrite
 from orca_cli.state.budgets import effective_limits, ttl_of
 from orca_cli.types import Headers
 from orca_cli.wire.session_id import resolve_session_id
@@ -191,7 +191,7 @@ class Routed:
         ops: list[Op] = []
         for c in self.spend_counters():
             key, ttl = K.budget_counter_key(c), ttl_of(c)
-            ops += [HIncrOp(key, "requests", 1, ttl), HIncrOp(key, "usd", cost_usd, ttl)]
+            ops.append(HIncrManyOp(key, (("requests", 1), ("usd", cost_usd)), ttl))
         return SlotWrite(K.BUDGETS, tuple(ops))
 
     def trace(self) -> dict[str, Any]:

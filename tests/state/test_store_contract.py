@@ -13,6 +13,7 @@ from orca_cli.state.base import (
     CommitBatch,
     DelOp,
     ExpireAtLeastOp,
+    HIncrManyOp,
     HIncrOp,
     IncrOp,
     PushOp,
@@ -288,6 +289,23 @@ async def test_linucb_vectors_read_from_hash_increments_or_json(store: Store) ->
     await store.commit(CommitBatch("r1", (SlotWrite(ROUTER, ops),)))
     snap = await store.read(ReadRequest("coding", linucb_arms=("m1", "m2", "m3")))
     assert snap.linucb == {"m1": [1.75, 0.0, 2.0], "m2": [1.0, 2.5], "m3": []}
+
+
+async def test_one_op_increments_several_fields_of_a_hash(env: StoreEnv, store: Store) -> None:
+    """`HIncrManyOp`: every field added to, in one op, onto what `HIncrOp` wrote; its TTL set
+    once; a non-finite amount refused before anything is written."""
+    await store.commit(CommitBatch("r1", (SlotWrite(ROUTER, (HIncrOp("stats:1", "requests", 2, 60),)),)))
+    fields = (("requests", 1), ("cost_usd", 0.25), ("requests", 1))
+    await store.commit(CommitBatch("r2", (SlotWrite(ROUTER, (HIncrManyOp("stats:1", fields, 0.4),)),)))
+    entry = await store.get(ROUTER, "stats:1")
+    assert entry is not None and entry.value == {"requests": 4.0, "cost_usd": 0.25}
+    assert entry.ttl_s is not None and 0 < entry.ttl_s < 1  # the op's TTL, not the first 60 s
+    with pytest.raises(ValueError, match="finite"):
+        await store.commit(CommitBatch("r3", (SlotWrite(
+            ROUTER, (HIncrManyOp("stats:2", (("a", 1), ("b", float("nan"))), 60),)),)))
+    assert await store.get(ROUTER, "stats:2") is None
+    await env.advance(0.6)
+    assert await store.get(ROUTER, "stats:1") is None
 
 
 async def test_percentile_samples_are_the_newest_first_within_the_cap(store: Store) -> None:
