@@ -56,6 +56,10 @@ async def test_a_commit_stalled_past_its_timeout_is_resent_and_applies_once(
     cfg = make_config(redis_url=redis.url, prefix=prefix, timeout_ms=TIMEOUT_MS,
                       strong_latency_ms=400)
     async with serve_agent(cfg) as sc:
+        # Connected connections for the commit to take: a new one would first need a handshake
+        # with the sleeping store, so the stalled commit would never leave the sidecar (then it
+        # applies on its re-send, still once, but this test is about one the server ran late).
+        await asyncio.gather(*(sc.store.inner.ping() for _ in range(4)))
         request = asyncio.create_task(sc.chat("stalled", tier="strong", request_id="cli-17"))
         await eventually(lambda: sc.store.reads_done >= 1, 2, 0.001, what="the read")
         sleeper = asyncio.create_task(asyncio.to_thread(redis.command, "DEBUG", "SLEEP", 1.2))
