@@ -186,11 +186,14 @@ def read_dumps(paths: Any) -> dict[str, int]:
 def _eligible(t: P.Target, sc: P.Scenario) -> str | None:
     """Why `t` does not run `sc`, or None. orca-quiet runs wherever orca-memory does (the
     timed run leaves it out of some scenarios only to save time); the floor does not
-    translate, so it runs no translated scenario."""
+    translate, so it runs no translated scenario, nor does an `at:<rev>` target (a revision
+    from before translation routes such a request to a channel of the client's format)."""
     base = t.name.split("[", 1)[0]
     base = "orca-memory" if base == "orca-quiet" else base
     if base not in sc.targets:
         return f"{sc.name} is not a {base} scenario"
+    if sc.to and "[at:" in t.name:
+        return "an earlier revision may answer a translated scenario untranslated"
     if not t.serves(sc):
         return f"{t.name} does not serve {sc.route!r} requests"
     return None
@@ -229,7 +232,7 @@ async def _idle(d: Dumper, label: str, seconds: float) -> float:
 async def count_process(plan: Plan, run_no: int, ctx: Ctx) -> dict[str, Any]:
     """One process of `plan` under callgrind through every scenario it serves: per scenario
     the two batches' instruction counts and wall times, and the process's idle rates."""
-    label = _safe(f"{plan.name}.{run_no}")
+    label = f"{_safe(plan.name)}.{run_no}"
     out = ctx.wd / f"cg-{label}"
     t0 = time.monotonic()
     target = await asyncio.to_thread(plan.start, callgrind_launch(out, ctx.setarch), label)
