@@ -274,7 +274,10 @@ def _render_facts(console: Any, doc: dict[str, Any]) -> None:
         if "load_rate" in wk:
             line += (f"; while serving, {wk['load_rate']:,} a second of wall time (fit over "
                      f"{wk['pairs']} pairs of processes), about {wk['share_mean']:.2%} of a "
-                     f"figure (at most {wk['share_max']:.2%}); not subtracted")
+                     f"figure (at most {wk['share_max']:.2%}); not subtracted. Spread between "
+                     f"processes: median {wk['spread_median']:.2%}, max {wk['spread_max']:.2%}; "
+                     f"with the wake-ups subtracted {wk['spread_fitted_median']:.2%} and "
+                     f"{wk['spread_fitted_max']:.2%}")
         console.print(line)
     if "instructions_per_us" in rate:
         nat = rate["native"]

@@ -462,6 +462,20 @@ def wakeups(procs: Sequence[dict[str, Any]], inst: dict[str, Any],
         shares = [k * x / f for x, f in walls if f]
         out.update(load_rate=round(k), share_mean=round(statistics.mean(shares), 5),
                    share_max=round(max(shares), 5))
+        spreads, fitted = [], []
+        for scs in inst.values():
+            for fig in scs.values():
+                vals = [r["per_request"] - k * (r["wall_n2_s"] - r["wall_n1_s"]) / dn
+                        for r in fig["runs"]]
+                mean = statistics.mean(vals)
+                fig["per_request_fitted"] = round(mean)
+                fig["spread_fitted"] = round((max(vals) - min(vals)) / mean, 5)
+                spreads.append(fig["spread"])
+                fitted.append(fig["spread_fitted"])
+        out.update(spread_median=round(statistics.median(spreads), 5),
+                   spread_max=max(spreads),
+                   spread_fitted_median=round(statistics.median(fitted), 5),
+                   spread_fitted_max=max(fitted))
     return out
 
 
