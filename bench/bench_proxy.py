@@ -3,6 +3,7 @@
     python bench/bench_proxy.py              # full run (2,000 requests a figure, 3 rounds)
     python bench/bench_proxy.py --quick      # a smoke run in about a minute
     python bench/bench_proxy.py --json       # one JSON document on stdout, nothing else
+    python bench/bench_proxy.py --instructions  # instructions a request, counted by callgrind
 
 One run starts a fast fake upstream (`bench/fake_upstream.py`), `orca serve` with the memory
 store, `orca serve` with Redis (db 15, a unique key prefix deleted afterwards) and LiteLLM
