@@ -3,6 +3,7 @@
     python bench/bench_proxy.py              # full run (2,000 requests a figure, 3 rounds)
     python bench/bench_proxy.py --quick      # a smoke run in about a minute
     python bench/bench_proxy.py --json       # one JSON document on stdout, nothing else
+    python bench/bench_proxy.py --instructions  # instructions a request, counted by callgrind
 
 One run starts a fast fake upstream (`bench/fake_upstream.py`), `orca serve` with the memory
 store, `orca serve` with Redis (db 15, a unique key prefix deleted afterwards) and LiteLLM
@@ -320,11 +321,14 @@ async def _run_rounds(targets: dict[str, Target], args: argparse.Namespace,
 
 
 def _chosen(spec: str) -> list[Scenario]:
-    """`--scenarios json_c1,responses_` → the scenarios whose name starts with any entry."""
+    """`--scenarios json_c1,responses_` → the scenarios whose name starts with any entry; an
+    entry ending in `$` names one scenario exactly (`json_c1$`: not json_c16)."""
     if not spec:
         return list(SCENARIOS)
     wanted = [w.strip() for w in spec.split(",") if w.strip()]
-    chosen = [sc for sc in SCENARIOS if any(sc.name.startswith(w) for w in wanted)]
+    chosen = [sc for sc in SCENARIOS
+              if any(sc.name == w[:-1] if w.endswith("$") else sc.name.startswith(w)
+                     for w in wanted)]
     if not chosen:
         raise SystemExit(f"--scenarios {spec!r} names none of: "
                          + ", ".join(sc.name for sc in SCENARIOS))
@@ -410,7 +414,8 @@ def _parser() -> argparse.ArgumentParser:
                         "the request log's cost is measured against")
     p.add_argument("--scenarios", default="", metavar="NAMES",
                    help="only the scenarios whose name starts with one of these "
-                        "(comma-separated, e.g. json_c1,stream_c1,responses_)")
+                        "(comma-separated, e.g. json_c1,stream_c1,responses_; a trailing $ "
+                        "matches a name exactly: json_c1$ is not json_c16)")
     p.add_argument("--what-if", default="", help="also measure bench/orca_what_if.py "
                    "variants beside orca-memory, e.g. nodelay,uvloop; at:<git-rev> runs "
                    "that commit's orca_cli (a before/after in one run)")
@@ -422,6 +427,24 @@ def _parser() -> argparse.ArgumentParser:
                         "first, so each round's figure comes from another process: the median "
                         "then spans processes, whose layout in memory alone moves CPU per "
                         "request by more than the request log costs")
+    p.add_argument("--redis-url", default=REDIS_URL,
+                   help=f"the Redis target's database ({REDIS_URL}; its keys get a unique "
+                        "prefix and are deleted at the end)")
+    p.add_argument("--instructions", action="store_true",
+                   help="count instructions a request instead of timing: every proxy under "
+                        "valgrind --tool=callgrind, (count(N2) - count(N1)) / (N2 - N1) per "
+                        "scenario; syscalls a request from strace (bench/proxy_instructions.py)")
+    p.add_argument("--instr-counts", default="40,240", metavar="N1,N2",
+                   help="--instructions: the two batch sizes, after the same warm-up (40,240)")
+    p.add_argument("--instr-runs", type=int, default=2,
+                   help="--instructions: processes per target; the spread between them is "
+                        "the figure's repeatability (2)")
+    p.add_argument("--instr-jobs", type=int, default=os.cpu_count() or 1,
+                   help="--instructions: processes under callgrind at once (nproc)")
+    p.add_argument("--instr-idle", type=float, default=3.0, metavar="S",
+                   help="--instructions: seconds of idle counted for the idle rate (3)")
+    p.add_argument("--no-strace", action="store_true",
+                   help="--instructions: no syscall counts")
     p.add_argument("--json", action="store_true", help="one JSON document on stdout")
     p.add_argument("--render", type=Path, default=None, metavar="FILE",
                    help="print the tables of a saved --json document and exit")
@@ -431,10 +454,18 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.render is not None:
-        from bench.proxy_report import render
+        saved = orjson.loads(args.render.read_bytes())
+        if saved.get("mode") == "instructions":
+            from bench.instr_report import render as render_instructions
 
-        render(orjson.loads(args.render.read_bytes()))
+            render_instructions(saved)
+        else:
+            from bench.proxy_report import render
+
+            render(saved)
         return 0
+    if args.instructions:
+        return _instructions(args)
     quick = args.quick
     args.requests = args.requests or (300 if quick else 2000)
     args.litellm_requests = args.litellm_requests or (100 if quick else 500)
@@ -502,10 +533,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 responses=not old)
             procs.append(proc)
             targets[name] = _orca(name, proc, responses=not old)
-        why = "--no-redis" if args.no_redis else T.redis_available(REDIS_URL)
+        why = "--no-redis" if args.no_redis else T.redis_available(args.redis_url)
         if why is None:
             red = T.start_orca("orca-redis", wd, upstream.port, proxy_cpu, backend="redis",
-                               redis_url=REDIS_URL, key_prefix=prefix)
+                               redis_url=args.redis_url, key_prefix=prefix)
             redis_used = True
             procs.append(red)
             targets["orca-redis"] = _orca("orca-redis", red)
@@ -537,7 +568,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for p in procs:
             T.stop(p)
         if redis_used:
-            notes["redis_keys_deleted"] = str(T.redis_cleanup(REDIS_URL, prefix))
+            notes["redis_keys_deleted"] = str(T.redis_cleanup(args.redis_url, prefix))
         shutil.rmtree(wd, ignore_errors=True)
     stat1 = _cpu_stat()
     delta = [b - a for a, b in zip(stat0, stat1, strict=False)]
@@ -566,6 +597,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         saved = RESULTS / f"proxy-{time.strftime('%Y-%m-%d')}.json"
         saved.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         log(f"saved {saved.relative_to(ROOT)}")
+    if args.json:
+        sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        render(doc)
+    return 0
+
+
+def _instructions(args: argparse.Namespace) -> int:
+    """`--instructions`: instructions (and syscalls) a request of each proxy process, counted
+    rather than timed (bench/proxy_instructions.py); saved as
+    bench/results/instructions-<date>.json unless --no-save."""
+    from bench.instr_report import render
+    from bench.proxy_instructions import run
+
+    args.warmup = args.warmup or 20
+    doc = run(args)
+    if not args.no_save:
+        from bench.proxy_report import RESULTS
+
+        RESULTS.mkdir(exist_ok=True)
+        saved = RESULTS / f"instructions-{time.strftime('%Y-%m-%d')}.json"
+        saved.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        print(f"saved {saved.relative_to(ROOT)}", file=sys.stderr, flush=True)
     if args.json:
         sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:

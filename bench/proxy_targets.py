@@ -32,6 +32,7 @@ from typing import Any
 __all__ = [
     "LITELLM_VERSION",
     "CpuSample",
+    "Launch",
     "Proc",
     "cpu_sample",
     "ensure_litellm",
@@ -72,6 +73,20 @@ class Proc:
             return self.log.read_text(errors="replace")[-chars:]
         except OSError:
             return ""
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """How a measured server is started when not plainly: `wrap` goes in front of its argv
+    (e.g. `setarch -R valgrind --tool=callgrind ...`), `env` is added to its environment, and
+    `ready_s` bounds the wait for its port (a server under valgrind starts ~50x slower)."""
+
+    wrap: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    ready_s: float = 60.0
+
+
+PLAIN = Launch()
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +141,10 @@ def _pin(cpu: int | None) -> None:
 
 
 def _spawn(name: str, argv: list[str], *, env: dict[str, str], cpu: int | None,
-           workdir: Path, port: int) -> Proc:
+           workdir: Path, port: int, launch: Launch = PLAIN) -> Proc:
     log = workdir / f"{name}.log"
+    argv = [*launch.wrap, *argv]
+    env = {**env, **dict(launch.env)}
     with open(log, "wb") as out:
         popen = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
                                  stdin=subprocess.DEVNULL, cwd=workdir,
@@ -173,13 +190,15 @@ def start_fake_upstream(workdir: Path, cpu: int | None) -> Proc:
     return proc
 
 
-def start_floor(workdir: Path, upstream_port: int, cpu: int | None) -> Proc:
+def start_floor(workdir: Path, upstream_port: int, cpu: int | None,
+                launch: Launch = PLAIN, name: str = "floor") -> Proc:
     """`bench/floor_proxy.py`: uvicorn + raw ASGI + aiohttp and nothing else (the floor)."""
     port = free_port()
     argv = [sys.executable, str(ROOT / "bench" / "floor_proxy.py"), "--upstream-port",
             str(upstream_port), "--port", str(port)]
-    proc = _spawn("floor", argv, env=_clean_env(), cpu=cpu, workdir=workdir, port=port)
-    _wait_listening(proc, 60.0)
+    proc = _spawn(name, argv, env=_clean_env(), cpu=cpu, workdir=workdir, port=port,
+                  launch=launch)
+    _wait_listening(proc, launch.ready_s)
     return proc
 
 
@@ -277,12 +296,13 @@ def start_orca(name: str, workdir: Path, upstream_port: int, cpu: int | None, *,
                backend: str = "memory", redis_url: str = "", key_prefix: str = "orca",
                python_args: tuple[str, ...] = (), what_if: str | None = None,
                config: str | None = None, serve_args: tuple[str, ...] = (),
-               responses: bool = True) -> Proc:
+               responses: bool = True, launch: Launch = PLAIN) -> Proc:
     """`orca serve` in its own process; `python_args` may put a profiler in front, and
     `what_if` names a `bench/orca_what_if.py` variant to run instead of the shipped CLI.
     `config` replaces the `orca_config` text; `notes["token_path"]` is its admin token.
     `serve_args` go after `orca serve`'s own (e.g. `--quiet`: no request log); `responses`
-    False leaves the Responses API out of the config (for a revision that predates it)."""
+    False leaves the Responses API out of the config (for a revision that predates it).
+    `launch` wraps the process (valgrind, for `bench_proxy.py --instructions`)."""
     cfg = workdir / f"{name}.toml"
     cfg.write_text(config if config is not None else orca_config(
         upstream_port, backend=backend, redis_url=redis_url, key_prefix=key_prefix,
@@ -294,8 +314,8 @@ def start_orca(name: str, workdir: Path, upstream_port: int, cpu: int | None, *,
              else [str(ROOT / "bench" / "orca_what_if.py"), what_if])
     argv = [sys.executable, *python_args, *entry, "serve", "--config", str(cfg),
             "--port", str(port), *serve_args]
-    proc = _spawn(name, argv, env=env, cpu=cpu, workdir=workdir, port=port)
-    _wait_listening(proc, 60.0)
+    proc = _spawn(name, argv, env=env, cpu=cpu, workdir=workdir, port=port, launch=launch)
+    _wait_listening(proc, launch.ready_s)
     proc.notes["token_path"] = str(workdir / f"{name}-state" / "orca" / "admin.token")
     return proc
 
