@@ -102,68 +102,64 @@ class MemoryStore(Keyspace):
     async def read(self, req: ReadRequest) -> Snapshot:
         self.reads += 1
         now = self._clock.now()
-        tier_text: str | None = None
-        tier_doc: dict[str, Any] | None = None
-        pins: dict[str, str] = {}
-        chans: dict[str, Mapping[str, Any]] = {}
-        share = ShareCounts()
-        affinity: Mapping[str, Any] | None = None
-        linucb: dict[str, list[float]] = {}
-        pct: tuple[float, ...] = ()
+        got: dict[str, Any] = {}
         if req.router:
             K.check_name(req.router)
             if req.session:
-                tag = K.slot_tag(self._prefix, SlotRef.of_session(req.router, req.session))
-                tier_key = tag + K.tier_key()
-                tier_text = self._text(tier_key, now)
-                tier_doc = self._doc(tier_key, now)
-                for tier in ("base", "strong"):
-                    model = self._text(tag + K.pin_key(tier), now)
-                    if model is not None:
-                        pins[tier] = model
-                    chan = self._doc(tag + K.chan_key(tier), now)
-                    if chan is not None:
-                        chans[tier] = chan
-            rtag = K.slot_tag(self._prefix, SlotRef.of_router(req.router))
-            share = self._share(rtag, req.share_hours, now)
-            if req.affinity_key:
-                affinity = self._doc(rtag + K.affinity_key(req.affinity_key), now)
+                self._read_session(req.router, req.session, now, got)
+            self._read_router(req, req.router, now, got)
+        if req.workspace:
+            got["workspace_share"] = self._share(K.slot_tag(self._prefix, K.WORKSPACE),
+                                                 req.share_hours, now)
+        if req.budget_counters or req.budget_limits:
+            got["budgets"] = self._counters(req.budget_counters, now)
+            got["budget_limits"] = self._limits(req.budget_limits, now)
+        return Snapshot(**got)
+
+    def _read_session(self, router: str, session: str, now: float, got: dict[str, Any]) -> None:
+        """The session slot: tier document and version, model and channel pins per tier."""
+        tag = K.slot_tag(self._prefix, SlotRef.of_session(router, session))
+        tier_key = tag + K.tier_key()
+        got["tier"] = self._doc(tier_key, now)
+        got["tier_version"] = doc_version(self._text(tier_key, now))
+        pins: dict[str, str] = {}
+        chans: dict[str, Mapping[str, Any]] = {}
+        for tier in ("base", "strong"):
+            model = self._text(tag + K.pin_key(tier), now)
+            if model is not None:
+                pins[tier] = model
+            chan = self._doc(tag + K.chan_key(tier), now)
+            if chan is not None:
+                chans[tier] = chan
+        got["pins"], got["channel_pins"] = pins, chans
+
+    def _read_router(self, req: ReadRequest, router: str, now: float,
+                     got: dict[str, Any]) -> None:
+        """The router slot: the share window, an affinity pin, bandit arms, percentile samples."""
+        rtag = K.slot_tag(self._prefix, SlotRef.of_router(router))
+        got["share"] = self._share(rtag, req.share_hours, now)
+        if req.affinity_key:
+            got["affinity"] = self._doc(rtag + K.affinity_key(req.affinity_key), now)
+        if req.linucb_arms:
+            linucb: dict[str, list[float]] = {}
             for arm in req.linucb_arms:
                 v = self._value(rtag + K.linucb_key(arm), now)
-                linucb[arm] = (
-                    vector_from_hash(v)
-                    if isinstance(v, dict)
-                    else vector_from_text(v if isinstance(v, str) else None)
-                )
-            if req.percentile_samples > 0:
-                samples = self._value(rtag + K.PCT_KEY, now)
-                if isinstance(samples, list):
-                    pct = tuple(floats(samples[: req.percentile_samples]))
-        ws = ShareCounts()
-        if req.workspace:
-            ws = self._share(K.slot_tag(self._prefix, K.WORKSPACE), req.share_hours, now)
-        budgets: dict[str, Spend] = {}
+                linucb[arm] = (vector_from_hash(v) if isinstance(v, dict)
+                               else vector_from_text(v if isinstance(v, str) else None))
+            got["linucb"] = linucb
+        if req.percentile_samples > 0:
+            samples = self._value(rtag + K.PCT_KEY, now)
+            if isinstance(samples, list):
+                got["percentile_samples"] = tuple(floats(samples[: req.percentile_samples]))
+
+    def _limits(self, names: tuple[str, ...], now: float) -> dict[str, float]:
+        btag = K.slot_tag(self._prefix, K.BUDGETS)
         limits: dict[str, float] = {}
-        if req.budget_counters or req.budget_limits:
-            budgets = self._counters(req.budget_counters, now)
-            btag = K.slot_tag(self._prefix, K.BUDGETS)
-            for name in req.budget_limits:
-                raw = self._text(btag + K.budget_limit_key(name), now)
-                if raw is not None:
-                    limits[name] = float(raw)
-        return Snapshot(
-            tier=tier_doc,
-            tier_version=doc_version(tier_text),
-            pins=pins,
-            channel_pins=chans,
-            share=share,
-            workspace_share=ws,
-            affinity=affinity,
-            linucb=linucb,
-            percentile_samples=pct,
-            budgets=budgets,
-            budget_limits=limits,
-        )
+        for name in names:
+            raw = self._text(btag + K.budget_limit_key(name), now)
+            if raw is not None:
+                limits[name] = float(raw)
+        return limits
 
     def _counters(self, names: tuple[str, ...], now: float) -> dict[str, Spend]:
         btag = K.slot_tag(self._prefix, K.BUDGETS)
