@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 __all__ = [
+    "BaseConversation",
     "ConsumePending",
     "Deescalate",
     "Escalate",
@@ -48,6 +49,14 @@ class OnceBoost:
 @dataclass(frozen=True, slots=True)
 class Deescalate:
     scope: Scope = "main"
+
+
+@dataclass(frozen=True, slots=True)
+class BaseConversation:
+    """Remember a conversation (its opening-ask fingerprint) that opened with an easy ask
+    under a strong session: its requests are served from the base tier. Idempotent."""
+
+    fingerprint: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,4 +101,5 @@ class RecordTurn:
 
 Intent: TypeAlias = (
     Escalate | OnceBoost | Deescalate | Reset | SetPending | ConsumePending | RecordTurn
+    | BaseConversation
 )

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 __all__ = [
     "DEDUPE_RING",
+    "MAX_CONVERSATIONS",
     "MAX_SIGNATURES",
     "MAX_STRIKES_KEPT",
     "Ask",
@@ -30,6 +31,7 @@ Ask = Literal["strong", "once", "base"]
 DEDUPE_RING = 64  # SPEC §6.1: the last 64 dedupe keys
 MAX_SIGNATURES = 32  # error signatures remembered for request-side strikes
 MAX_STRIKES_KEPT = 16  # strikes older than the window are dropped at commit anyway
+MAX_CONVERSATIONS = 16  # sub-agent conversations served from base under a strong session
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,9 @@ class TierState:
     signatures: tuple[str, ...] = ()  # normalised error signatures seen in earlier turns
     dedupe: tuple[str, ...] = ()  # ring of the last DEDUPE_RING dedupe keys
     pending: Pending | None = None
+    # Fingerprints of the conversations that opened with an easy ask while the session was
+    # strong (an agent's sub-agents): served from the base tier (`escalation._sub_agent`).
+    conversations: tuple[str, ...] = ()
     episode_started: float = 0.0
     shadow: TierState | None = None  # mode = "shadow": triggers B and C run on this state
     version: int = 0  # the store's `v`; read-only here
@@ -120,6 +125,8 @@ class TierState:
             "pending": self.pending.to_doc() if self.pending else None,
             "started": self.episode_started,
         }
+        if self.conversations:
+            doc["convs"] = list(self.conversations)
         if self.shadow is not None:
             doc["shadow"] = self.shadow.to_doc()
         if self.version:
@@ -148,6 +155,7 @@ class TierState:
                 signatures=tuple(map(str, doc.get("sigs", ()))),
                 dedupe=tuple(map(str, doc.get("dedupe", ()))),
                 pending=Pending.from_doc(doc.get("pending")),
+                conversations=tuple(map(str, doc.get("convs", ()))),
                 episode_started=float(doc.get("started", 0.0)),
                 shadow=TierState.from_doc(shadow_doc) if isinstance(shadow_doc, dict) else None,
                 version=int(doc.get("v", 0)),

@@ -101,6 +101,42 @@ async def test_a_strike_resets_the_clean_turn_count(launch: Launch) -> None:
     assert back.tier_header == "base; reason=deescalated"
 
 
+# --- a strong session's sub-agents -------------------------------------------------------------
+
+async def test_a_sub_agent_of_a_strong_session_is_served_from_base_with_its_continuations(
+        launch: Launch) -> None:
+    """A search sub-agent under the session id (its own system prompt and opening ask) does
+    not inherit the strong tier; its continuation stays on its model and key; the main
+    conversation stays strong, and a sub-agent handed hard work inherits it."""
+    st = await launch()
+    main, sid = Conversation(), "sub-1"
+    ok(await st.chat(main.user_turn(f"{HARD_PROSE}\n\n{goroutine_dump(8)}"), session=sid))
+    main.reply("The promote path upgrades the lock without rechecking.")
+    hard = ok(await st.chat(main.user_turn(f"{HARD_PROSE}\n\n{python_traceback(6)}"),
+                            session=sid))
+    main.reply("Here is the fix.")
+    assert hard.tier_header == "strong; reason=difficulty"
+
+    search = Conversation(system="You are a search agent. Report file paths and lines.")
+    first = ok(await st.chat(search.user_turn("Find every caller of loadConfig."),
+                             session=sid))
+    assert first.tier_header == "base; reason=sub_agent" and first.model in BASE_MODELS
+    cont = ok(await st.chat(search.tool_continuation("internal/config/load.go:12"),
+                            session=sid))
+    assert cont.tier_header == "base; reason=sub_agent" and cont.model == first.model
+    assert evals(await st.trace(cont))["sub_agent"]["known"] is True
+
+    back = await _trivial(st, main, 0, sid)
+    assert back.tier_header == "strong; reason=difficulty" and back.model == STRONG_MODEL
+    worker = Conversation(system="You are a worker agent.")
+    handed = ok(await st.chat(worker.user_turn(f"{HARD_PROSE}\n\n{goroutine_dump(6)}"),
+                              session=sid))
+    assert handed.tier_header == "strong; reason=difficulty"
+    state = await st.state(sid)
+    assert state is not None and state.tier == "strong" and len(state.conversations) == 1
+    assert [e["event"] for e in await st.audit()] == ["escalated"]
+
+
 # --- the sliding tier TTL ----------------------------------------------------------------------
 
 async def test_the_tier_ttl_slides_and_its_expiry_starts_a_new_episode(
