@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from rich.console import Console
 
+from orca_cli.cli.explain import render_trace
 from orca_cli.clock import FakeClock
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.testing import eventually
@@ -124,7 +126,11 @@ async def test_a_sub_agent_of_a_strong_session_is_served_from_base_with_its_cont
     cont = ok(await st.chat(search.tool_continuation("internal/config/load.go:12"),
                             session=sid))
     assert cont.tier_header == "base; reason=sub_agent" and cont.model == first.model
-    assert evals(await st.trace(cont))["sub_agent"]["known"] is True
+    trace = await st.trace(cont)
+    assert evals(trace)["sub_agent"]["known"] is True
+    console = Console(record=True, width=200)
+    console.print(render_trace(trace))  # what `orca explain` prints
+    assert "sub-agent: a conversation already served from base" in console.export_text()
 
     back = await _trivial(st, main, 0, sid)
     assert back.tier_header == "strong; reason=difficulty" and back.model == STRONG_MODEL
