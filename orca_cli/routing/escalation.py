@@ -111,6 +111,7 @@ def _record(sig: TurnSignals, st: TierState, t2: float, scope: str = "main") -> 
         signatures=sig.signatures,
         request_strike=request_strike(sig.signatures, st.signatures),
         scope=scope,  # type: ignore[arg-type]
+        history=not sig.fresh,
     )
 
 
@@ -179,14 +180,17 @@ def _sub_agent(st: TierState, sig: TurnSignals, esc: EscalationConfig,
     cold on every model, so starting it on base costs no cache; once its fingerprint is
     remembered, its continuations follow it to base, where its cache is. A conversation that
     opens with an ask at or above t1, a known conversation's request with an explicit ask, and
-    the conversation that escalated keep the strong tier. (evaluation, intents) or None."""
+    the conversation that escalated keep the strong tier. Only on a session whose requests
+    carry their history (`TierState.history`): a client that sends each turn alone (or
+    continues by `previous_response_id`) has no other conversation to tell apart. (evaluation,
+    intents) or None."""
     if ask is not None or not sig.conversation:
         return None
     ev: dict[str, Any] = {"conversation": sig.conversation, "known": False,
                           "delta": round(sig.delta_score, 4), "t1": esc.t1}
     if sig.conversation in st.conversations:
         return {**ev, "known": True}, ()
-    if sig.fresh and st.turn > 0 and sig.delta_score < esc.t1:
+    if st.history and sig.fresh and sig.delta_score < esc.t1:
         return ev, (BaseConversation(sig.conversation),)
     return None
 

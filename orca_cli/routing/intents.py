@@ -97,6 +97,7 @@ class RecordTurn:
     request_strike: bool = False
     response_strikes: tuple[str, ...] = ()  # filled in after the response (SPEC §3 step 8)
     scope: Scope = "main"
+    history: bool = False  # the body carried its conversation's history (an assistant message)
 
 
 Intent: TypeAlias = (

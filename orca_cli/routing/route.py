@@ -189,7 +189,8 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState | None, caps: CapsV
     evidence["signatures"] = len(signatures)
     fresh = _fresh_conversation(inp.body)
     # Which conversation: read only where a strong session's sub-agent rule can use it.
-    named = state is not None and state.tier == "strong" and (fresh or bool(state.conversations))
+    named = (state is not None and state.tier == "strong"
+             and ((fresh and state.history) or bool(state.conversations)))
     sig = TurnSignals(dedupe_key=inp.dedupe_key, delta_score=inp.delta.score,
                       user_turn=inp.delta.is_user_turn, signatures=signatures, ask=inp.ask,
                       fresh=fresh,

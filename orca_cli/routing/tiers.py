@@ -89,6 +89,9 @@ class TierState:
     # Fingerprints of the conversations that opened with an easy ask while the session was
     # strong (an agent's sub-agents): served from the base tier (`escalation._sub_agent`).
     conversations: tuple[str, ...] = ()
+    # An evaluated turn of this episode carried its conversation's history (an assistant
+    # message): the session is an agent's, so a request without history is another conversation.
+    history: bool = False
     episode_started: float = 0.0
     shadow: TierState | None = None  # mode = "shadow": triggers B and C run on this state
     version: int = 0  # the store's `v`; read-only here
@@ -127,6 +130,8 @@ class TierState:
         }
         if self.conversations:
             doc["convs"] = list(self.conversations)
+        if self.history:
+            doc["hist"] = True
         if self.shadow is not None:
             doc["shadow"] = self.shadow.to_doc()
         if self.version:
@@ -156,6 +161,7 @@ class TierState:
                 dedupe=tuple(map(str, doc.get("dedupe", ()))),
                 pending=Pending.from_doc(doc.get("pending")),
                 conversations=tuple(map(str, doc.get("convs", ()))),
+                history=doc.get("hist") is True,
                 episode_started=float(doc.get("started", 0.0)),
                 shadow=TierState.from_doc(shadow_doc) if isinstance(shadow_doc, dict) else None,
                 version=int(doc.get("v", 0)),

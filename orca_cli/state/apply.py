@@ -111,7 +111,7 @@ def _record_turn(st: TierState, rec: RecordTurn, now: float, esc: EscalationConf
         clean = 0 if kind else clean + 1
     return replace(st, turn=turn, streak=streak, strikes=strikes,
                    signatures=sigs[-MAX_SIGNATURES:], dedupe=ring, clean_turns=clean,
-                   last_success=max(st.last_success, now))
+                   last_success=max(st.last_success, now), history=st.history or rec.history)
 
 
 def _transition(st: TierState, intent: Intent, now: float, esc: EscalationConfig) -> TierState:

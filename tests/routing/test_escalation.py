@@ -266,6 +266,16 @@ def test_a_new_conversation_with_a_hard_opening_or_an_ask_keeps_the_strong_tier(
     assert s.turn(0.2, fresh=True, conv="").tier == "strong"  # no opening ask to name it
 
 
+def test_a_client_that_sends_each_turn_alone_has_no_sub_agents() -> None:
+    """Every request without history (an SDK sending only the new message): no conversation
+    to tell apart, so an easy turn of its strong session stays strong."""
+    s = Session()
+    s.turn(0.2, ask="strong", fresh=True)
+    d = s.turn(0.2, fresh=True, conv="turn-2")
+    assert (d.tier, d.reason) == ("strong", "explicit")
+    assert s.state is not None and not s.state.history and s.state.conversations == ()
+
+
 def test_a_cold_clean_session_deescalates_rather_than_serving_one_sub_agent_base() -> None:
     s = Session()
     s.turn(0.2, ask="strong")
