@@ -187,7 +187,9 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState | None, caps: CapsV
     inp, esc = c.inp, router.escalation
     signatures = error_signatures(inp.delta.tool_result_texts)
     evidence["signatures"] = len(signatures)
-    fresh = _fresh_conversation(inp.body)
+    # A Responses request continuing by `previous_response_id` carries no assistant message,
+    # yet it continues its conversation: it is no side request, and its user turn counts.
+    fresh = _fresh_conversation(inp.body) and not inp.previous_response
     # Which conversation: read only where a strong session's sub-agent rule can use it.
     named = (state is not None and state.tier == "strong"
              and ((fresh and state.history) or bool(state.conversations)))
