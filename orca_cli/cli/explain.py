@@ -199,6 +199,12 @@ def _tier(root: Any, tier: Mapping[str, Any]) -> None:
         node.add(f"de-escalation: cache {'cold' if d.get('cold') else 'warm'} · clean turns "
                  f"{_e(d.get('clean_turns'))}/{_e(d.get('needed'))} · delta {_num(d.get('delta'))} "
                  f"vs t1 {_num(d.get('t1'))}")
+    sub = ev.get("sub_agent")
+    if sub:
+        why = ("a conversation already served from base" if sub.get("known") else
+               f"a new conversation opening with delta {_num(sub.get('delta'))} "
+               f"< t1 {_num(sub.get('t1'))}")
+        node.add(f"sub-agent: {why} (opening {_e(sub.get('conversation'))}) → base")
     caps = ev.get("caps")
     if caps:
         node.add(f"caps at resolve: {_e(caps.get('session_count'))}/{_e(caps.get('max_per_session'))} "

@@ -240,17 +240,20 @@ def archetype_outcomes(run: EscalationRun) -> dict[str, dict[str, Any]]:
 
 def band_shares(run: EscalationRun, prepared: Sequence[Sequence[Prepared]],
                 cfg: Config) -> dict[str, Any]:
-    """The weak / mid / strong band shares of the turns the session router served from its
-    base tier, by the banding score and the router's t1 / t2 (what `gated_adaptive` would
-    pick), overall and per archetype. Side requests and requests another router served (an
-    agent's small-model calls aliased to a background router) are not banded there."""
+    """The weak / mid / strong band shares of the turns of each session's own conversation
+    that the session router served from its base tier, by the banding score and the router's
+    t1 / t2 (what `gated_adaptive` would pick), overall and per archetype. Side requests,
+    requests another router served (an agent's small-model calls aliased to a background
+    router) and the requests of other conversations under the session id (sub-agents) are
+    not the session's turns and are not banded here."""
     from orca_cli.routing.strategies.gated_adaptive import BAND_NAMES, band_index
 
     router = _router(cfg)
     acc: dict[str, Counter[str]] = defaultdict(Counter)
     for name, turns, rows in zip(run.archetypes, run.turns, prepared):
         for t, p in zip(turns, rows):
-            if not t.strong and not t.side and t.router == router.name:
+            if (not t.strong and not t.side and t.router == router.name
+                    and p.turn.conversation == "main"):
                 acc[name][BAND_NAMES[band_index(p.banding, router)]] += 1
 
     def shares(c: Counter[str]) -> dict[str, Any]:

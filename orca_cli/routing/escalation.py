@@ -10,6 +10,11 @@ Triggers, ranked by trust (SPEC §6.2):
   B difficulty  delta ≥ T2 on 2 consecutive *user* turns (tool continuations are neutral)
   C strikes   2 strikes inside the last `strike_window_turns` evaluated turns
 B and C corroborate only within their own class. Every class obeys the caps (SPEC §6.4).
+
+A strong session's sub-agents (`_sub_agent`): a conversation that opens under the session id
+while the session is strong, with an easy ask (delta < t1 on its first request), is served
+from the base tier, and so is every later request of it (remembered by the fingerprint of its
+opening ask). The session stays strong for the conversation that earned it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 from orca_cli.config.schema import EscalationConfig
 from orca_cli.routing.caps import CapsView, share_denied
 from orca_cli.routing.intents import (
+    BaseConversation,
     ConsumePending,
     Deescalate,
     Escalate,
@@ -48,6 +54,9 @@ class TurnSignals:
     # already has turns it is a side request under the same session id (an agent's title
     # request, a sub-agent's first ask) and is neutral for the difficulty streak.
     fresh: bool = False
+    # The fingerprint of the conversation's opening ask (`wire.transcript.opening_fingerprint`),
+    # read only while the session is strong; "" otherwise.
+    conversation: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +111,7 @@ def _record(sig: TurnSignals, st: TierState, t2: float, scope: str = "main") -> 
         signatures=sig.signatures,
         request_strike=request_strike(sig.signatures, st.signatures),
         scope=scope,  # type: ignore[arg-type]
+        history=not sig.fresh,
     )
 
 
@@ -159,6 +169,30 @@ def _deescalation(st: TierState, sig: TurnSignals, esc: EscalationConfig, ask: A
     fires = (ask is None and cold and sig.delta_score < esc.t1
              and st.clean_turns >= esc.clean_turns)
     return ev, fires
+
+
+def _sub_agent(st: TierState, sig: TurnSignals, esc: EscalationConfig,
+               ask: Ask | None) -> tuple[dict[str, Any], tuple[Intent, ...]] | None:
+    """A request of a strong session served from the base tier because it belongs to another
+    conversation under the session id that opened with an easy ask — an agent's sub-agent sent
+    to search, list or summarise (Claude Code's Explore asks for the small model itself; a Codex
+    sub-agent inherits the main model). Its first request (no assistant message yet) is cache-
+    cold on every model, so starting it on base costs no cache; once its fingerprint is
+    remembered, its continuations follow it to base, where its cache is. A conversation that
+    opens with an ask at or above t1, a known conversation's request with an explicit ask, and
+    the conversation that escalated keep the strong tier. Only on a session whose requests
+    carry their history (`TierState.history`): a client that sends each turn alone (or
+    continues by `previous_response_id`) has no other conversation to tell apart. (evaluation,
+    intents) or None."""
+    if ask is not None or not sig.conversation:
+        return None
+    ev: dict[str, Any] = {"conversation": sig.conversation, "known": False,
+                          "delta": round(sig.delta_score, 4), "t1": esc.t1}
+    if sig.conversation in st.conversations:
+        return {**ev, "known": True}, ()
+    if st.history and sig.fresh and sig.delta_score < esc.t1:
+        return ev, (BaseConversation(sig.conversation),)
+    return None
 
 
 def _escalation(a: _Ask, eng: _Engine, esc: EscalationConfig,
@@ -241,6 +275,10 @@ def resolve_tier(
         if cold_and_clean:
             return decide("base", "deescalated", "", (Deescalate(),), state_tier="base",
                           eng=eng)
+        side = _sub_agent(st, sig, esc, a.ask)
+        if side is not None:
+            evals["sub_agent"] = side[0]
+            return decide("base", "sub_agent", "", side[1], eng=eng)
         trigger, new = (st.trigger or "explicit"), False
     else:
         up = _escalation(a, eng, esc, strong_window_s)

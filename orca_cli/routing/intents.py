@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 __all__ = [
+    "BaseConversation",
     "ConsumePending",
     "Deescalate",
     "Escalate",
@@ -48,6 +49,14 @@ class OnceBoost:
 @dataclass(frozen=True, slots=True)
 class Deescalate:
     scope: Scope = "main"
+
+
+@dataclass(frozen=True, slots=True)
+class BaseConversation:
+    """Remember a conversation (its opening-ask fingerprint) that opened with an easy ask
+    under a strong session: its requests are served from the base tier. Idempotent."""
+
+    fingerprint: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +97,10 @@ class RecordTurn:
     request_strike: bool = False
     response_strikes: tuple[str, ...] = ()  # filled in after the response (SPEC §3 step 8)
     scope: Scope = "main"
+    history: bool = False  # the body carried its conversation's history (an assistant message)
 
 
 Intent: TypeAlias = (
     Escalate | OnceBoost | Deescalate | Reset | SetPending | ConsumePending | RecordTurn
+    | BaseConversation
 )

@@ -62,6 +62,7 @@ from orca_cli.routing.snapshot import Snapshot
 from orca_cli.routing.strategies import STRATEGIES, Ranking, StrategySignals
 from orca_cli.routing.strikes import error_signatures
 from orca_cli.routing.tiers import Tier, TierState
+from orca_cli.wire.transcript import opening_fingerprint
 
 __all__ = ["MAX_FALLBACK_MODELS", "Attempt", "PinRead", "RouteInput", "RoutePlan",
            "overflow_refusal", "plan_route"]
@@ -184,9 +185,16 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState | None, caps: CapsV
     inp, esc = c.inp, router.escalation
     signatures = error_signatures(inp.delta.tool_result_texts)
     evidence["signatures"] = len(signatures)
+    # A Responses request continuing by `previous_response_id` carries no assistant message,
+    # yet it continues its conversation: it is no side request, and its user turn counts.
+    fresh = _fresh_conversation(inp.body) and not inp.previous_response
+    # Which conversation: read only where a strong session's sub-agent rule can use it.
+    named = (state is not None and state.tier == "strong"
+             and ((fresh and state.history) or bool(state.conversations)))
     sig = TurnSignals(dedupe_key=inp.dedupe_key, delta_score=inp.delta.score,
                       user_turn=inp.delta.is_user_turn, signatures=signatures, ask=inp.ask,
-                      fresh=_fresh_conversation(inp.body))
+                      fresh=fresh,
+                      conversation=opening_fingerprint(inp.body, inp.api) if named else "")
     t2 = effective_t2(threshold=esc.threshold, t2=esc.t2, t1=esc.t1,
                       percentile=esc.percentile, samples=c.snapshot.percentile_samples)
     return resolve_tier(state, sig, caps, esc, now=now, t2=t2,

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 __all__ = [
     "DEDUPE_RING",
+    "MAX_CONVERSATIONS",
     "MAX_SIGNATURES",
     "MAX_STRIKES_KEPT",
     "Ask",
@@ -30,6 +31,7 @@ Ask = Literal["strong", "once", "base"]
 DEDUPE_RING = 64  # SPEC §6.1: the last 64 dedupe keys
 MAX_SIGNATURES = 32  # error signatures remembered for request-side strikes
 MAX_STRIKES_KEPT = 16  # strikes older than the window are dropped at commit anyway
+MAX_CONVERSATIONS = 16  # sub-agent conversations served from base under a strong session
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +86,12 @@ class TierState:
     signatures: tuple[str, ...] = ()  # normalised error signatures seen in earlier turns
     dedupe: tuple[str, ...] = ()  # ring of the last DEDUPE_RING dedupe keys
     pending: Pending | None = None
+    # Fingerprints of the conversations that opened with an easy ask while the session was
+    # strong (an agent's sub-agents): served from the base tier (`escalation._sub_agent`).
+    conversations: tuple[str, ...] = ()
+    # An evaluated turn of this episode carried its conversation's history (an assistant
+    # message): the session is an agent's, so a request without history is another conversation.
+    history: bool = False
     episode_started: float = 0.0
     shadow: TierState | None = None  # mode = "shadow": triggers B and C run on this state
     version: int = 0  # the store's `v`; read-only here
@@ -120,6 +128,10 @@ class TierState:
             "pending": self.pending.to_doc() if self.pending else None,
             "started": self.episode_started,
         }
+        if self.conversations:
+            doc["convs"] = list(self.conversations)
+        if self.history:
+            doc["hist"] = True
         if self.shadow is not None:
             doc["shadow"] = self.shadow.to_doc()
         if self.version:
@@ -148,6 +160,8 @@ class TierState:
                 signatures=tuple(map(str, doc.get("sigs", ()))),
                 dedupe=tuple(map(str, doc.get("dedupe", ()))),
                 pending=Pending.from_doc(doc.get("pending")),
+                conversations=tuple(map(str, doc.get("convs", ()))),
+                history=doc.get("hist") is True,
                 episode_started=float(doc.get("started", 0.0)),
                 shadow=TierState.from_doc(shadow_doc) if isinstance(shadow_doc, dict) else None,
                 version=int(doc.get("v", 0)),

@@ -23,6 +23,7 @@ from typing import Any
 
 from orca_cli.config.schema import EscalationConfig
 from orca_cli.routing.intents import (
+    BaseConversation,
     ConsumePending,
     Deescalate,
     Escalate,
@@ -34,6 +35,7 @@ from orca_cli.routing.intents import (
 )
 from orca_cli.routing.tiers import (
     DEDUPE_RING,
+    MAX_CONVERSATIONS,
     MAX_SIGNATURES,
     MAX_STRIKES_KEPT,
     Pending,
@@ -109,7 +111,7 @@ def _record_turn(st: TierState, rec: RecordTurn, now: float, esc: EscalationConf
         clean = 0 if kind else clean + 1
     return replace(st, turn=turn, streak=streak, strikes=strikes,
                    signatures=sigs[-MAX_SIGNATURES:], dedupe=ring, clean_turns=clean,
-                   last_success=max(st.last_success, now))
+                   last_success=max(st.last_success, now), history=st.history or rec.history)
 
 
 def _transition(st: TierState, intent: Intent, now: float, esc: EscalationConfig) -> TierState:
@@ -140,4 +142,9 @@ def _transition(st: TierState, intent: Intent, now: float, esc: EscalationConfig
         if st.pending is not None and st.pending.id == intent.id:
             return replace(st, pending=None)
         return st
+    if isinstance(intent, BaseConversation):
+        if intent.fingerprint in st.conversations:
+            return st
+        return replace(st, conversations=(*st.conversations,
+                                          intent.fingerprint)[-MAX_CONVERSATIONS:])
     return st  # RecordTurn is handled before transitions

@@ -31,7 +31,8 @@ from typing import Any
 
 from orca_cli.wire.hygiene import is_agent_context
 
-__all__ = ["MODEL_ITEMS", "input_items", "read_responses_latest", "read_responses_transcript"]
+__all__ = ["MODEL_ITEMS", "input_items", "read_responses_latest", "read_responses_opening",
+           "read_responses_transcript"]
 
 # Items the model produced: a latest-turn walk stops at the first of them.
 MODEL_ITEMS = frozenset({"function_call", "custom_tool_call", "reasoning"})
@@ -114,6 +115,19 @@ def read_responses_latest(
         elif kind in _OUTPUT_ITEMS:
             read_parts(item.get("output"), tools, keep)
     return users, tools, len(items)
+
+
+def read_responses_opening(body: Mapping[str, Any], keep: Keep) -> list[str]:
+    """The user-authored texts of the first user message that has any (Codex's own context
+    messages — AGENTS.md, environment, permissions — are skipped): the conversation's ask."""
+    keep_authored = _authored(keep)
+    for item in input_items(body):
+        if isinstance(item, Mapping) and item_kind(item) == "message" and _role(item) == "user":
+            texts: list[str] = []
+            read_parts(item.get("content"), texts, keep_authored)
+            if texts:
+                return texts
+    return []
 
 
 def read_responses_transcript(

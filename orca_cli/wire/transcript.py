@@ -30,6 +30,7 @@ user-authored text.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,7 @@ from orca_cli.types import Api
 from orca_cli.wire.hygiene import strip_injected
 from orca_cli.wire.responses_input import (
     read_responses_latest,
+    read_responses_opening,
     read_responses_transcript,
 )
 
@@ -50,6 +52,8 @@ __all__ = [
     "detect_api",
     "has_tools",
     "latest_turn",
+    "opening_ask",
+    "opening_fingerprint",
     "strip_injected",
     "transcript",
 ]
@@ -177,6 +181,36 @@ def latest_turn(body: Any, api: Api) -> Turn:
         all_users += users
         all_tools += tools
     return Turn(tuple(all_users), tuple(all_tools), n)
+
+
+def opening_ask(body: Any, api: Api) -> str:
+    """The conversation's opening ask: the user-authored text of its first user message that
+    has any (injected blocks removed; tool results are not asked). Every request of one
+    conversation re-sends the same history, so this names the conversation — a sub-agent
+    under the same session id opens with its own ask. Walks forward and stops there; ""
+    when there is none."""
+    if not isinstance(body, Mapping):
+        return ""
+    if api == "responses":
+        return "\n".join(read_responses_opening(body, _keep))
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return ""
+    for m in messages:
+        if isinstance(m, Mapping) and _kind(m, "role") == "user":
+            users: list[str] = []
+            _read_user(m.get("content"), users, [])
+            if users:
+                return "\n".join(users)
+    return ""
+
+
+def opening_fingerprint(body: Any, api: Api) -> str:
+    """16 hex characters of sha256 over `opening_ask`; "" when the body has no ask."""
+    ask = opening_ask(body, api)
+    if not ask:
+        return ""
+    return hashlib.sha256(ask.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def transcript(body: Any, api: Api) -> Transcript:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from rich.console import Console
 
+from orca_cli.cli.explain import render_trace
 from orca_cli.clock import FakeClock
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.testing import eventually
@@ -99,6 +101,46 @@ async def test_a_strike_resets_the_clean_turn_count(launch: Launch) -> None:
     st.clock.advance(WINDOW_S + 1)
     back = await _trivial(st, conv, 3, sid)
     assert back.tier_header == "base; reason=deescalated"
+
+
+# --- a strong session's sub-agents -------------------------------------------------------------
+
+async def test_a_sub_agent_of_a_strong_session_is_served_from_base_with_its_continuations(
+        launch: Launch) -> None:
+    """A search sub-agent under the session id (its own system prompt and opening ask) does
+    not inherit the strong tier; its continuation stays on its model and key; the main
+    conversation stays strong, and a sub-agent handed hard work inherits it."""
+    st = await launch()
+    main, sid = Conversation(), "sub-1"
+    ok(await st.chat(main.user_turn(f"{HARD_PROSE}\n\n{goroutine_dump(8)}"), session=sid))
+    main.reply("The promote path upgrades the lock without rechecking.")
+    hard = ok(await st.chat(main.user_turn(f"{HARD_PROSE}\n\n{python_traceback(6)}"),
+                            session=sid))
+    main.reply("Here is the fix.")
+    assert hard.tier_header == "strong; reason=difficulty"
+
+    search = Conversation(system="You are a search agent. Report file paths and lines.")
+    first = ok(await st.chat(search.user_turn("Find every caller of loadConfig."),
+                             session=sid))
+    assert first.tier_header == "base; reason=sub_agent" and first.model in BASE_MODELS
+    cont = ok(await st.chat(search.tool_continuation("internal/config/load.go:12"),
+                            session=sid))
+    assert cont.tier_header == "base; reason=sub_agent" and cont.model == first.model
+    trace = await st.trace(cont)
+    assert evals(trace)["sub_agent"]["known"] is True
+    console = Console(record=True, width=200)
+    console.print(render_trace(trace))  # what `orca explain` prints
+    assert "sub-agent: a conversation already served from base" in console.export_text()
+
+    back = await _trivial(st, main, 0, sid)
+    assert back.tier_header == "strong; reason=difficulty" and back.model == STRONG_MODEL
+    worker = Conversation(system="You are a worker agent.")
+    handed = ok(await st.chat(worker.user_turn(f"{HARD_PROSE}\n\n{goroutine_dump(6)}"),
+                              session=sid))
+    assert handed.tier_header == "strong; reason=difficulty"
+    state = await st.state(sid)
+    assert state is not None and state.tier == "strong" and len(state.conversations) == 1
+    assert [e["event"] for e in await st.audit()] == ["escalated"]
 
 
 # --- the sliding tier TTL ----------------------------------------------------------------------

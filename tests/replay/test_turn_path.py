@@ -100,6 +100,35 @@ def test_codex_sub_agents_inherit_the_session_router() -> None:
     asyncio.run(go())
 
 
+def test_codex_sub_agents_of_a_strong_session_are_served_from_the_base_tier() -> None:
+    """A search sub-agent opening under an escalated session (an easy ask) starts on base,
+    and its continuation follows it there (warm); the main conversation stays strong."""
+    corpus = generate(sessions=60, agent_shaped=True)
+    checked = 0
+    for s in corpus:
+        if s.api != "openai" or s.archetype not in ("latent_hard", "hard_start"):
+            continue
+        run, store = asyncio.run(_replay(s))
+        results = run.turns[0]
+        escalated = next(i for i, r in enumerate(results) if r.strong)
+        subs = [i for i, t in enumerate(s.turns)
+                if t.conversation == "sub-agent" and i > escalated]
+        if not subs:
+            continue
+        for i in subs:
+            assert (results[i].strong, results[i].reason) == (False, "sub_agent")
+            trace = asyncio.run(store.get_trace(f"replay-0-{i}"))
+            assert trace is not None
+            if s.turns[i].kind == "tool":  # the continuation: remembered, on the same model
+                assert trace["tier"]["evaluations"]["sub_agent"]["known"] is True
+                assert trace["usage"]["cached_tokens"] > 0  # and key: warm
+        later_main = [results[i] for i in range(escalated, len(results))
+                      if s.turns[i].conversation == "main"]
+        assert all(r.strong for r in later_main)
+        checked += 1
+    assert checked >= 3
+
+
 def _turn(cfg: Config, scorer: Scorer, session: Session, k: int, *,
           precomputed: bool) -> Turn:
     t = session.turns[k]

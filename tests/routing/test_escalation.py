@@ -29,11 +29,13 @@ class Session:
              ask: str | None = None, caps: CapsView = NO_CAPS, key: str | None = None,
              commit: bool = True, response_strikes: tuple[str, ...] = (),
              gap_s: float = 30.0, strong_available: bool = True,
-             fresh: bool = False) -> TierDecision:
+             fresh: bool = False, conv: str = "main") -> TierDecision:
         self.n += 1
         self.now += gap_s
+        strong = self.state is not None and self.state.tier == "strong"
         sig = TurnSignals(dedupe_key=key or f"k{self.n}", delta_score=delta, user_turn=user,
-                          signatures=sigs, ask=ask, fresh=fresh)  # type: ignore[arg-type]
+                          signatures=sigs, ask=ask, fresh=fresh,  # type: ignore[arg-type]
+                          conversation=conv if strong else "")
         d = resolve_tier(self.state, sig, caps, self.esc, now=self.now, t2=self.esc.t2,
                          strong_window_s=300, strong_available=strong_available)
         if commit:
@@ -231,6 +233,69 @@ def test_a_side_request_under_the_session_id_neither_extends_nor_resets_the_stre
     t.turn(0.72)
     t.turn(0.1)  # the same easy turn inside the main conversation resets it
     assert t.state is not None and t.state.streak == 0
+
+
+def test_a_sub_agent_opening_easy_under_a_strong_session_is_served_from_base() -> None:
+    """Its first request (no assistant message yet) is cold on every model; its fingerprint is
+    remembered, so its continuations follow it to base; the session stays strong."""
+    s = Session()
+    s.turn(0.2)
+    s.turn(0.72)
+    assert s.turn(0.72).tier == "strong"
+    d = s.turn(0.22, fresh=True, conv="sub-1")  # "find every caller of load_config"
+    assert (d.tier, d.reason, d.state_tier) == ("base", "sub_agent", "strong")
+    assert d.evaluations["sub_agent"]["known"] is False
+    assert s.state is not None and s.state.conversations == ("sub-1",)
+    d = s.turn(0.37, user=False, conv="sub-1")  # its file read, above t1: still its own
+    assert (d.tier, d.reason) == ("base", "sub_agent")
+    assert d.evaluations["sub_agent"]["known"] is True
+    assert s.turn(0.2, conv="main").tier == "strong"  # the conversation that escalated
+    assert s.state.tier == "strong" and s.state.escalation_count == 1
+
+
+def test_a_new_conversation_with_a_hard_opening_or_an_ask_keeps_the_strong_tier() -> None:
+    s = Session()
+    s.turn(0.2, ask="strong")
+    d = s.turn(0.6, fresh=True, conv="worker")  # a sub-agent handed the hard part
+    assert (d.tier, d.reason) == ("strong", "explicit")
+    assert s.turn(0.2, user=False, conv="worker").tier == "strong"
+    s.turn(0.2, fresh=True, conv="explorer")
+    assert s.turn(0.2, conv="explorer").reason == "sub_agent"
+    d = s.turn(0.2, conv="explorer", ask="strong")  # asked for: a class A ask is obeyed
+    assert (d.tier, d.reason) == ("strong", "explicit")
+    assert s.turn(0.2, fresh=True, conv="").tier == "strong"  # no opening ask to name it
+
+
+def test_a_client_that_sends_each_turn_alone_has_no_sub_agents() -> None:
+    """Every request without history (an SDK sending only the new message): no conversation
+    to tell apart, so an easy turn of its strong session stays strong."""
+    s = Session()
+    s.turn(0.2, ask="strong", fresh=True)
+    d = s.turn(0.2, fresh=True, conv="turn-2")
+    assert (d.tier, d.reason) == ("strong", "explicit")
+    assert s.state is not None and not s.state.history and s.state.conversations == ()
+
+
+def test_a_cold_clean_session_deescalates_rather_than_serving_one_sub_agent_base() -> None:
+    s = Session()
+    s.turn(0.2, ask="strong")
+    for _ in range(3):
+        s.turn(0.2)
+    d = s.turn(0.2, fresh=True, conv="sub", gap_s=400)
+    assert (d.tier, d.reason) == ("base", "deescalated")
+    assert s.state is not None and s.state.tier == "base" and s.state.conversations == ()
+
+
+def test_remembered_sub_agents_survive_the_document_and_are_bounded() -> None:
+    s = Session()
+    s.turn(0.2, ask="strong")
+    for i in range(20):
+        s.turn(0.1, fresh=True, conv=f"c{i}")
+        s.turn(0.1, fresh=True, conv=f"c{i}", key=f"again{i}")  # the same opening: no copy
+    assert s.state is not None
+    assert s.state.conversations == tuple(f"c{i}" for i in range(4, 20))
+    assert TierState.from_doc(s.state.to_doc()) == s.state
+    assert "convs" not in TierState().to_doc()
 
 
 def test_racing_identical_escalations_merge_and_a_stale_writer_cannot_clobber() -> None:

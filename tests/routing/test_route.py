@@ -9,7 +9,9 @@ from orca_cli.routing.candidates import key_slots
 from orca_cli.routing.features import Scorer
 from orca_cli.routing.route import RouteInput, RoutePlan, plan_route
 from orca_cli.routing.target import resolve_target
+from orca_cli.routing.tiers import TierState
 from orca_cli.state.base import ShareCounts, Snapshot
+from tests.routing.bodies import HARD_PROSE, goroutine_dump
 from tests.routing.cfg import channel, config, price
 
 SCORER = Scorer()
@@ -143,3 +145,22 @@ def test_no_usable_candidate_is_a_503_refusal_naming_why() -> None:
     plan = _plan(cfg)
     assert plan.refusal is not None and plan.refusal[0] == 503
     assert "cheap-a" in plan.refusal[2]
+
+
+def test_a_turn_continuing_by_previous_response_id_counts_for_the_difficulty_streak() -> None:
+    """Its body holds only the new input (no assistant message), like a side request's first
+    ask; it continues the conversation stored upstream, so its hard user turn corroborates."""
+    cfg = _cfg()
+    body = {"model": "orca/coding", "previous_response_id": "resp_1",
+            "input": [{"role": "user", "content": f"{HARD_PROSE}\n\n{goroutine_dump(8)}"}]}
+    delta = SCORER.delta(body, "responses")
+    assert delta.is_user_turn and delta.score >= cfg.routers["coding"].escalation.t2
+    snapshot = Snapshot(tier=TierState(turn=2, streak=1).to_doc())
+    for previous in (True, False):
+        inp = RouteInput(target=resolve_target("orca/coding", cfg), api="responses", body=body,
+                         delta=delta, est_tokens=100, session="s1", dedupe_key="d2",
+                         previous_response=previous)
+        plan = plan_route(cfg, inp, snapshot, now=1_000_000.0, scorer=SCORER,
+                          rng=random.Random(1))
+        expected = "strong; reason=difficulty" if previous else "base; reason=default"
+        assert plan.decision.header == expected  # without the id: a side request's first ask

@@ -14,6 +14,8 @@ from orca_cli.wire.transcript import (
     detect_api,
     has_tools,
     latest_turn,
+    opening_ask,
+    opening_fingerprint,
     strip_injected,
     transcript,
 )
@@ -234,3 +236,43 @@ def test_junk_yields_empty_extractions(body: Any, api: str) -> None:
     assert turn.user_texts == () and turn.tool_results == ()
     t = transcript(body, api)  # type: ignore[arg-type]
     assert t.texts == () and t.system == "" and not t.has_tools
+
+
+# ------------------------------------------------------------------ the opening ask
+
+
+def test_the_opening_ask_names_the_conversation_in_every_request_of_it() -> None:
+    """Claude Code: the first user message holds injected reminders and the ask; later
+    requests re-send it, so the opening (and its fingerprint) stays the same."""
+    first = {"system": [{"type": "text", "text": SYS}], "messages": [
+        {"role": "user", "content": [
+            {"type": "text", "text": "<system-reminder>todo list empty</system-reminder>"},
+            {"type": "text", "text": "find every caller of load_config"}]}]}
+    later = copy.deepcopy(first)
+    later["messages"] += [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Grep",
+                                           "input": {"pattern": "load_config"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "src/a.py:3"}]}]
+    assert opening_ask(first, "anthropic") == "find every caller of load_config"
+    assert opening_fingerprint(first, "anthropic") == opening_fingerprint(later, "anthropic")
+    other = copy.deepcopy(first)
+    other["messages"][0]["content"][1]["text"] = "why does the cache race?"
+    assert opening_fingerprint(other, "anthropic") != opening_fingerprint(first, "anthropic")
+    assert len(opening_fingerprint(first, "anthropic")) == 16
+
+
+def test_the_opening_ask_skips_system_messages_and_tool_results() -> None:
+    body = {"messages": [{"role": "system", "content": SYS},
+                         {"role": "user", "content": [
+                             {"type": "tool_result", "tool_use_id": "x", "content": "out"}]},
+                         {"role": "user", "content": "rename cfg to config"},
+                         {"role": "user", "content": "and the tests"}]}
+    assert opening_ask(body, "openai") == "rename cfg to config"
+
+
+@pytest.mark.parametrize("body", [None, {}, {"messages": "x"}, {"messages": [
+    {"role": "user", "content": "<system-reminder>only this</system-reminder>"}]}])
+@pytest.mark.parametrize("api", ["openai", "anthropic", "responses"])
+def test_no_opening_ask_gives_no_fingerprint(body: Any, api: str) -> None:
+    assert opening_ask(body, api) == "" and opening_fingerprint(body, api) == ""  # type: ignore[arg-type]

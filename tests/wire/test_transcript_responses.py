@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from orca_cli.routing.features import Scorer
-from orca_cli.wire.transcript import detect_api, has_tools, latest_turn, transcript
+from orca_cli.wire.transcript import (
+    detect_api,
+    has_tools,
+    latest_turn,
+    opening_ask,
+    transcript,
+)
 
 ENC = "gAAAAA" + "Z" * 4000  # an opaque encrypted reasoning blob
 
@@ -158,3 +164,15 @@ def test_an_ask_after_a_stripped_block_in_one_part_is_kept() -> None:
     body = {"input": [{"role": "user", "content": [{"type": "input_text",
              "text": "<environment_context>x</environment_context>\nfix the flaky test"}]}]}
     assert latest_turn(body, "responses").user_texts == ("fix the flaky test",)
+
+
+def test_the_opening_ask_of_a_codex_body_is_the_first_typed_prompt() -> None:
+    """Codex's developer and environment-context messages come first; its AGENTS.md message
+    is context too: the opening is what the person (or the spawning agent) asked."""
+    body = _codex_body()
+    body["input"].insert(1, {"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": "# AGENTS.md instructions for /x\n\n<INSTRUCTIONS>"
+                                       "be brief</INSTRUCTIONS>"}]})
+    assert opening_ask(body, "responses") == "fix the failing test"
+    assert opening_ask({"input": "list the callers of main"}, "responses") == \
+        "list the callers of main"
