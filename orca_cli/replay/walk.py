@@ -82,7 +82,10 @@ class Walker:
 
     def _head(self, p: Prepared) -> RequestHead:
         ask = self.ask if p.turn.kind == "user" else None
-        headers: Headers = [("content-type", "application/json")]
+        # The corpus's session is the session: a `--corpus` file names it beside bodies that
+        # may carry no id of their own (the built-in corpus's bodies carry the same one).
+        headers: Headers = [("content-type", "application/json"),
+                            ("x-session-id", p.turn.session_id)]
         if ask is not None:
             headers.append(("x-orcarouter-tier", ask))
         return RequestHead(method="POST", path=PATHS[p.api], api=p.api, headers=headers,

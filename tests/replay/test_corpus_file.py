@@ -15,15 +15,25 @@ from tests.routing.bodies import tool_call, tool_results, user
 from tests.routing.test_banding import agent_body, easy_session
 from tests.routing.test_strike_producers import fixture, next_attempt
 
+# One failure loop per language SPEC §19 names, each on a real tool's output (the strike
+# producers' fixtures, written from what the tools print): (archetype, fixture, command).
+LOOPS = (
+    ("cc_go_loop", "go_build_go120.txt", "go build ./..."),
+    ("cc_ts_loop", "tsc.txt", "npx tsc --noEmit"),
+    ("cc_rust_loop", "rustc.txt", "cargo build"),
+    ("cc_py_loop", "python_traceback.txt", "python -m orders.sync"),
+    ("cc_jest_loop", "jest.txt", "npx jest"),
+)
 
-def _go_loop(api: Any) -> list[dict[str, Any]]:
-    """A Claude-Code-sized session looping on the same Go compile errors."""
+
+def _loop(api: Any, name: str, command: str) -> list[dict[str, Any]]:
+    """A Claude-Code-sized session looping on the same failure of one tool."""
     msgs: list[dict[str, Any]] = [user(api, "Make the build pass.")]
     out = [msgs]
-    failure = fixture("go_build_go120.txt")
+    failure = fixture(name)
     for i in range(5):
         failure = next_attempt(failure, {})
-        msgs = [*msgs, tool_call(api, f"c{i}", "go build ./..."),
+        msgs = [*msgs, tool_call(api, f"c{i}", command),
                 *tool_results(api, f"c{i}", failure, "Still failing, fix it.")]
         out.append(msgs)
     return out
@@ -35,9 +45,10 @@ def _write(tmp_path: Path) -> Path:
         for messages in easy_session("anthropic"):
             lines.append({"session": f"easy-{s}", "archetype": "cc_easy",
                           "body": agent_body("anthropic", 20, 17, messages)})
-    for messages in _go_loop("anthropic"):
-        lines.append({"session": "loop", "archetype": "cc_go_loop", "needs_strong": True,
-                      "body": agent_body("anthropic", 20, 17, messages)})
+    for archetype, name, command in LOOPS:
+        for messages in _loop("anthropic", name, command):
+            lines.append({"session": archetype, "archetype": archetype, "needs_strong": True,
+                          "body": agent_body("anthropic", 20, 17, messages)})
     path = tmp_path / "corpus.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     return path
@@ -47,12 +58,15 @@ def test_a_corpus_file_replays_with_its_archetypes_and_band_shares(tmp_path: Pat
     result = CliRunner().invoke(app, ["replay", "--corpus", str(_write(tmp_path)), "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["config"]["sessions"] == 5 and doc["config"]["corpus"].endswith("corpus.jsonl")
+    assert doc["config"]["sessions"] == 4 + len(LOOPS)
+    assert doc["config"]["corpus"].endswith("corpus.jsonl")
     assert doc["prevalence"] == []
     a = doc["archetypes"]
     assert a["cc_easy"] == {"sessions": 4, "escalated": 0, "by_trigger": {},
                             "first_turn": None, "false_positives": 0}
-    assert a["cc_go_loop"]["by_trigger"] == {"strikes": 1} and a["cc_go_loop"]["first_turn"] <= 6
+    for archetype, _, _ in LOOPS:  # Go, TypeScript, Rust, Python, jest: strikes within 6 turns
+        assert a[archetype]["by_trigger"] == {"strikes": 1}, (archetype, a[archetype])
+        assert a[archetype]["first_turn"] <= 6, (archetype, a[archetype])
     assert doc["bands"]["archetypes"]["cc_easy"]["weak"] == 1.0
 
 
