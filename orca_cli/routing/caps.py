@@ -52,6 +52,9 @@ class CapsView:
     state_lost_at: float | None = None  # set after a detected state loss
     enabled: bool = True  # the replay turns share caps off for the report's figures
     budget_denied: bool = False  # SPEC §17: a [budgets] budget is at 80 % or more
+    # The strong tier has a candidate that can serve the request (its format, its context):
+    # when it has none, a strong ask is denied as `no_candidate`.
+    strong_available: bool = True
 
     def to_trace(self) -> dict[str, object]:
         return {

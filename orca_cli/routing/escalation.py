@@ -208,12 +208,11 @@ def _escalation(a: _Ask, eng: _Engine, esc: EscalationConfig,
     return None
 
 
-def _denial(st: TierState, caps: CapsView, esc: EscalationConfig, *, new: bool,
-            strong_available: bool) -> str:
+def _denial(st: TierState, caps: CapsView, esc: EscalationConfig, *, new: bool) -> str:
     """Every class obeys the caps (SPEC §6.4): the reason a strong tier is refused, or ""."""
     if new and st.escalation_count >= esc.max_per_session:
         return "session_cap"
-    if not strong_available:
+    if not caps.strong_available:
         return "no_candidate"
     if caps.budget_denied:
         return "budget"
@@ -236,11 +235,10 @@ def resolve_tier(
     now: float,
     t2: float,
     strong_window_s: float,
-    strong_available: bool,
 ) -> TierDecision:
     """Decide this request's tier. `t2` is the effective delta gate (`caps.effective_t2`);
     `strong_window_s` the cache window of the strong tier's channel (recorded at escalation);
-    `strong_available` whether the strong tier has a candidate speaking the inbound format.
+    `caps.strong_available` whether the strong tier has a candidate for the request.
 
     A repeated turn (its dedupe key already in the ring) adds no evidence to B or C, but its
     class A ask is acted on like any other: dedupe guards strikes and streaks, not asks."""
@@ -287,7 +285,7 @@ def resolve_tier(
         (trigger, transition), new = up, True
         extra = (transition,)
 
-    denied = _denial(st, caps, esc, new=new, strong_available=strong_available)
+    denied = _denial(st, caps, esc, new=new)
     evals["caps"] = {"new_transition": new, "session_count": st.escalation_count,
                      "max_per_session": esc.max_per_session, "denied": denied or None}
     if denied:

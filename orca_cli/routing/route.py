@@ -197,9 +197,10 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState | None, caps: CapsV
                       conversation=opening_fingerprint(inp.body, inp.api) if named else "")
     t2 = effective_t2(threshold=esc.threshold, t2=esc.t2, t1=esc.t1,
                       percentile=esc.percentile, samples=c.snapshot.percentile_samples)
+    if not any(x.excluded is None for x in strong):
+        caps = replace(caps, strong_available=False)
     return resolve_tier(state, sig, caps, esc, now=now, t2=t2,
-                        strong_window_s=_window(c.cfg, strong),
-                        strong_available=any(x.excluded is None for x in strong))
+                        strong_window_s=_window(c.cfg, strong))
 
 
 def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,

@@ -45,8 +45,7 @@ async def drive(st: Store, cfg: Config, session: str, *, now: float, rid: str,
                     warmup_requests=esc.warmup_requests)
     decision = resolve_tier(TierState.from_doc(snap.tier),
                             TurnSignals(f"k-{rid}", delta, True, ask=ask),  # type: ignore[arg-type]
-                            caps, esc, now=now, t2=esc.t2, strong_window_s=300,
-                            strong_available=True)
+                            caps, esc, now=now, t2=esc.t2, strong_window_s=300)
     model = "gpt-4.1" if decision.tier == "strong" else "deepseek-chat"
     ctx = PlanContext(request_id=rid, router=router, session=session, explicit_session=True,
                       durable_store=st.backend == "redis", esc=esc, now=now)

@@ -36,8 +36,10 @@ class Session:
         sig = TurnSignals(dedupe_key=key or f"k{self.n}", delta_score=delta, user_turn=user,
                           signatures=sigs, ask=ask, fresh=fresh,  # type: ignore[arg-type]
                           conversation=conv if strong else "")
+        if not strong_available:
+            caps = replace(caps, strong_available=False)
         d = resolve_tier(self.state, sig, caps, self.esc, now=self.now, t2=self.esc.t2,
-                         strong_window_s=300, strong_available=strong_available)
+                         strong_window_s=300)
         if commit:
             intents = tuple(replace(i, response_strikes=response_strikes)
                             if isinstance(i, RecordTurn) else i for i in d.intents)
@@ -301,15 +303,14 @@ def test_remembered_sub_agents_survive_the_document_and_are_bounded() -> None:
 def test_racing_identical_escalations_merge_and_a_stale_writer_cannot_clobber() -> None:
     base = TierState(turn=3, streak=1)
     sig = TurnSignals("a", 0.72, True)
-    d1 = resolve_tier(base, sig, NO_CAPS, ESC, now=10, t2=0.55, strong_window_s=300,
-                      strong_available=True)
+    d1 = resolve_tier(base, sig, NO_CAPS, ESC, now=10, t2=0.55, strong_window_s=300)
     d2 = resolve_tier(base, replace(sig, dedupe_key="b"), NO_CAPS, ESC, now=10, t2=0.55,
-                      strong_window_s=300, strong_available=True)
+                      strong_window_s=300)
     st = apply_to_state(base, d1.intents, 10, ESC)
     st = apply_to_state(st, d2.intents, 11, ESC)  # resolved on the stale snapshot
     assert st.tier == "strong" and st.escalation_count == 1
     stale = resolve_tier(base, TurnSignals("c", 0.1, True), NO_CAPS, ESC, now=10, t2=0.55,
-                         strong_window_s=300, strong_available=True)
+                         strong_window_s=300)
     st = apply_to_state(st, stale.intents, 12, ESC)
     assert st.tier == "strong"
 

@@ -31,7 +31,7 @@ NO_CAPS = CapsView(enabled=False)
 
 def _decide(ask: str | None = None, caps: CapsView = NO_CAPS):  # type: ignore[no-untyped-def]
     return resolve_tier(None, TurnSignals("k", 0.2, True, ask=ask), caps, ESC,  # type: ignore[arg-type]
-                        now=NOW, t2=0.55, strong_window_s=300, strong_available=True)
+                        now=NOW, t2=0.55, strong_window_s=300)
 
 
 OK = TurnOutcome(True, model="deepseek-chat", channel="sim-cheap", key_index=1, key_fp="abcd1234",
