@@ -86,9 +86,10 @@ class CannedTransport:
 
 
 def build_app(tmp: Path, backend: str = "memory", key_prefix: str = "orca",
-              log_to: TextIO | None = None) -> tuple[OrcaApp, Runtime]:
+              log_to: TextIO | None = None, redis_url: str = REDIS_URL
+              ) -> tuple[OrcaApp, Runtime]:
     cfg_path = tmp / "orca.toml"
-    cfg_path.write_text(T.orca_config(9, backend=backend, redis_url=REDIS_URL,
+    cfg_path.write_text(T.orca_config(9, backend=backend, redis_url=redis_url,
                                       key_prefix=key_prefix))
     cfg = load(str(cfg_path))
     canned = CannedTransport()
@@ -151,7 +152,7 @@ class Stages:
                 ("intake: scan_head (head, guard)", app_mod, "scan_head"),
                 ("intake: read_json (body read, parse)", handler, "read_json"),
                 ("prepare (target, session, facts, score)", handler, "prepare"),
-                ("store read", handler, "_read"),
+                ("store read", app.rt.gate, "read_turn"),
                 ("decide (plan_route)", handler, "decide"),
                 ("forward (attempt, relay, usage tap)", handler, "forward"),
                 ("settle (commit batch, trace)", handler, "settle"),
@@ -206,7 +207,8 @@ def main() -> int:
     p.add_argument("--stages", action="store_true", help="µs per request by stage")
     p.add_argument("--quiet", action="store_true", help="no request log (orca serve --quiet)")
     p.add_argument("--store", choices=("memory", "redis"), default="memory",
-                   help=f"redis: {REDIS_URL}, a unique key prefix deleted afterwards")
+                   help="redis: --redis-url, a unique key prefix deleted afterwards")
+    p.add_argument("--redis-url", default=REDIS_URL, help=f"default {REDIS_URL}")
     args = p.parse_args()
     tmp = T.workdir()
     prefix = f"orca-inproc-{os.getpid()}"
@@ -216,13 +218,13 @@ def main() -> int:
             asyncio.run(_measure(tmp, prefix, args, log_to))
     finally:
         if args.store == "redis":
-            T.redis_cleanup(REDIS_URL, prefix)
+            T.redis_cleanup(args.redis_url, prefix)
         shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 
 async def _measure(tmp: Path, prefix: str, args: argparse.Namespace, log_to: TextIO) -> None:
-    app, rt = build_app(tmp, args.store, prefix, None if args.quiet else log_to)
+    app, rt = build_app(tmp, args.store, prefix, None if args.quiet else log_to, args.redis_url)
     try:
         await _rounds(app, args)
     finally:
