@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from orca_cli.state.base import Op, SlotRef, TierDoc
+from orca_cli.state.base import Op, SlotRef, TierDoc, WindowIncrOp
 
 __all__ = [
     "AUDIT_FIELDS",
@@ -105,8 +105,12 @@ def _op_fields(kind: type) -> tuple[bool, tuple[str, ...], bool]:
 
 
 def check_ops(ops: Sequence[Op]) -> None:
-    """Reject what neither backend can store: non-positive TTLs, non-finite numbers, maxlen < 1."""
+    """Reject what neither backend can store: non-positive TTLs, non-finite numbers, maxlen < 1,
+    a window of less than one hour or a bucket kind other than s / t."""
     for op in ops:
+        if type(op) is WindowIncrOp and (op.window_h < 1 or op.kind not in ("s", "t")):
+            raise ValueError(f"WindowIncrOp({op.key!r}) needs window_h >= 1 and kind 's' or "
+                             f"'t', got {op.window_h!r} and {op.kind!r}")
         has_ttl, numbers, has_maxlen = _op_fields(type(op))
         if has_ttl:
             ttl = op.ttl_s  # type: ignore[union-attr]
