@@ -89,8 +89,10 @@ def build_app(tmp: Path, backend: str = "memory", key_prefix: str = "orca",
               log_to: TextIO | None = None, redis_url: str = REDIS_URL
               ) -> tuple[OrcaApp, Runtime]:
     cfg_path = tmp / "orca.toml"
+    # A generous store timeout: under valgrind a first round trip can take 250 ms, and a
+    # timeout would degrade the run (the store's errors are printed after it).
     cfg_path.write_text(T.orca_config(9, backend=backend, redis_url=redis_url,
-                                      key_prefix=key_prefix))
+                                      key_prefix=key_prefix, store_timeout_ms=10_000))
     cfg = load(str(cfg_path))
     canned = CannedTransport()
     app = create_app(cfg, transports={c.name: canned for c in cfg.channels},
