@@ -22,7 +22,7 @@ key per bucket. LEGACY_FOLD moves the per-hour keys of the layout before it
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["ALL_SCRIPTS", "LEGACY_FOLD", "ROUTER_READ", "SLOT_COMMIT", "TRACE_WRITE",
            "WINDOW_READ", "Script"]
@@ -32,10 +32,11 @@ __all__ = ["ALL_SCRIPTS", "LEGACY_FOLD", "ROUTER_READ", "SLOT_COMMIT", "TRACE_WR
 class Script:
     name: str
     source: str
+    # The SHA1 EVALSHA names it by, computed once (every request sends four to six of them).
+    sha: str = field(init=False)
 
-    @property
-    def sha(self) -> str:
-        return hashlib.sha1(self.source.encode()).hexdigest()
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha", hashlib.sha1(self.source.encode()).hexdigest())
 
 
 _SLOT_COMMIT = r"""
