@@ -47,7 +47,12 @@ _VERSION = re.compile(rb'^\{"v":(\d+)')
 
 def dumps(value: Any) -> str:
     """Compact JSON text; unknown types become their `str` (a trace must never fail a commit)."""
-    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    return dumps_bytes(value).decode()
+
+
+def dumps_bytes(value: Any) -> bytes:
+    """`dumps` as UTF-8 bytes, the form a Redis argument is sent in (no decode, no re-encode)."""
+    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
 
 
 def encode_doc(doc: Mapping[str, Any], version: int) -> str:

@@ -1,7 +1,10 @@
 """What the Redis backend sends and how it reads the replies (SPEC §9); pure, no I/O.
 
 Commands are plain tuples for `pipeline.execute_command(*cmd)`. Every command of one slot names
-keys of that slot only, so a Cluster pipeline routes each to its node unchanged.
+keys of that slot only, so a Cluster pipeline routes each to its node unchanged. Arguments that
+are the same on every request (script SHAs, the marker TTL, flags) and the JSON documents are
+handed over as bytes, which redis-py sends as they are instead of encoding each one again;
+command names stay `str` (a Cluster client routes by them).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from orca_cli.state.codec import (
     decode_doc,
     decode_value,
     doc_version,
-    dumps,
+    dumps_bytes,
     ttl_ms,
     vector_from_hash,
     vector_from_text,
@@ -70,6 +73,19 @@ __all__ = [
 ]
 
 Cmd = tuple[Any, ...]
+
+# Constant arguments, encoded once.
+_SLOT_COMMIT_SHA = SLOT_COMMIT.sha.encode()
+_TRACE_WRITE_SHA = TRACE_WRITE.sha.encode()
+_ROUTER_READ_SHA = ROUTER_READ.sha.encode()
+_WINDOW_READ_SHA = WINDOW_READ.sha.encode()
+_MARKER_TTL_MS = str(ttl_ms(MARKER_TTL_S)).encode()
+_SMALL = tuple(str(i).encode() for i in range(64))  # key counts, flags, versions
+_MODES = {m: m.encode() for m in "-rtwd"}  # SLOT_COMMIT's document modes
+
+
+def _int(n: int) -> bytes | int:
+    return _SMALL[n] if 0 <= n < 64 else n
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,12 +146,13 @@ def read_commands(
         rkeys += [rtag + K.linucb_key(arm) for arm in req.linucb_arms]
         if rkeys:
             router = len(cmds)
-            flags = (*window, "1" if req.affinity_key else "0", max(0, req.percentile_samples))
-            cmds.append((verb, ROUTER_READ.sha, len(rkeys), *rkeys, *flags))
+            flags = (*window, _SMALL[1 if req.affinity_key else 0],
+                     _int(max(0, req.percentile_samples)))
+            cmds.append((verb, _ROUTER_READ_SHA, _int(len(rkeys)), *rkeys, *flags))
     if req.workspace and req.share_hours:
         workspace = len(cmds)
         wkey = K.slot_tag(prefix, K.WORKSPACE) + K.SHARE_KEY
-        cmds.append((verb, WINDOW_READ.sha, 1, wkey, *window))
+        cmds.append((verb, _WINDOW_READ_SHA, _SMALL[1], wkey, *window))
     budgets = -1
     if req.budget_counters or req.budget_limits:
         budgets = len(cmds)
@@ -226,15 +243,15 @@ def slot_command(
     tier_ttl = ttl_ms(w.tier_ttl_s) if w.tier_ttl_s > 0 else 0
     return (
         "EVALSHA",
-        SLOT_COMMIT.sha,
-        len(keys),
+        _SLOT_COMMIT_SHA,
+        _int(len(keys)),
         *keys,
-        ttl_ms(MARKER_TTL_S),
-        mode,
-        expected,
+        _MARKER_TTL_MS,
+        _MODES[mode],
+        _int(expected),
         doc,
-        tier_ttl,
-        dumps(ops),
+        _int(tier_ttl),
+        dumps_bytes(ops),
     )
 
 
@@ -280,10 +297,10 @@ def trace_command(
     score = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else now
     return (
         "EVALSHA",
-        TRACE_WRITE.sha,
-        len(keys),
+        _TRACE_WRITE_SHA,
+        _int(len(keys)),
         *keys,
-        dumps(dict(trace)),
+        dumps_bytes(dict(trace)),
         ttl_ms(ttl_s),
         repr(score),
         member,
