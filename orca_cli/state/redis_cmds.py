@@ -70,6 +70,7 @@ __all__ = [
     "slot_command",
     "snapshot_from",
     "trace_command",
+    "wire",
 ]
 
 Cmd = tuple[Any, ...]
@@ -86,6 +87,15 @@ _MODES = {m: m.encode() for m in "-rtwd"}  # SLOT_COMMIT's document modes
 
 def _int(n: int) -> bytes | int:
     return _SMALL[n] if 0 <= n < 64 else n
+
+
+def wire(cmd: Cmd) -> Cmd:
+    """`cmd` with its str and int arguments as the bytes redis-py would send: its encoder
+    spends about 0.45 µs on each (type checks, a codec looked up by name), `str.encode()`
+    0.02. The command name stays as it is: a Cluster client routes by it and replies are
+    parsed by it."""
+    return (cmd[0], *[a.encode() if type(a) is str else b"%d" % a if type(a) is int else a
+                      for a in cmd[1:]])
 
 
 @dataclass(frozen=True, slots=True)
