@@ -203,7 +203,8 @@ def start_floor(workdir: Path, upstream_port: int, cpu: int | None,
 
 
 def orca_config(upstream_port: int, *, backend: str, redis_url: str = "",
-                key_prefix: str = "orca", responses: bool = True) -> str:
+                key_prefix: str = "orca", responses: bool = True,
+                store_timeout_ms: int | None = None) -> str:
     """One channel per wire format at the fake upstream; routers `coding` (both channels'
     models, its cheapest on the Chat Completions one) and `claude` (the Anthropic channel's
     only), gated_adaptive with Frontier Escalation on, as the documented example runs it. The OpenAI channel also answers
@@ -214,6 +215,8 @@ def orca_config(upstream_port: int, *, backend: str, redis_url: str = "",
     state = f'backend = "{backend}"\n'
     if backend == "redis":
         state += f'redis_url = "{redis_url}"\nkey_prefix = "{key_prefix}"\n'
+        if store_timeout_ms is not None:
+            state += f"timeout_ms = {store_timeout_ms}\n"
     return f"""\
 [server]
 host = "127.0.0.1"

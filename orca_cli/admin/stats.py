@@ -1,7 +1,8 @@
 """`stats` for the operator (SPEC §1.1a): per router over its share window, and the workspace.
 
-Read from the router slots' hourly `stats:<hour>` hashes and `share:<hour>:s|t` buckets that
-every billed-success commit increments (`state/plan.py`); nothing is written here. The router
+Read from the router slots' hourly `stats:<hour>` hashes and `share` window hashes (fields
+`<hour>:s|t`) that every billed-success commit increments (`state/plan.py`), plus any per-hour
+`share:<hour>:s|t` keys of the layout before it not folded yet; nothing is written here. The router
 figures use the router's `share_window_h`, the same window its share cap reads, so the strong
 share printed is the one the cap compares; the workspace uses the widest router window.
 """
@@ -30,15 +31,20 @@ def _hour(key: str) -> int | None:
 
 async def _share(store: Store, slot: Literal["router", "workspace"], router: str | None,
                  hours: set[int]) -> tuple[float, float]:
+    buckets: list[tuple[tuple[int, str] | None, Any]] = []
+    for e in await store.scan(slot, router=router, key_prefix=K.SHARE_KEY):
+        if e.key == K.SHARE_KEY and isinstance(e.value, Mapping):
+            buckets += [(K.parse_share_field(f), v) for f, v in e.value.items()]
+        else:
+            buckets.append((K.parse_share_key(e.key), e.value))
     strong = total = 0.0
-    for e in await store.scan(slot, router=router, key_prefix="share:"):
-        bucket = K.parse_share_key(e.key)
-        if bucket is None or bucket[0] not in hours or not isinstance(e.value, (int, float)):
+    for bucket, value in buckets:
+        if bucket is None or bucket[0] not in hours or not isinstance(value, (int, float)):
             continue
         if bucket[1] == "s":
-            strong += float(e.value)
+            strong += float(value)
         else:
-            total += float(e.value)
+            total += float(value)
     return strong, total
 
 

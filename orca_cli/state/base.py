@@ -55,6 +55,7 @@ __all__ = [
     "Snapshot",
     "Store",
     "TierDoc",
+    "WindowIncrOp",
     "ZAddOp",
 ]
 
@@ -151,8 +152,24 @@ class ExpireAtLeastOp:
     ttl_s: float
 
 
+@dataclass(frozen=True, slots=True)
+class WindowIncrOp:
+    """Count into an hour-bucketed window hash (the share window, SPEC §6.4): HINCRBYFLOAT
+    its field `<hour>:<kind>` by `amount`; keep in its field `w` the widest `window_h` any
+    writer asked for; once the hash holds more than 2·w + 1 fields, drop the buckets of hours
+    ≤ hour − w (out of every window a writer reads); extend the hash's TTL to at least `ttl_s`
+    (never shortened: a short-window writer does not expire a long window's buckets)."""
+
+    key: str
+    hour: int
+    kind: str  # "s" | "t" (keys.share_field)
+    amount: float
+    window_h: int
+    ttl_s: float
+
+
 Op: TypeAlias = (SetOp | DelOp | IncrOp | HIncrOp | HIncrManyOp | PushOp | ZAddOp
-                  | ExpireAtLeastOp)
+                 | ExpireAtLeastOp | WindowIncrOp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +215,8 @@ class CommitResult:
 class ReadRequest:
     router: str
     session: str | None = None
-    # Hour buckets (int(ts // 3600)) whose share counters are summed into the snapshot.
+    # The share window: the hour buckets (int(ts // 3600)) from share_hours[0] through
+    # share_hours[-1] (`routing.caps.window_hours`), summed into the snapshot.
     share_hours: tuple[int, ...] = ()
     workspace: bool = True
     affinity_key: str | None = None  # sessionless cache-aware affinity (SPEC §5)

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from orca_cli.state.base import HIncrManyOp, Op, SlotRef, TierDoc
+from orca_cli.state.base import HIncrManyOp, Op, SlotRef, TierDoc, WindowIncrOp
 
 __all__ = [
     "AUDIT_FIELDS",
@@ -47,7 +47,12 @@ _VERSION = re.compile(rb'^\{"v":(\d+)')
 
 def dumps(value: Any) -> str:
     """Compact JSON text; unknown types become their `str` (a trace must never fail a commit)."""
-    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS).decode()
+    return dumps_bytes(value).decode()
+
+
+def dumps_bytes(value: Any) -> bytes:
+    """`dumps` as UTF-8 bytes, the form a Redis argument is sent in (no decode, no re-encode)."""
+    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
 
 
 def encode_doc(doc: Mapping[str, Any], version: int) -> str:
@@ -100,10 +105,14 @@ def _op_fields(kind: type) -> tuple[bool, tuple[str, ...], bool]:
 
 
 def check_ops(ops: Sequence[Op]) -> None:
-    """Reject what neither backend can store: non-positive TTLs, non-finite numbers, maxlen < 1."""
+    """Reject what neither backend can store: non-positive TTLs, non-finite numbers, maxlen < 1,
+    a window of less than one hour or a bucket kind other than s / t."""
     fields = _OP_FIELDS
     for op in ops:
         kind = type(op)
+        if type(op) is WindowIncrOp and (op.window_h < 1 or op.kind not in ("s", "t")):
+            raise ValueError(f"WindowIncrOp({op.key!r}) needs window_h >= 1 and kind 's' or "
+                             f"'t', got {op.window_h!r} and {op.kind!r}")
         has_ttl, numbers, has_maxlen = fields.get(kind) or _op_fields(kind)
         if has_ttl:
             ttl = op.ttl_s  # type: ignore[union-attr]

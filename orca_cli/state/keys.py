@@ -4,13 +4,18 @@ Every key lives in one of four hash slots, so each slot's keys land on one Redis
 and one Lua script can touch them atomically:
 
     <prefix>:{r:<router>:s:<session>}:<suffix>  session: tier, pin:<tier>, chan:<tier>
-    <prefix>:{r:<router>}:<suffix>              router: share:<hour>:s|t, stats:<hour>, pct,
+    <prefix>:{r:<router>}:<suffix>              router: share, stats:<hour>, pct,
                                                 linucb:<arm>, aff:<hash>, recent, audit
-    <prefix>:{w}:<suffix>                       workspace: share:<hour>:s|t, audit
+    <prefix>:{w}:<suffix>                       workspace: share, audit
     <prefix>:{t}:<suffix>                       traces: trace:<id>, cid:<client id>, idx
     <prefix>:epoch                              the state-loss epoch (SPEC §9)
 
 Every slot a commit writes also holds that request's marker `commit:<request_id>`.
+
+`share` is the slot's share window, one hash: fields `<hour>:s` (billed successes served
+strong) and `<hour>:t` (all billed successes) per hour bucket, and `w`, the widest window its
+writers keep (`WindowIncrOp`). Before it, each bucket was a key of its own, `share:<hour>:s|t`
+(`share_key`); a Redis store folds those into the hash (`scripts.LEGACY_FOLD`).
 
 Session ids reach this module already sanitised by `wire/session_id.py` (SPEC §1.4: no `{`, `}`
 or control characters, at most 128 bytes). Router names and the prefix come from config and must
@@ -30,6 +35,7 @@ __all__ = [
     "BUDGETS",
     "PCT_KEY",
     "RECENT_KEY",
+    "SHARE_KEY",
     "SLOT_KINDS",
     "TRACES",
     "TRACE_INDEX_KEY",
@@ -47,10 +53,12 @@ __all__ = [
     "linucb_key",
     "marker_key",
     "parse_key",
+    "parse_share_field",
     "parse_share_key",
     "pin_key",
     "safe_component",
     "scan_pattern",
+    "share_field",
     "share_key",
     "slot_tag",
     "stats_key",
@@ -68,6 +76,7 @@ _UNSAFE_COMPONENT = re.compile(r"[\x00-\x1f\x7f-\x9f{}]")
 _MAX_COMPONENT_BYTES = 128
 
 PCT_KEY = "pct"
+SHARE_KEY = "share"
 RECENT_KEY = "recent"
 AUDIT_KEY = "audit"
 TRACE_INDEX_KEY = "idx"
@@ -214,22 +223,36 @@ def marker_key(request_id: str) -> str:
     return f"commit:{safe_component(request_id)}"
 
 
-def share_key(hour: int, kind: str) -> str:
-    """`kind` is "s" (billed successes served strong) or "t" (all billed successes)."""
+def share_field(hour: int, kind: str) -> str:
+    """A bucket of the `share` hash: `kind` is "s" (billed successes served strong) or "t"
+    (all billed successes)."""
     if kind not in ("s", "t"):
         raise ValueError(f"share bucket kind must be 's' or 't', got {kind!r}")
-    return f"share:{int(hour)}:{kind}"
+    return f"{int(hour)}:{kind}"
+
+
+def parse_share_field(field: str) -> tuple[int, str] | None:
+    """`(hour, kind)` of a `share_field`, or None for any other field (`w`)."""
+    hour, sep, kind = field.partition(":")
+    if not sep or kind not in ("s", "t"):
+        return None
+    try:
+        return int(hour), kind
+    except ValueError:
+        return None
+
+
+def share_key(hour: int, kind: str) -> str:
+    """The legacy per-hour bucket key `share:<hour>:<kind>` (read only to fold it)."""
+    return "share:" + share_field(hour, kind)
 
 
 def parse_share_key(suffix: str) -> tuple[int, str] | None:
-    """`(hour, kind)` of a `share_key` suffix, or None for any other suffix."""
-    parts = suffix.split(":")
-    if len(parts) != 3 or parts[0] != "share" or parts[2] not in ("s", "t"):
+    """`(hour, kind)` of a legacy `share_key` suffix, or None for any other suffix."""
+    head, sep, field = suffix.partition(":")
+    if head != "share" or not sep or field.count(":") != 1:
         return None
-    try:
-        return int(parts[1]), parts[2]
-    except ValueError:
-        return None
+    return parse_share_field(field)
 
 
 def stats_key(hour: int) -> str:

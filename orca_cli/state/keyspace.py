@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from orca_cli.clock import Clock
-from orca_cli.state.base import HIncrManyOp, HIncrOp, IncrOp, PushOp, ZAddOp
+from orca_cli.state.base import HIncrManyOp, HIncrOp, IncrOp, PushOp, WindowIncrOp, ZAddOp
 from orca_cli.state.codec import decode_doc, decode_value
 
 __all__ = ["KIND_OF_OP", "Entry", "Keyspace", "Value", "ZSet", "decode_view", "floats", "kind_of", "num"]
@@ -67,7 +67,7 @@ class ZSet:
 
 Value: TypeAlias = str | float | dict[str, float] | list[str] | ZSet
 KIND_OF_OP: dict[type, str] = {IncrOp: "string", HIncrOp: "hash", HIncrManyOp: "hash",
-                               PushOp: "list", ZAddOp: "zset"}
+                               PushOp: "list", ZAddOp: "zset", WindowIncrOp: "hash"}
 
 
 UNDECODED: Any = object()

@@ -36,6 +36,7 @@ from orca_cli.state.base import (
     SlotResult,
     SlotWrite,
     Snapshot,
+    WindowIncrOp,
     ZAddOp,
 )
 from orca_cli.state.codec import (
@@ -89,9 +90,9 @@ class MemoryStore(Keyspace):
         self._trace_max = max(1, trace_max)
         self._trace_ttl_s = trace_ttl_s
         self._audit_max = audit_max
-        # The share window's sums per slot tag and hour window, valid until a `share:` key of
-        # that tag is written or the earliest of the summed buckets expires.
-        self._share_sums: dict[str, dict[tuple[int, ...], tuple[ShareCounts, float]]] = {}
+        # The share window's sums per slot tag and (first, last) hour, valid until the tag's
+        # `share` hash is written otherwise than by a count into it, or expires.
+        self._share_sums: dict[str, dict[tuple[int, int], tuple[ShareCounts, float]]] = {}
         self.reads = 0
         self.commits = 0
         self.state_lost_at: float | None = None  # an embedded store never loses state on its own
@@ -181,46 +182,69 @@ class MemoryStore(Keyspace):
         return self._counters(names, self._clock.now())
 
     def _share(self, tag: str, hours: tuple[int, ...], now: float) -> ShareCounts:
+        """The sum of the `share` hash's buckets from hours[0] through hours[-1]."""
+        if not hours:
+            return ShareCounts()
         sums = self._share_sums.get(tag)
         if sums is None:
             sums = self._share_sums[tag] = {}
-        hit = sums.get(hours)
+        window = (hours[0], hours[-1])
+        hit = sums.get(window)
         if hit is not None and now < hit[1]:
             return hit[0]
         strong = total = 0.0
+        e = self._entry(tag + K.SHARE_KEY, now)
         until = float("inf")
-        for h in hours:
-            for kind in ("s", "t"):
-                e = self._entry(tag + K.share_key(h, kind), now)
-                if e is None:
+        if e is not None and isinstance(e.value, dict):
+            until = e.expires_at if e.expires_at is not None else until
+            for field, value in e.value.items():
+                bucket = K.parse_share_field(field)
+                if bucket is None or not window[0] <= bucket[0] <= window[1]:
                     continue
-                if e.expires_at is not None:
-                    until = min(until, e.expires_at)
-                if kind == "s":
-                    strong += num(e.value)
+                if bucket[1] == "s":
+                    strong += value
                 else:
-                    total += num(e.value)
+                    total += value
         if len(sums) >= 8:  # the window moved on: older windows are not read again
             sums.clear()
         counts = ShareCounts(strong, total)
-        sums[hours] = (counts, until)
+        sums[window] = (counts, until)
         return counts
 
     def _share_written(self, tag: str, op: Op, now: float) -> None:
-        """Keep the cached window sums of `tag` true after `op` wrote one of its buckets."""
+        """Keep the cached window sums of `tag` true after `op` wrote its `share` hash."""
         sums = self._share_sums.get(tag)
         if not sums:
             return
-        bucket = K.parse_share_key(op.key)
-        if bucket is None or not isinstance(op, IncrOp):
+        e = self._entry(tag + K.SHARE_KEY, now)
+        if not isinstance(op, WindowIncrOp) or e is None or not isinstance(e.value, dict):
             sums.clear()
             return
-        hour, kind = bucket
-        for hours, (counts, until) in list(sums.items()):
-            if hours and hours[0] <= hour <= hours[-1]:
-                counts = (ShareCounts(counts.strong + op.amount, counts.total) if kind == "s"
-                          else ShareCounts(counts.strong, counts.total + op.amount))
-                sums[hours] = (counts, min(until, now + op.ttl_s))
+        until = e.expires_at if e.expires_at is not None else float("inf")
+        pruned_to = op.hour - int(e.value.get("w", 0))
+        for (lo, hi), (counts, valid_until) in list(sums.items()):
+            if lo <= pruned_to or valid_until <= now:  # pruned buckets, or a stale sum
+                del sums[(lo, hi)]
+            elif lo <= op.hour <= hi:
+                sums[(lo, hi)] = ((ShareCounts(counts.strong + op.amount, counts.total)
+                                   if op.kind == "s" else
+                                   ShareCounts(counts.strong, counts.total + op.amount)), until)
+
+    def _window_incr(self, key: str, op: WindowIncrOp, now: float) -> None:
+        """`WindowIncrOp`, as SLOT_COMMIT's op 'w' does it on Redis."""
+        e = self._entry(key, now)
+        if e is None or not isinstance(e.value, dict):
+            e = self._data[key] = Entry({}, None)
+        h: dict[str, float] = e.value  # type: ignore[assignment]
+        field = K.share_field(op.hour, op.kind)
+        h[field] = h.get(field, 0.0) + op.amount
+        w = max(int(h.get("w", 0)), op.window_h)
+        h["w"] = float(w)
+        if len(h) > 2 * w + 1:
+            for f in [f for f in h if (b := K.parse_share_field(f)) and b[0] <= op.hour - w]:
+                del h[f]
+        if e.expires_at is None or e.expires_at < now + op.ttl_s:
+            e.expires_at = now + op.ttl_s
 
     async def commit(self, batch: CommitBatch) -> CommitResult:
         self.commits += 1
@@ -262,7 +286,7 @@ class MemoryStore(Keyspace):
         for key, op in zip(keys, ops):
             apply(key, op, now)
         for op in ops:
-            if op.key.startswith("share:"):
+            if op.key == K.SHARE_KEY:
                 self._share_written(tag, op, now)
         self._put(marker, "1", MARKER_TTL_S, now)
         # Decoded for the result only, not kept on the entry: a resident decoded copy of every
@@ -457,4 +481,5 @@ _APPLY: dict[type, Any] = {
     PushOp: MemoryStore._push,
     ZAddOp: MemoryStore._zadd,
     ExpireAtLeastOp: MemoryStore._expire_at_least,
+    WindowIncrOp: MemoryStore._window_incr,
 }

@@ -43,13 +43,13 @@ from orca_cli.state.base import (
     ExpireAtLeastOp,
     HIncrManyOp,
     HIncrOp,
-    IncrOp,
     Op,
     PushOp,
     SetOp,
     SlotRef,
     SlotWrite,
     Snapshot,
+    WindowIncrOp,
     ZAddOp,
 )
 
@@ -159,7 +159,8 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
     served_strong = decision is not None and decision.tier == "strong"
     writes: list[SlotWrite] = []
     hour = int(ctx.now // 3600)
-    share_ttl = ctx.esc.share_window_h * 3600 + SHARE_TTL_PAD_S
+    window = ctx.esc.share_window_h
+    share_ttl = window * 3600 + SHARE_TTL_PAD_S
 
     if ctx.router is not None and ctx.session is not None:
         writes.append(_session_write(ctx, decision, snapshot, outcome))
@@ -167,9 +168,9 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
             audit.extend(_transition_audit(ctx, decision.intents, not settle_transitions))
 
     if ctx.router is not None:
-        ops: list[Op] = [IncrOp(K.share_key(hour, "t"), 1, share_ttl)]
+        ops: list[Op] = [WindowIncrOp(K.SHARE_KEY, hour, "t", 1, window, share_ttl)]
         if served_strong:
-            ops.append(IncrOp(K.share_key(hour, "s"), 1, share_ttl))
+            ops.append(WindowIncrOp(K.SHARE_KEY, hour, "s", 1, window, share_ttl))
         more: list[tuple[str, float]] = []
         if served_strong:
             more.append(("strong", 1))
@@ -197,9 +198,9 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
             ops.append(SetOp(K.affinity_key(key), orjson.dumps(dict(pin)).decode(), ttl))
         writes.append(SlotWrite(SlotRef.of_router(ctx.router), tuple(ops)))
 
-    ws: list[Op] = [IncrOp(K.share_key(hour, "t"), 1, share_ttl)]
+    ws: list[Op] = [WindowIncrOp(K.SHARE_KEY, hour, "t", 1, window, share_ttl)]
     if served_strong or ctx.counts_strong_in_workspace:
-        ws.append(IncrOp(K.share_key(hour, "s"), 1, share_ttl))
+        ws.append(WindowIncrOp(K.SHARE_KEY, hour, "s", 1, window, share_ttl))
     writes.append(SlotWrite(SlotRef("workspace"), tuple(ws)))
     return CommitBatch(ctx.request_id, tuple(writes), tuple(audit), trace)
 

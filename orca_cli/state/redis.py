@@ -1,8 +1,18 @@
 """The Redis store (SPEC §9): one pipelined round trip per `read` and per `commit`.
 
 * `read` sends one pipeline (no MULTI): the session slot's MGET, the router slot's read script
-  (EVALSHA_RO on Redis >= 7 outside Cluster, so a write pause does not block reads),
-  the workspace MGET and the epoch GET.
+  and the workspace's window script (EVALSHA_RO on Redis >= 7 outside Cluster, so a write
+  pause does not block reads), and the epoch GET. A share window is one hash per slot, summed
+  inside the script (`scripts.py`).
+* Upgrade from the per-hour share keys (`share:<hour>:s|t`, one key per bucket): before its
+  first read of a router's or the workspace's window, each process folds the window's legacy
+  keys into the hash (LEGACY_FOLD, in the same pipeline, ahead of the read): their counts are
+  added and the keys deleted in one atomic call, so no count is lost or taken twice whichever
+  sidecar folds first, and a share cap never starts from an emptied window. A wider window
+  read later folds its older hours too. The fold is a write: during a write pause it waits,
+  once per process and slot. Sidecars of the previous layout still running keep writing
+  per-hour keys that an upgraded one folds only at its first read: upgrade every sidecar of
+  one Redis together.
 * `commit` sends one pipeline: one SLOT_COMMIT script per slot write, the audit ZADDs and the
   trace script. A session slot whose stored version moved on answers "conflict" with the fresh
   document and applies nothing; only that slot is re-sent, its `mutate` re-run on the fresh
@@ -115,6 +125,8 @@ class RedisStore(RedisLink):
         self._trace_max = max(1, trace_max)
         self._trace_ttl_s = trace_ttl_s
         self._gates: dict[str, _Gate] = {}
+        # The oldest hour whose legacy share keys this process folded, per slot tag.
+        self._folded: dict[str, int] = {}
         self.reads = 0
         self.commits = 0
         self.conflicts = 0  # session-slot compare-and-set conflicts re-sent
@@ -128,15 +140,35 @@ class RedisStore(RedisLink):
 
     async def _read(self, req: ReadRequest) -> Snapshot:
         await self._ensure_ready()
-        cmds, layout = C.read_commands(self._prefix, req, read_only=self._read_only)
+        folds = self._folds(req) if req.share_hours else []
+        cmds, layout = C.read_commands(self._prefix, req, read_only=self._read_only,
+                                       head=[cmd for _, cmd in folds])
         epoch_at = len(cmds)
         cmds.append(("GET", K.epoch_key(self._prefix)))
         recheck = self.rechecking and self._mode != "cluster"
         if recheck:
             cmds.append(("INFO", "server"))
         res, _ = await self._run(cmds)
+        for tag, _ in folds:
+            self._folded[tag] = req.share_hours[0]
         await self._observe_epoch(res[epoch_at], res[epoch_at + 1] if recheck else None)
         return C.snapshot_from(res, layout, req, self.state_lost_at)
+
+    def _folds(self, req: ReadRequest) -> list[tuple[str, Cmd]]:
+        """The LEGACY_FOLD calls this read needs first: slots whose window this process has
+        not folded back to its first hour yet (see the module docstring)."""
+        slots = [SlotRef.of_router(req.router)] if req.router else []
+        if req.workspace:
+            slots.append(K.WORKSPACE)
+        out = []
+        first = req.share_hours[0]
+        for slot in slots:
+            tag = K.slot_tag(self._prefix, slot)
+            done = self._folded.get(tag)
+            if done is None or first < done:
+                hours = req.share_hours if done is None else range(first, done)
+                out.append((tag, C.fold_command(self._prefix, slot, hours)))
+        return out
 
     async def read_counters(self, names: tuple[str, ...]) -> dict[str, Spend]:
         """Budget counters alone (a route's budget nodes, read before its target is known):

@@ -116,7 +116,7 @@ class RedisLink:
     async def _pipeline(self, cmds: Sequence[Cmd]) -> list[Any]:
         pipe = self._client().pipeline(transaction=False)
         for cmd in cmds:
-            pipe.execute_command(*cmd)
+            pipe.execute_command(*C.wire(cmd))
         self.round_trips += 1
         return list(await pipe.execute(raise_on_error=False))
 

@@ -10,24 +10,33 @@ SLOT_COMMIT, per slot and atomically:
      mismatch return "conflict" and the fresh document, applying nothing (no marker either);
      on a match write (or delete) the document with its sliding TTL;
   3. check every op's key type, then apply the ops; 4. set the marker with its TTL.
+
+The share window of a slot is one hash (`keys.SHARE_KEY`, fields `<hour>:s|t`): a commit's
+WindowIncrOp (op 'w') counts into it and prunes it, ROUTER_READ and WINDOW_READ sum the
+window's buckets inside the script, so a read passes the window's first and last hour, not one
+key per bucket. LEGACY_FOLD moves the per-hour keys of the layout before it
+(`share:<hour>:s|t`) into the hash, once per process and slot before its first read
+(`RedisStore`): a sidecar upgraded onto a Redis that holds them keeps the window's counts.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["ALL_SCRIPTS", "ROUTER_READ", "SLOT_COMMIT", "TRACE_WRITE", "Script"]
+__all__ = ["ALL_SCRIPTS", "LEGACY_FOLD", "ROUTER_READ", "SLOT_COMMIT", "TRACE_WRITE",
+           "WINDOW_READ", "Script"]
 
 
 @dataclass(frozen=True, slots=True)
 class Script:
     name: str
     source: str
+    # The SHA1 EVALSHA names it by, computed once (every request sends four to six of them).
+    sha: str = field(init=False)
 
-    @property
-    def sha(self) -> str:
-        return hashlib.sha1(self.source.encode()).hexdigest()
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sha", hashlib.sha1(self.source.encode()).hexdigest())
 
 
 _SLOT_COMMIT = r"""
@@ -50,7 +59,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   return {'duplicate', redis.call('GET', KEYS[2])}
 end
 local ops = cjson.decode(ARGV[6])
-local want = {i = 'string', h = 'hash', p = 'list', z = 'zset'}
+local want = {i = 'string', h = 'hash', p = 'list', z = 'zset', w = 'hash'}
 if mode ~= '-' then
   local t = redis.call('TYPE', KEYS[2])['ok']
   if t ~= 'none' and t ~= 'string' then
@@ -111,6 +120,22 @@ for i = 1, #ops do
   elseif c == 'x' then
     local t = redis.call('PTTL', k)
     if t >= 0 and t < op[3] then redis.call('PEXPIRE', k, op[3]) end
+  elseif c == 'w' then
+    -- op: field '<hour>:<kind>', hour, amount, window hours, TTL ms (WindowIncrOp)
+    redis.call('HINCRBYFLOAT', k, op[3], op[5])
+    local w = tonumber(redis.call('HGET', k, 'w')) or 0
+    if op[6] > w then
+      w = op[6]
+      redis.call('HSET', k, 'w', w)
+    end
+    if redis.call('HLEN', k) > 2 * w + 1 then
+      local names = redis.call('HKEYS', k)
+      for j = 1, #names do
+        local h = tonumber(string.match(names[j], '^(%-?%d+):'))
+        if h and h <= op[4] - w then redis.call('HDEL', k, names[j]) end
+      end
+    end
+    if redis.call('PTTL', k) < op[7] then redis.call('PEXPIRE', k, op[7]) end
   end
 end
 redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
@@ -147,15 +172,39 @@ redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return n
 """
 
-_ROUTER_READ = r"""
--- KEYS: share keys (ARGV[1] of them), [affinity if ARGV[2] == '1'], [pct if ARGV[3] > 0], arms
--- returns {shares, affinity, newest percentile samples, {{type, data}, ...} per arm}
-local ns, npct = tonumber(ARGV[1]), tonumber(ARGV[3])
-local i = ns + 1
-local shares = {}
-if ns > 0 then shares = redis.call('MGET', unpack(KEYS, 1, ns)) end
+# The sum of a share window's buckets, hours lo..hi, as exact decimal strings {strong, total};
+# a missing (or foreign-typed) hash sums to zero.
+_WINDOW_SUM = r"""
+local function window(key, lo, hi)
+  local s, t = 0, 0
+  local f = redis.pcall('HGETALL', key)
+  if f['err'] then f = {} end
+  for i = 1, #f, 2 do
+    local h, kind = string.match(f[i], '^(%-?%d+):([st])$')
+    h = tonumber(h)
+    if h and h >= lo and h <= hi then
+      local v = tonumber(f[i + 1]) or 0
+      if kind == 's' then s = s + v else t = t + v end
+    end
+  end
+  return {string.format('%.17g', s), string.format('%.17g', t)}
+end
+"""
+
+_ROUTER_READ = _WINDOW_SUM + r"""
+-- KEYS: [share if ARGV[1] ~= ''], [affinity if ARGV[3] == '1'], [pct if ARGV[4] > 0], arms
+-- ARGV[1], ARGV[2]: the share window's first and last hour ('' and '' = no window)
+-- returns {{strong, total} or false, affinity, newest percentile samples,
+--          {{type, data}, ...} per arm}
+local npct = tonumber(ARGV[4])
+local i = 1
+local share = false
+if ARGV[1] ~= '' then
+  share = window(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
+  i = 2
+end
 local aff = false
-if ARGV[2] == '1' then
+if ARGV[3] == '1' then
   aff = redis.call('GET', KEYS[i])
   i = i + 1
 end
@@ -175,10 +224,43 @@ for j = i, #KEYS do
     arms[#arms + 1] = {'none', {}}
   end
 end
-return {shares, aff, pct, arms}
+return {share, aff, pct, arms}
+"""
+
+_WINDOW_READ = _WINDOW_SUM + r"""
+-- KEYS[1] a share window hash; ARGV[1], ARGV[2] the window's first and last hour
+return window(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
+"""
+
+_LEGACY_FOLD = r"""
+-- KEYS[1] a share window hash, KEYS[2..] the per-hour bucket keys of the layout before it
+-- (share:<hour>:<kind>); ARGV[1] the hash's TTL ms when no bucket had one, ARGV[i + 1] the
+-- hash field of KEYS[i + 1]. Each bucket found is added to its field and deleted in the same
+-- atomic call, so a second fold (by this or any sidecar) finds nothing left to add; the hash
+-- lives at least as long as the buckets it took in. Returns how many were folded.
+local n, keep = 0, 0
+for i = 2, #KEYS do
+  if redis.call('TYPE', KEYS[i])['ok'] == 'string' then
+    local v = tonumber(redis.call('GET', KEYS[i]))
+    local ttl = redis.call('PTTL', KEYS[i])
+    if v then
+      redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], v)
+      n = n + 1
+      if ttl > keep then keep = ttl end
+    end
+    redis.call('DEL', KEYS[i])
+  end
+end
+if n > 0 then
+  if keep <= 0 then keep = tonumber(ARGV[1]) end
+  if redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
+end
+return n
 """
 
 SLOT_COMMIT = Script("slot_commit", _SLOT_COMMIT)
 TRACE_WRITE = Script("trace_write", _TRACE_WRITE)
 ROUTER_READ = Script("router_read", _ROUTER_READ)
-ALL_SCRIPTS = (SLOT_COMMIT, TRACE_WRITE, ROUTER_READ)
+WINDOW_READ = Script("window_read", _WINDOW_READ)
+LEGACY_FOLD = Script("legacy_fold", _LEGACY_FOLD)
+ALL_SCRIPTS = (SLOT_COMMIT, TRACE_WRITE, ROUTER_READ, WINDOW_READ, LEGACY_FOLD)

@@ -6,7 +6,7 @@ import pytest
 
 from orca_cli.admin import service as S
 from orca_cli.config.schema import Config
-from orca_cli.state.base import ReadRequest, Store
+from orca_cli.state.base import CommitBatch, IncrOp, ReadRequest, SlotRef, SlotWrite, Store
 from tests.admin.conftest import ROUTER, drive
 from tests.state.conftest import StoreEnv
 
@@ -167,6 +167,22 @@ async def test_stats_counts_requests_strong_share_escalations_and_cost(
     assert coding["cost_usd"] == pytest.approx(0.003)
     assert doc["workspace"]["requests"] == 3
     assert doc["workspace"]["strong_share"] == pytest.approx(2 / 3, abs=1e-6)
+
+
+async def test_stats_add_the_per_hour_share_keys_not_folded_yet(
+        store: Store, env: StoreEnv, cfg: Config) -> None:
+    """Per-hour keys of the layout before the share window hash count until a read folds them."""
+    now = env.clock.now()
+    await drive(store, cfg, "s1", now=now, rid="r1")
+    hour = int(now // 3600)
+    legacy = (IncrOp(f"share:{hour - 1}:s", 3, 600), IncrOp(f"share:{hour - 1}:t", 4, 600),
+              IncrOp(f"share:{hour - 30}:t", 50, 600))  # outside the 24 h window
+    await store.commit(CommitBatch("old", (SlotWrite(SlotRef.of_router(ROUTER), legacy),
+                                           SlotWrite(SlotRef("workspace"), legacy))))
+    doc = await S.stats(cfg, store, now)
+    assert doc["routers"][ROUTER]["share"]["strong"] == 3
+    assert doc["routers"][ROUTER]["share"]["total"] == 5
+    assert (doc["workspace"]["strong"], doc["workspace"]["requests"]) == (3, 5)
 
 
 async def test_explain_by_orca_or_client_request_id(

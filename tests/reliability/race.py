@@ -26,7 +26,15 @@ from typing import Any
 
 from orca_cli.config.schema import Config
 from orca_cli.routing.caps import window_hours
-from orca_cli.state.base import CommitBatch, IncrOp, ReadRequest, SlotRef, SlotWrite, Snapshot
+from orca_cli.state import keys as K
+from orca_cli.state.base import (
+    CommitBatch,
+    ReadRequest,
+    SlotRef,
+    SlotWrite,
+    Snapshot,
+    WindowIncrOp,
+)
 from orca_cli.testing import eventually
 from tests.reliability.agent import ROUTER, Agent, Reply, make_config
 
@@ -63,8 +71,8 @@ async def quiesce(sc: Agent, timeout_s: float = 30) -> None:
 async def _count_elsewhere(sc: Agent, tag: str, strong: int, total: int) -> None:
     """Requests counted by another sidecar of the router (only the share counters move)."""
     hour = int(sc.rt.clock.now() // 3600)
-    ops = (IncrOp(f"share:{hour}:s", strong, 86400 * 2),
-           IncrOp(f"share:{hour}:t", total, 86400 * 2))
+    ops = (WindowIncrOp(K.SHARE_KEY, hour, "s", strong, 24, 86400 * 2),
+           WindowIncrOp(K.SHARE_KEY, hour, "t", total, 24, 86400 * 2))
     write = SlotWrite(SlotRef.of_router(ROUTER), ops)
     await sc.store.inner.commit(CommitBatch(f"{tag}-elsewhere-{total}", (write,)))
 

@@ -68,7 +68,10 @@ def test_scan_patterns_escape_glob_characters() -> None:
 
 
 def test_share_bucket_names_are_per_hour_and_kind() -> None:
-    assert K.share_key(493000, "s") == "share:493000:s"
+    assert K.share_field(493000, "s") == "493000:s"
+    assert K.share_key(493000, "s") == "share:493000:s"  # the per-hour key before the hash
+    with pytest.raises(ValueError):
+        K.share_field(1, "x")
     with pytest.raises(ValueError):
         K.share_key(1, "x")
 
@@ -76,5 +79,9 @@ def test_share_bucket_names_are_per_hour_and_kind() -> None:
 def test_a_share_bucket_name_parses_back_to_its_hour_and_kind() -> None:
     assert K.parse_share_key(K.share_key(493000, "s")) == (493000, "s")
     assert K.parse_share_key(K.share_key(-3, "t")) == (-3, "t")
-    for other in ("stats:493000", "share:x:s", "share:1:q", "share:1", "share:1:s:x", "pin:base"):
+    for other in ("stats:493000", "share:x:s", "share:1:q", "share:1", "share:1:s:x", "pin:base",
+                  "share"):
         assert K.parse_share_key(other) is None
+    assert K.parse_share_field(K.share_field(-3, "t")) == (-3, "t")
+    for other in ("w", "1", "x:s", "1:q", "1:s:x", ""):
+        assert K.parse_share_field(other) is None

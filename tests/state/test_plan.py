@@ -7,11 +7,11 @@ from orca_cli.routing.caps import CapsView, ShareView
 from orca_cli.routing.escalation import TurnSignals, resolve_tier
 from orca_cli.state.base import (
     ExpireAtLeastOp,
-    IncrOp,
     ReadRequest,
     SetOp,
     Snapshot,
     Store,
+    WindowIncrOp,
 )
 from orca_cli.state.plan import LONG_PIN_S, PlanContext, TurnOutcome, build_commit
 
@@ -73,7 +73,8 @@ def test_strong_success_uses_the_window_only_and_extends_the_base_pin() -> None:
     assert [a["event"] for a in batch.audit] == ["escalated"]
     router_ops = batch.writes[1].ops
     hour = int(NOW // 3600)
-    assert IncrOp(f"share:{hour}:s", 1, ESC.share_window_h * 3600 + 3600) in router_ops
+    window = ESC.share_window_h
+    assert WindowIncrOp("share", hour, "s", 1, window, window * 3600 + 3600) in router_ops
     workspace = batch.writes[2]
     assert workspace.slot.kind == "workspace" and len(workspace.ops) == 2
 

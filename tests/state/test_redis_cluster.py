@@ -19,7 +19,14 @@ from orca_cli.state.base import (
     SlotWrite,
 )
 from tests.state.conftest import RedisCluster, StoreEnv
-from tests.state.test_store_contract import ROUTER, SESSION, WORKSPACE, read_session, tier_write
+from tests.state.test_store_contract import (
+    ROUTER,
+    SESSION,
+    WORKSPACE,
+    count,
+    read_session,
+    tier_write,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -41,6 +48,9 @@ async def test_reads_commits_scans_and_traces_work_across_the_cluster(
     store = cluster_env.open()
     other = cluster_env.open()
     stale = await read_session(store)
+    legacy = (IncrOp("share:1:s", 4, 60),)  # the per-hour keys before the share hash
+    await other.commit(CommitBatch("old", (SlotWrite(ROUTER, legacy),
+                                           SlotWrite(WORKSPACE, legacy))))
     results = await asyncio.gather(
         *[
             s.commit(
@@ -48,8 +58,8 @@ async def test_reads_commits_scans_and_traces_work_across_the_cluster(
                     f"r{i}",
                     (
                         tier_write(stale, ops=(SetOp("pin:base", "m", 60),)),
-                        SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),
-                        SlotWrite(WORKSPACE, (IncrOp("share:1:t", 1, 60),)),
+                        SlotWrite(ROUTER, (count(1),)),
+                        SlotWrite(WORKSPACE, (count(1),)),
                         SlotWrite(
                             SlotRef.of_session("coding", f"x{i}"), (SetOp("pin:base", "n", 60),)
                         ),
@@ -64,7 +74,10 @@ async def test_reads_commits_scans_and_traces_work_across_the_cluster(
     assert all(r.results[0].status == "applied" for r in results)
     snap = await store.read(ReadRequest("coding", "s1", share_hours=(1,)))
     assert snap.tier is not None and snap.tier["count"] == 10
-    assert snap.share == ShareCounts(0, 10) and snap.workspace_share == ShareCounts(0, 10)
+    # the legacy keys were folded into the hashes by this first windowed read
+    assert snap.share == ShareCounts(4, 10) and snap.workspace_share == ShareCounts(4, 10)
+    again = await other.read(ReadRequest("coding", "s1", share_hours=(1,)))
+    assert again.share == ShareCounts(4, 10) and again.workspace_share == ShareCounts(4, 10)
     pins = await store.scan("session", key_prefix="pin:")
     assert {e.slot.session for e in pins} == {"s1"} | {f"x{i}" for i in range(10)}
     assert await store.get_trace("c3") == {"client_request_id": "c3"}

@@ -6,10 +6,10 @@ import uuid
 
 from orca_cli.clock import FakeClock
 from orca_cli.config.schema import StateConfig
-from orca_cli.state.base import CommitBatch, IncrOp, ReadRequest, SetOp, SlotWrite
+from orca_cli.state.base import CommitBatch, ReadRequest, SetOp, SlotWrite
 from orca_cli.state.factory import open_store
 from tests.state.conftest import RedisSentinel
-from tests.state.test_store_contract import ROUTER, SESSION, read_session, tier_write
+from tests.state.test_store_contract import ROUTER, SESSION, count, read_session, tier_write
 
 
 async def test_a_store_behind_a_sentinel_reads_and_commits(own_sentinel: RedisSentinel) -> None:
@@ -29,7 +29,7 @@ async def test_a_store_behind_a_sentinel_reads_and_commits(own_sentinel: RedisSe
                 "r1",
                 (
                     tier_write(snap, ops=(SetOp("pin:base", "m", 60),)),
-                    SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),
+                    SlotWrite(ROUTER, (count(1),)),
                 ),
             )
         )

@@ -10,10 +10,18 @@ import pytest
 
 from orca_cli.clock import FakeClock
 from orca_cli.errors import StoreUnavailable
-from orca_cli.state.base import CommitBatch, IncrOp, ReadRequest, SetOp, SlotRef, SlotWrite
+from orca_cli.state.base import (
+    CommitBatch,
+    IncrOp,
+    ReadRequest,
+    SetOp,
+    ShareCounts,
+    SlotRef,
+    SlotWrite,
+)
 from orca_cli.state.redis import RedisStore
 from tests.state.conftest import StoreEnv
-from tests.state.test_store_contract import ROUTER, read_session, tier_write
+from tests.state.test_store_contract import ROUTER, count, read_session, tier_write
 
 
 def redis_store(env: StoreEnv, **kw: Any) -> RedisStore:
@@ -42,8 +50,8 @@ async def test_a_read_and_a_commit_are_one_round_trip_each(redis_env: StoreEnv) 
             "r1",
             (
                 tier_write(snap, ops=(SetOp("pin:base", "m", 60),)),
-                SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),
-                SlotWrite(SlotRef("workspace"), (IncrOp("share:1:t", 1, 60),)),
+                SlotWrite(ROUTER, (count(1),)),
+                SlotWrite(SlotRef("workspace"), (count(1),)),
             ),
             audit=({"router": "coding", "event": "escalated"},),
             trace={"n": 1},
@@ -122,7 +130,7 @@ async def test_keys_follow_the_spec_names_and_share_one_slot_per_session(
             "r1",
             (
                 tier_write(snap, ops=(SetOp("pin:base", "m", 60), SetOp("chan:strong", "{}", 60))),
-                SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),
+                SlotWrite(ROUTER, (count(1),)),
             ),
         )
     )
@@ -135,7 +143,7 @@ async def test_keys_follow_the_spec_names_and_share_one_slot_per_session(
     session = {
         f"{p}:{{r:coding:s:s1}}:{k}" for k in ("tier", "pin:base", "chan:strong", "commit:r1")
     }
-    router = {f"{p}:{{r:coding}}:{k}" for k in ("share:1:t", "commit:r1")}
+    router = {f"{p}:{{r:coding}}:{k}" for k in ("share", "commit:r1")}
     assert names == session | router | {f"{p}:epoch"}
     assert len({key_slot(k.encode()) for k in session}) == 1
     assert len({key_slot(k.encode()) for k in router}) == 1
@@ -151,3 +159,71 @@ async def test_a_commit_that_gives_up_waiting_for_its_session_leaves_the_holder_
                 pass
         assert held["slot"].lock.locked() and held["slot"].users == 1
     assert store._gates == {}  # no gate outlives its last user
+
+
+# --- the share window hash, and the per-hour keys before it -------------------------------------
+
+
+def test_a_share_window_costs_the_read_the_same_arguments_whatever_its_length() -> None:
+    from orca_cli.state import redis_cmds as C
+
+    def sizes(hours: tuple[int, ...]) -> list[int]:
+        cmds, _ = C.read_commands("orca", ReadRequest("coding", "s1", share_hours=hours))
+        return [len(c) for c in cmds]
+
+    assert sizes(tuple(range(100, 124))) == sizes((123,)) == sizes(tuple(range(1, 169)))
+
+
+def _legacy(client: Any, prefix: str, tag: str, buckets: dict[str, float], ttl_ms: int) -> None:
+    """The per-hour share keys an orca of the previous layout wrote (INCRBYFLOAT, PEXPIRE)."""
+    for field, amount in buckets.items():
+        key = f"{prefix}:{{{tag}}}:share:{field}"
+        client.incrbyfloat(key, amount)
+        client.pexpire(key, ttl_ms)
+
+
+async def test_an_upgraded_sidecar_folds_the_per_hour_share_keys_into_the_window_once(
+    redis_env: StoreEnv,
+) -> None:
+    p = redis_env.prefix
+    old = {"5:s": 2, "5:t": 10, "7:s": 1, "7:t": 5, "2:t": 100}  # hour 2: outside the window
+    client = redis_env.redis()
+    try:
+        _legacy(client, p, "r:coding", old, 60_000)
+        _legacy(client, p, "w", old, 60_000)
+        a, b = redis_store(redis_env), redis_store(redis_env)
+        await a.commit(CommitBatch("new", (SlotWrite(ROUTER, (count(6, "s"), count(6))),)))
+        window = ReadRequest("coding", share_hours=(5, 6, 7))
+        # two sidecars' first reads race: whichever folds first, each count is taken once
+        snaps = await asyncio.gather(a.read(window), b.read(window))
+        assert [s.share for s in snaps] == [ShareCounts(4, 16)] * 2
+        assert [s.workspace_share for s in snaps] == [ShareCounts(3, 15)] * 2
+        left = sorted(k.rsplit(":", 2)[-2] + ":" + k.rsplit(":", 1)[-1]
+                      for k in client.scan_iter(match=f"{p}:*share:*"))
+        assert left == ["2:t", "2:t"]  # the window's keys are gone, the older hour waits
+        assert 50_000 < client.pttl(f"{p}:{{w}}:share") <= 60_000  # outlives what it took in
+        assert (await a.read(window)).share == ShareCounts(4, 16)  # no second fold
+        wider = await b.read(ReadRequest("coding", share_hours=tuple(range(2, 8))))
+        assert wider.share == ShareCounts(4, 116) and wider.workspace_share == ShareCounts(3, 115)
+        assert not list(client.scan_iter(match=f"{p}:*share:*"))
+        again = await a.read(ReadRequest("coding", share_hours=tuple(range(2, 8))))
+        assert again.share == ShareCounts(4, 116)
+    finally:
+        client.close()
+
+
+async def test_a_read_with_no_share_window_folds_nothing(redis_env: StoreEnv) -> None:
+    client = redis_env.redis()
+    try:
+        _legacy(client, redis_env.prefix, "r:coding", {"5:t": 3}, 60_000)
+        store = redis_store(redis_env)
+        await store.read(ReadRequest("coding", "s1"))
+        assert client.get(f"{redis_env.prefix}:{{r:coding}}:share:5:t") == "3"
+        legacy = (IncrOp("share:5:s", 1, 60),)  # a legacy key written after the fold...
+        await store.read(ReadRequest("coding", share_hours=(5,)))
+        await store.commit(CommitBatch("late", (SlotWrite(ROUTER, legacy),)))
+        # ...is not this process's to fold again: sidecars of one Redis upgrade together
+        assert (await store.read(ReadRequest("coding", share_hours=(5,)))).share == \
+            ShareCounts(0, 3)
+    finally:
+        client.close()

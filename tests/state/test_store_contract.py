@@ -24,6 +24,7 @@ from orca_cli.state.base import (
     SlotWrite,
     Snapshot,
     Store,
+    WindowIncrOp,
     ZAddOp,
 )
 from tests.state.conftest import StoreEnv
@@ -55,6 +56,12 @@ def tier_write(
 
 async def read_session(store: Store, session: str = "s1", **kw: Any) -> Snapshot:
     return await store.read(ReadRequest("coding", session, **kw))
+
+
+def count(hour: int, kind: str = "t", n: float = 1, *, ttl: float = 60,
+          window: int = 24) -> WindowIncrOp:
+    """One count into a slot's share window hash."""
+    return WindowIncrOp(K.SHARE_KEY, hour, kind, n, window, ttl)
 
 
 # --- tier document ----------------------------------------------------------------------------
@@ -195,13 +202,13 @@ async def test_the_same_request_id_applies_once_in_every_slot(store: Store) -> N
             SlotWrite(
                 ROUTER,
                 (
-                    IncrOp("share:7:t", 1, 60),
+                    count(7),
                     HIncrOp("stats:7", "requests", 1, 60),
                     PushOp("pct", "0.5", 10, 60),
                     ZAddOp("recent", "s1", 5, 10, 60),
                 ),
             ),
-            SlotWrite(WORKSPACE, (IncrOp("share:7:t", 1, 60),)),
+            SlotWrite(WORKSPACE, (count(7),)),
         ),
     )
     first = await store.commit(batch)
@@ -217,13 +224,13 @@ async def test_the_same_request_id_applies_once_in_every_slot(store: Store) -> N
 
 
 async def test_a_duplicate_slot_is_skipped_while_a_new_slot_applies(store: Store) -> None:
-    await store.commit(CommitBatch("req-1", (SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),)))
+    await store.commit(CommitBatch("req-1", (SlotWrite(ROUTER, (count(1),)),)))
     res = await store.commit(
         CommitBatch(
             "req-1",
             (
-                SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),
-                SlotWrite(WORKSPACE, (IncrOp("share:1:t", 1, 60),)),
+                SlotWrite(ROUTER, (count(1),)),
+                SlotWrite(WORKSPACE, (count(1),)),
             ),
         )
     )
@@ -236,47 +243,85 @@ async def test_a_duplicate_slot_is_skipped_while_a_new_slot_applies(store: Store
 
 
 async def test_share_counters_roll_over_by_hour_bucket(env: StoreEnv, store: Store) -> None:
+    """One hash per slot, a field per hour and kind; a read sums the window's hours only, and
+    the whole window expires with its TTL."""
     h0, h1 = 1000, 1001
-    ops = (
-        IncrOp(K.share_key(h0, "t"), 3, 0.4),
-        IncrOp(K.share_key(h0, "s"), 1, 0.4),
-        IncrOp(K.share_key(h1, "t"), 2, 30),
-        IncrOp(K.share_key(h1, "s"), 0.5, 30),
-    )
+    ops = (count(h0, "t", 3, ttl=0.4), count(h0, "s", 1, ttl=0.4),
+           count(h1, "t", 2, ttl=0.4), count(h1, "s", 0.5, ttl=0.4))
     await store.commit(CommitBatch("r1", (SlotWrite(ROUTER, ops), SlotWrite(WORKSPACE, ops))))
     only_h0 = await store.read(ReadRequest("coding", share_hours=(h0,)))
     assert only_h0.share == ShareCounts(1, 3) and only_h0.workspace_share == ShareCounts(1, 3)
     both = await store.read(ReadRequest("coding", share_hours=(h0, h1)))
-    assert both.share == ShareCounts(1.5, 5)
+    assert both.share == ShareCounts(1.5, 5) and both.workspace_share == ShareCounts(1.5, 5)
     assert (await store.read(ReadRequest("coding", share_hours=(999,)))).share == ShareCounts()
+    only_h1 = await store.read(ReadRequest("coding", share_hours=(h1, h1 + 1)))
+    assert only_h1.share == ShareCounts(0.5, 2)
+    window = await store.get(ROUTER, K.SHARE_KEY)
+    assert window is not None and window.value == {
+        "1000:t": 3.0, "1000:s": 1.0, "1001:t": 2.0, "1001:s": 0.5, "w": 24.0}
+    assert window.ttl_s is not None and 0 < window.ttl_s < 0.5
     await env.advance(0.6)
     after = await store.read(ReadRequest("coding", share_hours=(h0, h1)))
-    assert after.share == ShareCounts(0.5, 2) and after.workspace_share == ShareCounts(0.5, 2)
-    assert await store.get(ROUTER, K.share_key(h0, "t")) is None
+    assert after.share == ShareCounts() and after.workspace_share == ShareCounts()
+    assert await store.get(ROUTER, K.SHARE_KEY) is None
+
+
+async def test_a_share_window_drops_the_hours_no_writer_keeps(store: Store) -> None:
+    """Buckets of hours <= hour - w go once the hash holds more than its window; w is the
+    widest window a writer asked for, so a short-window writer never prunes a long window."""
+    def ops(hour: int, window: int) -> tuple[WindowIncrOp, ...]:
+        return count(hour, "t", window=window), count(hour, "s", window=window)
+
+    await store.commit(CommitBatch("a", (SlotWrite(ROUTER, ops(10, 2) + ops(11, 2)),
+                                         SlotWrite(WORKSPACE, ops(10, 24) + ops(11, 24)))))
+    await store.commit(CommitBatch("b", (SlotWrite(ROUTER, (count(12, window=2),)),
+                                         SlotWrite(WORKSPACE, (count(12, window=2),)))))
+    router = await store.get(ROUTER, K.SHARE_KEY)
+    assert router is not None and router.value == {"11:t": 1.0, "11:s": 1.0, "12:t": 1.0,
+                                                   "w": 2.0}
+    wide = await store.read(ReadRequest("coding", share_hours=(10, 11, 12)))
+    assert wide.share == ShareCounts(1, 2) and wide.workspace_share == ShareCounts(2, 3)
+    workspace = await store.get(WORKSPACE, K.SHARE_KEY)
+    assert workspace is not None and workspace.value["w"] == 24.0 and "10:t" in workspace.value
+
+
+async def test_a_share_window_ttl_is_extended_never_shortened(env: StoreEnv,
+                                                              store: Store) -> None:
+    await store.commit(CommitBatch("a", (SlotWrite(ROUTER, (count(5, ttl=60),)),)))
+    await store.commit(CommitBatch("b", (SlotWrite(ROUTER, (count(5, ttl=0.4),)),)))
+    await env.advance(0.6)
+    assert (await store.read(ReadRequest("coding", share_hours=(5,)))).share == ShareCounts(0, 2)
+    window = await store.get(ROUTER, K.SHARE_KEY)
+    assert window is not None and window.ttl_s is not None and 50 < window.ttl_s <= 60
 
 
 async def test_share_reads_follow_every_write_between_them(env: StoreEnv, store: Store) -> None:
-    """Reads between commits see each increment, a deleted bucket and an expiring one (the
-    embedded store keeps the window's sums between reads)."""
+    """Reads between commits see each increment, a pruned bucket, a deleted window and an
+    expiring one (the embedded store keeps the window's sums between reads)."""
     window = ReadRequest("coding", share_hours=(10, 11, 12))
     assert (await store.read(window)).share == ShareCounts()
-    await store.commit(CommitBatch("a", (SlotWrite(ROUTER, (IncrOp("share:11:t", 2, 60),
-                                                              IncrOp("share:11:s", 1, 60))),)))
+    await store.commit(CommitBatch("a", (SlotWrite(ROUTER, (count(11, "t", 2, window=1),
+                                                              count(11, "s", 1, window=1))),)))
     assert (await store.read(window)).share == ShareCounts(1, 2)
-    await store.commit(CommitBatch("b", (SlotWrite(ROUTER, (IncrOp("share:12:t", 1, 0.4),
-                                                              IncrOp("share:9:t", 5, 60))),)))
-    assert (await store.read(window)).share == ShareCounts(1, 3)  # hour 9 is outside
-    await store.commit(CommitBatch("c", (SlotWrite(ROUTER, (DelOp("share:11:s"),)),)))
-    assert (await store.read(window)).share == ShareCounts(0, 3)
-    await env.advance(0.6)  # the hour-12 bucket expires
-    assert (await store.read(window)).share == ShareCounts(0, 2)
-    assert (await store.read(ReadRequest("coding", share_hours=(11,)))).share == ShareCounts(0, 2)
+    await store.commit(CommitBatch("b", (SlotWrite(ROUTER, (count(9, "t", 5, window=1),)),)))
+    assert (await store.read(window)).share == ShareCounts(1, 2)  # hour 9 is outside
+    # Hour 12 with a one-hour window: hours <= 11 leave the hash (more than 2·1 + 1 fields).
+    await store.commit(CommitBatch("c", (SlotWrite(ROUTER, (count(12, "t", 1, window=1),)),)))
+    assert (await store.read(window)).share == ShareCounts(0, 1)
+    assert (await store.read(ReadRequest("coding", share_hours=(12,)))).share == ShareCounts(0, 1)
+    await store.commit(CommitBatch("d", (SlotWrite(ROUTER, (DelOp(K.SHARE_KEY),)),)))
+    assert (await store.read(window)).share == ShareCounts()
+    await store.commit(CommitBatch("e", (SlotWrite(ROUTER, (count(10, "s", 1, ttl=0.4),)),)))
+    assert (await store.read(window)).share == ShareCounts(1, 0)
+    await env.advance(0.6)  # the window's hash expires
+    assert (await store.read(window)).share == ShareCounts()
 
 
 async def test_a_workspace_read_can_be_skipped(store: Store) -> None:
-    await store.commit(CommitBatch("r1", (SlotWrite(WORKSPACE, (IncrOp("share:1:t", 1, 60),)),)))
+    await store.commit(CommitBatch("r1", (SlotWrite(WORKSPACE, (count(1),)),)))
     snap = await store.read(ReadRequest("coding", share_hours=(1,), workspace=False))
     assert snap.workspace_share == ShareCounts()
+    assert (await store.read(ReadRequest("coding", share_hours=(1,)))).workspace_share.total == 1
 
 
 async def test_linucb_vectors_read_from_hash_increments_or_json(store: Store) -> None:
@@ -404,8 +449,8 @@ async def test_scan_finds_exactly_the_keys_written(store: Store) -> None:
                 ),
                 SlotWrite(OTHER_SESSION, (SetOp("pin:strong", "s", 60),)),
                 SlotWrite(SlotRef.of_session("review", "s1"), (SetOp("pin:base", "r", 60),)),
-                SlotWrite(ROUTER, (IncrOp("share:5:t", 2, 60),)),
-                SlotWrite(WORKSPACE, (IncrOp("share:5:t", 2, 60),)),
+                SlotWrite(ROUTER, (count(5, n=2),)),
+                SlotWrite(WORKSPACE, (count(5, n=2),)),
             ),
         )
     )
@@ -418,10 +463,11 @@ async def test_scan_finds_exactly_the_keys_written(store: Store) -> None:
     assert {e.key for e in s1} == {"pin:base", "chan:base", "commit:r1"}
     assert next(e for e in s1 if e.key == "chan:base").value == {"channel": "c"}
     routers = await store.scan("router")
-    assert {(e.slot, e.key) for e in routers} == {(ROUTER, "share:5:t"), (ROUTER, "commit:r1")}
-    share = next(e for e in routers if e.key == "share:5:t")
-    assert share.value == 2.0 and share.ttl_s is not None and 50 < share.ttl_s <= 60
-    assert {e.key for e in await store.scan("workspace", key_prefix="share:")} == {"share:5:t"}
+    assert {(e.slot, e.key) for e in routers} == {(ROUTER, "share"), (ROUTER, "commit:r1")}
+    share = next(e for e in routers if e.key == "share")
+    assert share.value == {"5:t": 2.0, "w": 24.0}
+    assert share.ttl_s is not None and 50 < share.ttl_s <= 60
+    assert {e.key for e in await store.scan("workspace", key_prefix="share")} == {"share"}
     everything = await store.scan("all")
     assert len(everything) == 11  # 6 values + 5 commit markers, and not the epoch
     assert {e.slot.kind for e in everything} == {"session", "router", "workspace"}
@@ -534,8 +580,8 @@ async def test_read_and_commit_are_each_counted_as_one_call(store: Store) -> Non
             "r1",
             (
                 tier_write(snap, ops=(SetOp("pin:base", "m", 60),)),
-                SlotWrite(ROUTER, (IncrOp("share:1:t", 1, 60),)),
-                SlotWrite(WORKSPACE, (IncrOp("share:1:t", 1, 60),)),
+                SlotWrite(ROUTER, (count(1),)),
+                SlotWrite(WORKSPACE, (count(1),)),
             ),
             audit=({"router": "coding", "event": "escalated"},),
             trace={"n": 1},
