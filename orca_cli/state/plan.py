@@ -91,6 +91,9 @@ class TurnOutcome:
     cache_write_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    # The client got a 4xx other than 408 / 429: its request could not be served as sent
+    # (untranslatable, refused by the provider). It leaves no state, not even a denial's audit.
+    client_error: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +153,7 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
     """The request's one commit. `settle_transitions`: leave escalated / deescalated events
     and escalation counters to `settle_batch` (the sidecar, where commits race)."""
     audit: list[dict[str, Any]] = []
-    if decision is not None and decision.denied:
+    if decision is not None and decision.denied and not outcome.client_error:
         audit.append(audit_event(ctx, "denied_cap", trigger=decision.trigger,
                                  reason=decision.reason))
     if not outcome.billed_success:

@@ -114,7 +114,8 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
         prompt_tokens=usage.prompt_tokens if usage else 0,
         cached_tokens=usage.cached_tokens if usage else 0,
         cache_write_tokens=usage.cache_write_tokens if usage else 0,
-        output_tokens=usage.output_tokens if usage else 0, cost_usd=sv.cost)
+        output_tokens=usage.output_tokens if usage else 0, cost_usd=sv.cost,
+        client_error=400 <= out.status < 500 and out.status not in (408, 429))
     batch = build_commit(ctx, plan.decision, turn.snapshot, outcome, settle_transitions=True)
     batch = _with_dropped_pins(batch, plan, out, turn.router_name, turn.session)
     if turn.routed is not None and billed:  # SPEC §17: budget spend, once per request

@@ -51,6 +51,15 @@ def test_denied_escalation_is_audited_even_when_the_request_fails() -> None:
     assert batch.audit[0]["reason"] == "denied:share_cap"
 
 
+def test_a_request_the_client_must_fix_leaves_no_denial_audit() -> None:
+    """A 4xx the client must fix (untranslatable, refused by the provider as sent) leaves no
+    state at all: the strong ask it was denied is not audited, unlike an upstream failure."""
+    d = _decide("strong", CapsView(share=ShareView(10, 20)))
+    batch = build_commit(_ctx(), d, Snapshot(), TurnOutcome(False, client_error=True),
+                         trace={"request_id": "r1"})
+    assert batch.writes == () and batch.audit == () and batch.trace == {"request_id": "r1"}
+
+
 def test_base_success_pins_model_30_days_for_explicit_sessions_on_redis() -> None:
     batch = build_commit(_ctx(), _decide(), Snapshot(), OK)
     session = batch.writes[0]
