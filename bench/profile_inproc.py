@@ -4,6 +4,7 @@
     python bench/profile_inproc.py --cprofile 30   # and the top 30 functions by self time
     python bench/profile_inproc.py --size 1MB
     python bench/profile_inproc.py --api responses --stages   # µs per request by stage
+    python bench/profile_inproc.py --api anthropic --to openai  # translated (SPEC §13.2)
 
 The real app, runtime, memory store, scorer and router run as `orca serve` runs them, with the
 benchmark's config and agent bodies; only the upstream is a canned in-process transport that
@@ -13,7 +14,11 @@ Python orca itself runs a request, which is what a change to orca can move.
 
 As `orca serve` does by default, the request log writes one line per request (to a file here);
 `--quiet` leaves it out. `--api` picks the wire format (Chat Completions, Messages or the
-Responses API, each with the benchmark's 10 KB agent body). `--stages` times the steps of the
+Responses API, each with the benchmark's 10 KB agent body). `--to` serves it on the channel of
+another format, translated (SPEC §13.2): `--api anthropic --to openai` is bench_proxy's
+`messages_to_chat` rows, `--api openai --to anthropic` its `chat_to_messages` ones; without
+`--to` (or with the client's own format) the request goes native, as in bench_proxy's
+same-format rows. `--stages` times the steps of the
 request path with wrappers (intake, prepare, store read, decide, forward, settle, trace sinks,
 commit, metrics); what no wrapper covers is the ASGI plumbing between them. Wrapped, each
 stage reads a little high (two clock reads and a call per stage).
@@ -106,6 +111,14 @@ def build_app(tmp: Path, backend: str = "memory", key_prefix: str = "orca",
 
 _PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages",
           "responses": "/v1/responses"}
+
+
+def route_model(api: str, to: str | None) -> str:
+    """The model a client names to be served in `to`'s format (`T.orca_config`'s routers):
+    `orca/claude` has only the Anthropic channel's models, `orca/coding` picks its cheapest,
+    on the Chat Completions channel (which also speaks the Responses API)."""
+    served = to or api
+    return "orca/claude" if served == "anthropic" else "orca/coding"
 
 
 def _scope(session: str, rid: int, path: str = "/v1/chat/completions") -> dict[str, Any]:
@@ -208,6 +221,8 @@ def main() -> int:
     p.add_argument("--scenario", choices=("json", "stream"), default=None)
     p.add_argument("--api", choices=tuple(_PATHS), default="openai",
                    help="wire format of the body and path (responses: /v1/responses)")
+    p.add_argument("--to", choices=tuple(_PATHS), default=None,
+                   help="the channel's wire format: another one than --api is translated")
     p.add_argument("--stages", action="store_true", help="µs per request by stage")
     p.add_argument("--quiet", action="store_true", help="no request log (orca serve --quiet)")
     p.add_argument("--store", choices=("memory", "redis"), default="memory",
@@ -245,7 +260,8 @@ async def _rounds(app: OrcaApp, args: argparse.Namespace) -> None:
     path = _PATHS[args.api]
     log = "--quiet" if args.quiet else "request log on"
     for sc in scenarios:
-        raw = encode(agent_body(args.api, SIZES[args.size], model="orca/coding",
+        model = route_model(args.api, args.to)
+        raw = encode(agent_body(args.api, SIZES[args.size], model=model,
                                 stream=sc == "stream"))
         await drive(app, raw, 200, args.sessions, path)  # warm-up; pins every session
         prof = cProfile.Profile() if args.cprofile else None
@@ -270,7 +286,8 @@ async def _rounds(app: OrcaApp, args: argparse.Namespace) -> None:
             stages.undo()
         order = sorted(range(len(per)), key=per.__getitem__)
         mid = order[len(order) // 2]
-        print(f"{sc} {args.api} {args.size} ({args.store}, {log}): {per[mid]:7.1f} µs "
+        api = f"{args.api}>{args.to}" if args.to and args.to != args.api else args.api
+        print(f"{sc} {api} {args.size} ({args.store}, {log}): {per[mid]:7.1f} µs "
               f"CPU/request median, {per[order[0]]:7.1f} min ({args.rounds} x {args.requests} "
               f"requests, {bad} not 200){' under cProfile' if prof else ''}"
               f"{' with stage wrappers' if stages else ''}")
