@@ -248,7 +248,7 @@ def _crossing(rt: Runtime, inb: Inbound, att: Attempt,
     if key not in seen:
         ch = rt.cfg.channel(att.channel)
         assert ch is not None
-        seen[key] = None if ch.accepts(inb.api) else cross(rt.cfg, inb, ch, att.model)
+        seen[key] = None if ch.accepts(inb.api) else cross(rt.translations, inb, ch, att.model)
     return seen[key]
 
 

@@ -36,6 +36,7 @@ from orca_cli.proxy.measure import Measurements
 from orca_cli.proxy.metrics import Metrics
 from orca_cli.proxy.sim import SimTransport
 from orca_cli.proxy.transport import Transport
+from orca_cli.proxy.xlate import Translations
 from orca_cli.routing.features import Scorer
 from orca_cli.routing.routes.budget import Spend
 from orca_cli.state.active_routes import ActiveRoutes
@@ -335,9 +336,12 @@ class Runtime:
     routes: ActiveRoutes | None = field(default=None, init=False, repr=False)
     _routes_watch: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _routes_error: str = field(default="", init=False, repr=False)
+    # SPEC §13.2: each target's translation options and the cache of translated messages.
+    translations: Translations = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.scorer = Scorer(self.cfg.difficulty)
+        self.translations = Translations(self.cfg)
         self.measured = Measurements(self.clock)
         versions: Callable[[], RouteVersions] | None = getattr(
             self.gate.store, "route_versions", None)

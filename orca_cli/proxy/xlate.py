@@ -23,6 +23,9 @@ Choices where the SPEC is silent:
   untranslatable as `malformed_body`: a channel of the inbound format may still get the raw
   bytes (its provider answers the 400 it would answer anyway); with none, the client's 400
   says the body is not a valid request of its format.
+* The options of a (channel, model, inbound format) are worked out on its first request and
+  kept for the runtime's life (its config never changes); translated conversation units are
+  kept in a bounded cache (`unit_cache`) and reused by the next turn of the session.
 * Of the client's headers only `accept` travels (its `anthropic-beta`, `openai-beta` and
   version headers belong to the other format); a `pass_through_auth` channel gets the
   client's credential in the target format's own header.
@@ -42,6 +45,7 @@ from orca_cli.proxy.transport import (
     filter_response_headers,
     upstream_url,
 )
+from orca_cli.proxy.unit_cache import UnitCache, UnitScope
 from orca_cli.translate import (
     ResponseTranslator,
     Translated,
@@ -56,8 +60,8 @@ from orca_cli.types import Api
 if TYPE_CHECKING:
     from orca_cli.proxy.forward import Inbound
 
-__all__ = ["MALFORMED", "Crossing", "cross", "model_family", "translated_error",
-           "untranslatable_message"]
+__all__ = ["MALFORMED", "Crossing", "Target", "Translations", "cross", "model_family",
+           "translated_error", "untranslatable_message"]
 
 _FIRST_PARTY = {"anthropic": "anthropic", "openai": "openai", "deepseek": "deepseek",
                 "gemini": "gemini"}
@@ -125,29 +129,63 @@ class Crossing:
             include_usage=not inb.add_include_usage)
 
 
-def cross(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Crossing:
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What translating for one (channel, model, inbound format) needs, worked out once."""
+
+    dst: Api
+    upstream_model: str
+    family: str
+    options: TranslationOptions
+    memo: UnitScope
+
+
+class Translations:
+    """The request path's translation state, one per runtime: each (channel, model, inbound
+    format)'s `Target` (the target model's facts and the `[translation]` options, the same for
+    every request of the config) and the cache of translated conversation units."""
+
+    def __init__(self, cfg: Config, units: UnitCache | None = None) -> None:
+        self.cfg = cfg
+        self.units = units if units is not None else UnitCache()
+        self._targets: dict[tuple[str, str, str], Target] = {}
+
+    def target(self, ch: ChannelConfig, model: str, src: Api) -> Target:
+        key = (ch.name, model, src)
+        found = self._targets.get(key)
+        if found is None:
+            found = self._targets[key] = self._target(ch, model, src)
+        return found
+
+    def _target(self, ch: ChannelConfig, model: str, src: Api) -> Target:
+        upstream = ch.upstream_model(model)
+        family = model_family(ch, upstream)
+        tc = self.cfg.translation
+        facts = self.cfg.models.get(model)
+        cap = facts.max_output_tokens if facts is not None else None
+        opts = TranslationOptions(anthropic_cache=tc.anthropic_cache,
+                                  foreign_reasoning=tc.foreign_reasoning,
+                                  cache_ttl_1h=ch.cache_ttl_s >= 3600,
+                                  target_reasoning=is_reasoning_model(
+                                      upstream, facts.reasoning if facts is not None else None),
+                                  max_tokens_cap=cap,
+                                  anthropic_max_tokens=min(cap, 8192) if cap else 8192)
+        scope = self.units.scope((src, ch.api, family, upstream, opts))
+        return Target(ch.api, upstream, family, opts, scope)
+
+
+def cross(translations: Translations, inb: Inbound, ch: ChannelConfig,
+          model: str) -> Crossing:
     """The translation of `inb` for `model` on `ch` (a channel of another format)."""
-    upstream = ch.upstream_model(model)
-    family = model_family(ch, upstream)
-    tc = cfg.translation
-    facts = cfg.models.get(model)
-    cap = facts.max_output_tokens if facts is not None else None
-    opts = TranslationOptions(anthropic_cache=tc.anthropic_cache,
-                              foreign_reasoning=tc.foreign_reasoning,
-                              cache_ttl_1h=ch.cache_ttl_s >= 3600,
-                              target_reasoning=is_reasoning_model(
-                                  upstream, facts.reasoning if facts is not None else None),
-                              max_tokens_cap=cap,
-                              anthropic_max_tokens=min(cap, 8192) if cap else 8192)
-    dst = ch.api
+    t = translations.target(ch, model, inb.api)
     try:
-        tr = translate_request(inb.body, inb.api, dst, model=upstream,
-                               target_model_family=family, options=opts)
+        tr = translate_request(inb.body, inb.api, t.dst, model=t.upstream_model,
+                               target_model_family=t.family, options=t.options, memo=t.memo)
     except (TranslationError, ValueError, KeyError, TypeError, AttributeError):
-        tr = Translated(b"", {"from": inb.api, "to": dst, "cache_breakpoints_added": 0,
+        tr = Translated(b"", {"from": inb.api, "to": t.dst, "cache_breakpoints_added": 0,
                               "dropped_reasoning": 0, "rewritten_ids": 0, "dropped_tools": [],
                               "untranslatable": [MALFORMED]})
-    return Crossing(inb.api, dst, upstream, family, tr)
+    return Crossing(inb.api, t.dst, t.upstream_model, t.family, tr)
 
 
 def untranslatable_message(api: Api, features: list[str], channels: list[str]) -> str:

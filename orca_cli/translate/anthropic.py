@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from orca_cli.translate.anthropic_marks import marker, place_marks
 from orca_cli.translate.common import (
     custom_args,
     custom_schema,
@@ -49,11 +50,14 @@ from orca_cli.translate.model import (
 __all__ = [
     "STOP_FROM",
     "STOP_TO",
+    "Pieces",
+    "decode_messages",
     "decode_request",
     "decode_response",
     "encode_error",
     "encode_request",
     "encode_response",
+    "message_blocks",
     "usage_from",
     "usage_to",
 ]
@@ -191,6 +195,18 @@ def _tools(body: dict[str, Any], req: Request) -> None:
             req.parallel_tool_calls = False
 
 
+def decode_messages(messages: Any, req: Request, family: str = "anthropic") -> None:
+    """Each of `messages` as a `Message` of `req` (what it cannot take: `req.untranslatable`)."""
+    for msg in messages:
+        role = msg.get("role")
+        req.messages.append(
+            Message(
+                "assistant" if role == "assistant" else "user",
+                _content(msg.get("content"), req, family),
+            )
+        )
+
+
 def decode_request(body: dict[str, Any], *, family: str = "anthropic") -> Request:
     """`family` is who made the untagged thinking blocks of the history."""
     req = Request()
@@ -199,14 +215,7 @@ def decode_request(body: dict[str, Any], *, family: str = "anthropic") -> Reques
         req.system = [Text(system)] if system else []
     elif isinstance(system, list):
         req.system = [Text(b.get("text") or "", _cache(b)) for b in system if isinstance(b, dict)]
-    for msg in body.get("messages") or ():
-        role = msg.get("role")
-        req.messages.append(
-            Message(
-                "assistant" if role == "assistant" else "user",
-                _content(msg.get("content"), req, family),
-            )
-        )
+    decode_messages(body.get("messages") or (), req, family)
     _tools(body, req)
     req.temperature = body.get("temperature")
     req.top_p = body.get("top_p")
@@ -232,15 +241,9 @@ def decode_request(body: dict[str, Any], *, family: str = "anthropic") -> Reques
 # --- encoding ----------------------------------------------------------------------------
 
 
-def _marker(ttl: str | None) -> dict[str, str] | None:
-    if ttl is None:
-        return None
-    return {"type": "ephemeral", "ttl": "1h"} if ttl == "1h" else {"type": "ephemeral"}
-
-
 def _with_cache(block: dict[str, Any], ttl: str | None) -> dict[str, Any]:
     if ttl is not None:
-        block["cache_control"] = _marker(ttl)
+        block["cache_control"] = marker(ttl)
     return block
 
 
@@ -287,30 +290,52 @@ def _block(part: Part, rewritten: list[str], tag: bool = False) -> dict[str, Any
     return {"type": "thinking", "thinking": part.text, "signature": part.signature or ""}
 
 
+def message_blocks(msg: Message, rewritten: list[str]) -> list[dict[str, Any]]:
+    """The content blocks of one message, whatever the conversation around it (ids rewritten
+    are appended to `rewritten`). `encode_request` joins them into turns."""
+    return [b for p in msg.parts if (b := _block(p, rewritten)) is not None]
+
+
+Pieces = list[tuple[str, list[dict[str, Any]]]]  # (role, message_blocks) of each message
+
+
+def _results_first(block: dict[str, Any]) -> bool:
+    kind: str = block["type"]
+    return kind != "tool_result"
+
+
 def _system_and_messages(
-    req: Request, rewritten: list[str]
+    system: list[dict[str, Any]], pieces: Pieces
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    system = [b for p in req.system if (b := _block(p, rewritten)) is not None]
+    """Turns from the messages' blocks: leading system/developer messages join `system`, a
+    later one is a user turn, adjacent turns of one role merge, and tool results open their
+    user turn (stable sort: order kept). The blocks are shared, never changed: a turn gets a
+    list of its own, and a marker goes on a copy (`anthropic_marks`)."""
     messages: list[dict[str, Any]] = []
+    several: list[list[dict[str, Any]]] = []  # user turns of more than one block
+    last: dict[str, Any] | None = None
     leading = True
-    for msg in req.messages:
-        role = msg.role
-        if role in ("system", "developer"):
+    for role, blocks in pieces:
+        if role == "system" or role == "developer":
             if leading:
-                system.extend(b for p in msg.parts if (b := _block(p, rewritten)) is not None)
+                system.extend(blocks)
                 continue
             role = "user"
         leading = False
-        blocks = [b for p in msg.parts if (b := _block(p, rewritten)) is not None]
         if not blocks:
             continue
-        if messages and messages[-1]["role"] == role:
-            messages[-1]["content"].extend(blocks)
+        if last is not None and last["role"] == role:
+            content = last["content"]
+            content.extend(blocks)
+            if role == "user" and (not several or several[-1] is not content):
+                several.append(content)
         else:
-            messages.append({"role": role, "content": blocks})
-    for turn in messages:  # tool results must open a user turn (stable sort: order kept)
-        if turn["role"] == "user" and len(turn["content"]) > 1:
-            turn["content"].sort(key=lambda b: b["type"] != "tool_result")
+            last = {"role": role, "content": list(blocks)}
+            messages.append(last)
+            if role == "user" and len(blocks) > 1:
+                several.append(last["content"])
+    for content in several:
+        content.sort(key=_results_first)
     return system, messages
 
 
@@ -348,30 +373,6 @@ def _thinking_fits(messages: list[dict[str, Any]]) -> bool:
     return True
 
 
-_CACHEABLE = frozenset({"text", "image", "document", "tool_use", "tool_result"})
-
-
-def _message_breakpoints(messages: list[dict[str, Any]], ttl: str, room: int) -> int:
-    """Cache breakpoints on the last block of the last message (written this turn) and on the
-    last block of the user message before the last assistant turn (where the previous turn
-    wrote: read this turn). Thinking blocks cannot carry a marker."""
-    targets: list[dict[str, Any]] = []
-    last_assistant = max(
-        (i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1
-    )
-    for index in (len(messages) - 1, last_assistant - 1):
-        if 0 <= index < len(messages):
-            blocks = [b for b in messages[index]["content"] if b["type"] in _CACHEABLE]
-            if blocks and not any(blocks[-1] is t for t in targets):
-                targets.append(blocks[-1])
-    added = 0
-    for block in targets[:room]:
-        if "cache_control" not in block:
-            block["cache_control"] = _marker(ttl)
-            added += 1
-    return added
-
-
 def encode_request(
     req: Request,
     *,
@@ -379,23 +380,25 @@ def encode_request(
     max_tokens: int = 8192,
     rewritten: list[str] | None = None,
     cache_ttl: str | None = None,
+    pieces: Pieces | None = None,
 ) -> tuple[bytes, int]:
-    """The Messages body for `req` (deterministic) and the message cache breakpoints added
-    (with `cache_ttl`, see `_message_breakpoints`). Ids rewritten are appended to
-    `rewritten`; `max_tokens` is the default when the request set none (it is required)."""
+    """The Messages body for `req` (deterministic) and the cache breakpoints placed (with
+    `cache_ttl`, see `anthropic_marks`). Ids rewritten are appended to `rewritten`;
+    `max_tokens` is the default when the request set none (it is required). `pieces`: the
+    messages' `message_blocks` when already made (else made here from `req.messages`)."""
     ids: list[str] = rewritten if rewritten is not None else []
-    system, messages = _system_and_messages(req, ids)
-    added = 0
-    if cache_ttl is not None:
-        used = sum(1 for b in system if "cache_control" in b)
-        used += sum(1 for t in req.tools if t.cache)
-        added = _message_breakpoints(messages, cache_ttl, 4 - used)
+    if pieces is None:
+        pieces = [(m.role, message_blocks(m, ids)) for m in req.messages]
+    system = [b for p in req.system if (b := _block(p, ids)) is not None]
+    system, messages = _system_and_messages(system, pieces)
+    tools = [_tool(t) for t in req.tools]
+    added = place_marks(system, messages, tools, cache_ttl) if cache_ttl is not None else 0
     body: dict[str, Any] = {"model": model, "max_tokens": req.max_tokens or max_tokens}
     if system:
         body["system"] = system
     body["messages"] = messages
-    if req.tools:  # kept with tool_choice none: a history with tool_use needs them
-        body["tools"] = [_tool(t) for t in req.tools]
+    if tools:  # kept with tool_choice none: a history with tool_use needs them
+        body["tools"] = tools
         choice = _tool_choice(req)
         if choice is not None:
             body["tool_choice"] = choice

@@ -38,9 +38,10 @@ from orca_cli.translate.model import (
     UsageEvent,
 )
 from orca_cli.translate.openai_chat_stream import ChatStreamDecoder, ChatStreamEncoder
-from orca_cli.translate.policy import TranslationOptions, apply_policy
+from orca_cli.translate.policy import TranslationOptions, apply_head, apply_messages
 from orca_cli.translate.responses_stream import ResponsesStreamDecoder, ResponsesStreamEncoder
 from orca_cli.translate.stream_base import StreamDecoder, StreamEncoder
+from orca_cli.translate.units import Conversation, UnitMemo, UnitOut, conversation
 from orca_cli.types import Api
 from orca_cli.wire.usage import Usage as WireUsage
 
@@ -49,6 +50,8 @@ __all__ = [
     "Translated",
     "TranslationError",
     "TranslationOptions",
+    "UnitMemo",
+    "UnitOut",
     "decode_request",
     "encode_error",
     "encode_request",
@@ -107,8 +110,10 @@ def encode_request(
     options: TranslationOptions,
     rewritten: list[str] | None = None,
     cache_ttl: str | None = None,
+    pieces: list[Any] | None = None,
 ) -> tuple[bytes, int]:
-    """`req` as a `dst` body and the message cache breakpoints it got (Anthropic only)."""
+    """`req` as a `dst` body and the cache breakpoints it got (Anthropic only). `pieces`: the
+    messages already encoded (`units.translate_unit`), else `req.messages` are."""
     if dst == "anthropic":
         return anthropic.encode_request(
             req,
@@ -116,11 +121,15 @@ def encode_request(
             max_tokens=options.anthropic_max_tokens,
             rewritten=rewritten,
             cache_ttl=cache_ttl,
+            pieces=pieces,
         )
     if dst == "responses":
-        return responses.encode_request(req, model=model, reasoning=options.target_reasoning), 0
+        body = responses.encode_request(
+            req, model=model, reasoning=options.target_reasoning, pieces=pieces
+        )
+        return body, 0
     body = openai_chat.encode_request(
-        req, model=model, family=family, reasoning=options.target_reasoning
+        req, model=model, family=family, reasoning=options.target_reasoning, pieces=pieces
     )
     return body, 0
 
@@ -133,30 +142,32 @@ def translate_request(
     model: str,
     target_model_family: str,
     options: TranslationOptions,
+    memo: UnitMemo | None = None,
 ) -> Translated:
     """`body` (already parsed, format `src`) as the bytes of a `dst` request for `model`.
 
     The report's `untranslatable` lists features the target cannot express: a non-empty list
     means this candidate must be excluded (`untranslatable:<feature>`); the body is still
-    built so the caller can inspect it."""
-    req = decode_request(body, src, family=options.inbound_family)
-    result = apply_policy(req, dst, target_model_family, model, options)
-    rewritten: list[str] = []
-    raw, added = encode_request(
-        req,
-        dst,
-        model=model,
-        family=target_model_family,
-        options=options,
-        rewritten=rewritten,
-        cache_ttl=result.cache_ttl,
-    )
+    built so the caller can inspect it. With `memo` the conversation is translated unit by
+    unit and a unit translated before is reused (`units`): the bytes are the same."""
+    if memo is None:
+        req = decode_request(body, src, family=options.inbound_family)
+        dropped, found = apply_messages(req.messages, dst, target_model_family, model, options)
+        conv = Conversation(req, None, found, [], dropped)
+    else:
+        conv = conversation(body, src, dst, model=model, target_model_family=target_model_family,
+                            options=options, memo=memo)
+    req = conv.head
+    result = apply_head(req, dst, options, conv.found)
+    raw, added = encode_request(req, dst, model=model, family=target_model_family,
+                                options=options, rewritten=conv.rewritten,
+                                cache_ttl=result.cache_ttl, pieces=conv.pieces)
     report = {
         "from": src,
         "to": dst,
-        "cache_breakpoints_added": result.cache_breakpoints_added + added,
-        "dropped_reasoning": result.dropped_reasoning,
-        "rewritten_ids": len(set(rewritten)),
+        "cache_breakpoints_added": added,
+        "dropped_reasoning": conv.dropped,
+        "rewritten_ids": len(set(conv.rewritten)),
         "untranslatable": result.untranslatable,
         "dropped_params": list(dict.fromkeys(req.dropped)),
         "dropped_tools": list(req.dropped_tools),

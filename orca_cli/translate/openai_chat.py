@@ -55,11 +55,13 @@ from orca_cli.translate.model import (
 __all__ = [
     "STOP_FROM",
     "STOP_TO",
+    "decode_messages",
     "decode_request",
     "decode_response",
     "encode_error",
     "encode_request",
     "encode_response",
+    "message_dicts",
     "usage_from",
     "usage_to",
 ]
@@ -220,7 +222,15 @@ def _sampling(body: dict[str, Any], req: Request) -> None:
 def decode_request(body: dict[str, Any], *, family: str = "unknown") -> Request:
     """`family` is whose `reasoning_content` the history carries (unknown: never replayed)."""
     req = Request()
-    for msg in body.get("messages") or ():
+    decode_messages(body.get("messages") or (), req, family)
+    _tools(body, req)
+    _sampling(body, req)
+    return req
+
+
+def decode_messages(messages: Any, req: Request, family: str = "unknown") -> None:
+    """Each of `messages` into `req`: a `tool` message joins the tool results before it."""
+    for msg in messages:
         role = msg.get("role")
         if role == "assistant":
             req.messages.append(_assistant(msg, req, family))
@@ -241,9 +251,6 @@ def decode_request(body: dict[str, Any], *, family: str = "unknown") -> Request:
             )
         else:
             req.untranslatable.append(f"role:{role}")
-    _tools(body, req)
-    _sampling(body, req)
-    return req
 
 
 # --- encoding ----------------------------------------------------------------------------
@@ -320,18 +327,26 @@ def _user_msgs(msg: Message, out: list[dict[str, Any]]) -> None:
         out.append({"role": "user", "content": _user_content(rest)})
 
 
-def _messages(req: Request) -> list[dict[str, Any]]:
+def message_dicts(msg: Message) -> list[dict[str, Any]]:
+    """The Chat Completions messages of one message, whatever the conversation around it."""
+    if msg.role in ("system", "developer"):
+        return [{"role": "system", "content": _text(msg.parts)}]
+    if msg.role == "assistant":
+        return [_assistant_msg(msg)]
+    out: list[dict[str, Any]] = []
+    _user_msgs(msg, out)
+    return out
+
+
+def _messages(req: Request, pieces: list[list[dict[str, Any]]] | None) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     system = _text(req.system)
     if system:
         out.append({"role": "system", "content": system})
-    for msg in req.messages:
-        if msg.role in ("system", "developer"):
-            out.append({"role": "system", "content": _text(msg.parts)})
-        elif msg.role == "assistant":
-            out.append(_assistant_msg(msg))
-        else:
-            _user_msgs(msg, out)
+    if pieces is None:
+        pieces = [message_dicts(msg) for msg in req.messages]
+    for piece in pieces:
+        out.extend(piece)
     return out
 
 
@@ -362,12 +377,18 @@ def _tool_fields(req: Request, body: dict[str, Any]) -> None:
 
 
 def encode_request(
-    req: Request, *, model: str, family: str = "openai", reasoning: bool = True
+    req: Request,
+    *,
+    model: str,
+    family: str = "openai",
+    reasoning: bool = True,
+    pieces: list[list[dict[str, Any]]] | None = None,
 ) -> bytes:
     """The Chat Completions body for `req` (deterministic). `family` picks the token-limit
     key and whether OpenAI-only fields go out; `reasoning` (the target is a reasoning model)
-    whether `reasoning_effort` may go out, and leaves out `temperature` and `top_p`."""
-    body: dict[str, Any] = {"model": model, "messages": _messages(req)}
+    whether `reasoning_effort` may go out, and leaves out `temperature` and `top_p`.
+    `pieces`: the messages' `message_dicts` when already made (else made here)."""
+    body: dict[str, Any] = {"model": model, "messages": _messages(req, pieces)}
     _tool_fields(req, body)
     for key, value in (("temperature", req.temperature), ("top_p", req.top_p)):
         if value is not None and not reasoning:  # reasoning models refuse sampling params

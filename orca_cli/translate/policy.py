@@ -7,10 +7,10 @@
   for Responses, text for Chat Completions, i.e. DeepSeek's `reasoning_content`). Any other
   is dropped, or with `foreign_reasoning = "as_text"` becomes a `<thinking>` text part; each
   is counted.
-- Cache markers (rule 2): towards Anthropic with `anthropic_cache = "auto"`, a breakpoint
-  goes at the end of tools+system (the last system block, else the last tool) here, and the
-  Anthropic encoder adds the message ones (`anthropic._message_breakpoints`) — at most 4 in
-  all; ttl "1h" when asked.
+- Cache markers (rule 2): towards Anthropic the client's markers are cleared here, and with
+  `anthropic_cache = "auto"` the Anthropic encoder places orca's own (`anthropic_marks`): at
+  the end of tools+system (the last system text block, else the last tool) and on the
+  message blocks — at most 4 in all; ttl "1h" when asked.
   Towards the other formats markers are ignored by the encoders (those cache automatically).
 - Content (rule 5): what the target cannot express is listed as `untranslatable`.
 - The target model's facts: a reasoning model gets the reasoning effort and no sampling
@@ -25,11 +25,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from orca_cli.translate.model import Document, Part, Reasoning, Request, Text
+from orca_cli.translate.model import Document, Message, Part, Reasoning, Request, Text
 from orca_cli.types import Api
 
-__all__ = ["PolicyResult", "TranslationOptions", "apply_policy", "is_reasoning_model",
-           "keep_reasoning"]
+__all__ = ["PolicyResult", "TranslationOptions", "apply_head", "apply_messages", "apply_policy",
+           "is_reasoning_model", "keep_reasoning"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +60,7 @@ def is_reasoning_model(model: str, declared: bool | None = None) -> bool:
 @dataclass(slots=True)
 class PolicyResult:
     dropped_reasoning: int = 0
-    cache_breakpoints_added: int = 0
-    cache_ttl: str | None = None  # message breakpoints to place (anthropic.encode_request)
+    cache_ttl: str | None = None  # the breakpoints to place (anthropic.encode_request)
     untranslatable: list[str] = field(default_factory=list)
 
 
@@ -76,10 +75,14 @@ def keep_reasoning(part: Reasoning, dst: Api, family: str, model: str) -> bool:
     return bool(part.text)
 
 
-def _reasoning(req: Request, dst: Api, family: str, model: str, options: TranslationOptions) -> int:
+def _reasoning(messages: list[Message], dst: Api, family: str, model: str,
+               options: TranslationOptions) -> int:
     dropped = 0
-    for msg in req.messages:
-        if not any(isinstance(p, Reasoning) for p in msg.parts):
+    for msg in messages:
+        for p in msg.parts:
+            if type(p) is Reasoning:
+                break
+        else:
             continue
         parts: list[Part] = []
         for p in msg.parts:
@@ -93,60 +96,57 @@ def _reasoning(req: Request, dst: Api, family: str, model: str, options: Transla
     return dropped
 
 
-def _place_head_cache(req: Request, ttl: str) -> int:
-    """The end of tools+system: the last system block, else the last tool."""
-    head = [t for t in req.system if t.text]
-    for m in req.messages:  # leading system/developer messages join the system (anthropic.py)
-        if m.role not in ("system", "developer"):
-            break
-        head.extend(t for t in m.parts if isinstance(t, Text) and t.text)
-    if head:
-        head[-1].cache = ttl
-        return 1
-    if req.tools:
-        req.tools[-1].cache = ttl
-        return 1
-    return 0
-
-
-def _clear_cache(req: Request) -> None:
-    for t in req.system:
-        t.cache = None
-    for tool in req.tools:
-        tool.cache = None
-    for msg in req.messages:
-        for p in msg.parts:
-            p.cache = None
-
-
-def _untranslatable(req: Request, dst: Api) -> list[str]:
-    found = list(dict.fromkeys(req.untranslatable))
-    if dst == "openai":
-        for msg in req.messages:
+def apply_messages(
+    messages: list[Message], dst: Api, family: str, model: str, options: TranslationOptions
+) -> tuple[int, list[str]]:
+    """The rules that apply message by message (reasoning provenance, markers cleared towards
+    Anthropic, parts the target cannot take): the reasoning parts dropped and the
+    untranslatable features found. The same for a message whatever the conversation around
+    it, so its translation can be kept and reused (`api.translate_request`'s memo)."""
+    dropped = _reasoning(messages, dst, family, model, options)
+    found: list[str] = []
+    if dst == "anthropic":
+        for msg in messages:
+            for p in msg.parts:
+                p.cache = None
+    elif dst == "openai":
+        for msg in messages:
             for p in msg.parts:
                 if isinstance(p, Document) and p.url is not None and p.data is None:
                     found.append("document_url")
+    return dropped, found
+
+
+def apply_head(req: Request, dst: Api, options: TranslationOptions,
+               found: list[str]) -> PolicyResult:
+    """The rules for what is not a message (system, tools, parameters) and the report's
+    untranslatable list: `req.untranslatable` (what decoding saw), then `found` (what
+    `apply_messages` saw), then the request-level features."""
+    result = PolicyResult()
+    if dst == "anthropic":
+        for t in req.system:
+            t.cache = None
+        for tool in req.tools:
+            tool.cache = None
+        if options.anthropic_cache == "auto":
+            result.cache_ttl = "1h" if options.cache_ttl_1h else "5m"
+    found = [*req.untranslatable, *found]
     if dst == "responses" and req.stop:
         found.append("stop_sequences")  # the Responses API has no stop sequences
     if dst == "anthropic" and req.json_object and req.json_schema is None:
         found.append("response_format:json_object")
-    return list(dict.fromkeys(found))
+    result.untranslatable = list(dict.fromkeys(found))
+    cap = options.max_tokens_cap
+    if cap is not None and req.max_tokens is not None and req.max_tokens > cap:
+        req.max_tokens = cap
+    return result
 
 
 def apply_policy(
     req: Request, dst: Api, family: str, model: str, options: TranslationOptions
 ) -> PolicyResult:
     """Apply the target's rules to `req` in place; what was done, for the report."""
-    result = PolicyResult()
-    result.dropped_reasoning = _reasoning(req, dst, family, model, options)
-    if dst == "anthropic":
-        _clear_cache(req)
-        if options.anthropic_cache == "auto":
-            ttl = "1h" if options.cache_ttl_1h else "5m"
-            result.cache_ttl = ttl
-            result.cache_breakpoints_added = _place_head_cache(req, ttl)
-    result.untranslatable = _untranslatable(req, dst)
-    cap = options.max_tokens_cap
-    if cap is not None and req.max_tokens is not None and req.max_tokens > cap:
-        req.max_tokens = cap
+    dropped, found = apply_messages(req.messages, dst, family, model, options)
+    result = apply_head(req, dst, options, found)
+    result.dropped_reasoning = dropped
     return result

@@ -55,6 +55,7 @@ from orca_cli.translate.responses_tools import (
 )
 
 __all__ = [
+    "decode_input",
     "decode_request",
     "decode_response",
     "encode_error",
@@ -152,7 +153,9 @@ def _item_part(item: dict[str, Any], req: Request, family: str) -> tuple[Role, P
     return None
 
 
-def _input(items: Any, req: Request, family: str) -> None:
+def decode_input(items: Any, req: Request, family: str = "openai") -> None:
+    """`input` (a string or a list of items) into `req`'s messages: an item joins the
+    message before it when both are of one role (user or assistant)."""
     if isinstance(items, str):
         req.messages.append(Message("user", [Text(items)]))
         return
@@ -184,7 +187,7 @@ def decode_request(body: dict[str, Any], *, family: str = "openai") -> Request:
     instructions = body.get("instructions")
     if isinstance(instructions, str) and instructions:
         req.system = [Text(instructions)]
-    _input(body.get("input"), req, family)
+    decode_input(body.get("input"), req, family)
     decode_tools(body, req)
     req.temperature = body.get("temperature")
     req.top_p = body.get("top_p")
@@ -309,16 +312,25 @@ def _request_fields(req: Request, body: dict[str, Any], reasoning: bool) -> None
         body["text"] = {"format": {"type": "json_object"}}
 
 
-def encode_request(req: Request, *, model: str, reasoning: bool = False) -> bytes:
+def encode_request(
+    req: Request,
+    *,
+    model: str,
+    reasoning: bool = False,
+    pieces: list[list[dict[str, Any]]] | None = None,
+) -> bytes:
     """The Responses body for `req` (deterministic). `reasoning`: the target is a reasoning
-    model (sends `reasoning` + encrypted-content include, leaves out temperature/top_p)."""
+    model (sends `reasoning` + encrypted-content include, leaves out temperature/top_p).
+    `pieces`: the messages' `output_items` when already made (else made here)."""
     body: dict[str, Any] = {"model": model}
     instructions = "\n\n".join(p.text for p in req.system if p.text)
     if instructions:
         body["instructions"] = instructions
+    if pieces is None:
+        pieces = [output_items(msg.parts, msg.role) for msg in req.messages]
     items: list[dict[str, Any]] = []
-    for msg in req.messages:
-        items.extend(output_items(msg.parts, msg.role))
+    for piece in pieces:
+        items.extend(piece)
     body["input"] = items
     _request_fields(req, body, reasoning)
     body["store"] = False
