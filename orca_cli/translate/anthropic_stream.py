@@ -127,6 +127,7 @@ class AnthropicStreamEncoder(StreamEncoder):
         self._reason: Reasoning | None = None
         self._usage = Usage()
         self._stop = Stop("end")
+        self._text = b""  # the open text block's delta event up to its text
 
     def _delta(self, delta: dict[str, Any]) -> bytes:
         body = {"type": "content_block_delta", "index": self._n, "delta": delta}
@@ -165,11 +166,16 @@ class AnthropicStreamEncoder(StreamEncoder):
         return sse("message_start", orjson.dumps({"type": "message_start", "message": msg}))
 
     def _on_TextDelta(self, ev: TextDelta) -> bytes:
-        out = b""
-        if self._open != ev.index:
-            out = self._start(ev.index, "text", {"type": "text", "text": ""})
+        if self._open == ev.index:  # the common event: the open text block's next words
+            if not ev.text:
+                return b""
+            return self._text + orjson.dumps(ev.text) + b"}}\n\n"
+        out = self._start(ev.index, "text", {"type": "text", "text": ""})
+        # `_delta` of a text_delta, its constant part written once per block
+        self._text = (b'event: content_block_delta\ndata: {"type":"content_block_delta",'
+                      b'"index":%d,"delta":{"type":"text_delta","text":' % self._n)
         if ev.text:
-            out += self._delta({"type": "text_delta", "text": ev.text})
+            out += self._text + orjson.dumps(ev.text) + b"}}\n\n"
         return out
 
     def _on_ReasoningDelta(self, ev: ReasoningDelta) -> bytes:

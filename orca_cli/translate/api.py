@@ -24,14 +24,18 @@ from orca_cli.translate import anthropic, openai_chat, responses
 from orca_cli.translate.anthropic_stream import AnthropicStreamDecoder, AnthropicStreamEncoder
 from orca_cli.translate.common import TranslationError, custom_input, response_id, status_for
 from orca_cli.translate.model import (
+    BlockEnd,
     ErrorEvent,
     Event,
     Reasoning,
+    ReasoningDelta,
     Request,
     Response,
     Start,
     Stop,
+    TextDelta,
     ToolCall,
+    ToolDelta,
     ToolOrigin,
     ToolStart,
     Usage,
@@ -206,6 +210,8 @@ def _same_vocab(src: Api, dst: Api) -> bool:
     return (src == "anthropic") == (dst == "anthropic")
 
 
+# Events `_emit` does nothing with but encode (a stream's deltas are almost all of these).
+_PLAIN = frozenset({TextDelta, ToolDelta, ReasoningDelta, BlockEnd})
 _DECODERS: dict[str, type[StreamDecoder]] = {
     "anthropic": AnthropicStreamDecoder,
     "openai": ChatStreamDecoder,
@@ -282,7 +288,12 @@ class ResponseTranslator:
 
     def feed(self, chunk: bytes) -> bytes:
         """The translated bytes for one upstream chunk (may be empty)."""
-        return self._emit(self._decoder.feed(chunk))
+        events = self._decoder.feed(chunk)
+        if len(events) == 1 and self._encoder is not None:
+            ev = events[0]
+            if type(ev) in _PLAIN:  # the common chunk: one delta, nothing to note
+                return self._encoder.encode(ev)
+        return self._emit(events)
 
     def close(self) -> bytes:
         """Bytes owed at the end of the upstream body (an error event if it ended early)."""

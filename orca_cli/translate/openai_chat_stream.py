@@ -138,6 +138,10 @@ def stream_error(message: str, etype: str | None) -> bytes:
     return sse(None, orjson.dumps({"error": err}))
 
 
+_TAIL = b',"logprobs":null,"finish_reason":null}]}\n\n'
+_TEXT_TAIL = b"}" + _TAIL
+
+
 class ChatStreamEncoder(StreamEncoder):
     """Internal events → Chat Completions chunks."""
 
@@ -147,7 +151,7 @@ class ChatStreamEncoder(StreamEncoder):
         super().__init__()
         self.include_usage = include_usage
         self.model_name, self.id, self.created = model_name, id, created
-        self._prefix = b""
+        self._prefix = self._content = b""
         self._tools: dict[int, int] = {}
         self._usage: Usage | None = None
         self._stop = Stop("end")
@@ -161,10 +165,11 @@ class ChatStreamEncoder(StreamEncoder):
             "model": self.model_name,
         }
         self._prefix = b"data: " + orjson.dumps(head)[:-1] + b',"choices":[{"index":0,"delta":'
+        self._content = self._prefix + b'{"content":'  # `_chunk` of a content delta
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
         tail = (
-            b',"logprobs":null,"finish_reason":null}]}\n\n'
+            _TAIL
             if finish is None
             else (b',"logprobs":null,"finish_reason":"' + finish.encode() + b'"}]}\n\n')
         )
@@ -177,7 +182,9 @@ class ChatStreamEncoder(StreamEncoder):
         return self._chunk({"role": "assistant", "content": ""})
 
     def _on_TextDelta(self, ev: TextDelta) -> bytes:
-        return self._chunk({"content": ev.text}) if ev.text else b""
+        if not ev.text:
+            return b""
+        return self._content + orjson.dumps(ev.text) + _TEXT_TAIL
 
     def _on_ReasoningDelta(self, ev: ReasoningDelta) -> bytes:
         return self._chunk({"reasoning_content": ev.text}) if ev.text else b""

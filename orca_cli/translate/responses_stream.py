@@ -150,6 +150,10 @@ class ResponsesStreamDecoder(StreamDecoder):
         out.append(End())
 
 
+_TEXT_HEAD = (b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta",'
+              b'"sequence_number":')
+
+
 class ResponsesStreamEncoder(StreamEncoder):
     """Internal events → Responses API events."""
 
@@ -166,6 +170,7 @@ class ResponsesStreamEncoder(StreamEncoder):
         self._reason: Reasoning | None = None
         self._usage = Usage()
         self._stop = Stop("end")
+        self._text = b""  # the open message item's text delta event after its sequence number
 
     def _ev(self, kind: str, body: dict[str, Any]) -> bytes:
         body = {"type": kind, "sequence_number": self._seq, **body}
@@ -261,18 +266,14 @@ class ResponsesStreamEncoder(StreamEncoder):
                     "part": part,
                 },
             )
+            # `_ev` of an output_text.delta, its constant parts written once per item
+            self._text = (b',"item_id":' + orjson.dumps(item_id)
+                          + b',"output_index":%d,"content_index":0,"delta":' % len(self._items))
         if ev.text:
             self._acc.append(ev.text)
-            out += self._ev(
-                "response.output_text.delta",
-                {
-                    "item_id": self._item["id"],
-                    "output_index": len(self._items),
-                    "content_index": 0,
-                    "delta": ev.text,
-                    "logprobs": [],
-                },
-            )
+            out += (_TEXT_HEAD + b"%d" % self._seq + self._text + orjson.dumps(ev.text)
+                    + b',"logprobs":[]}\n\n')
+            self._seq += 1
         return out
 
     def _on_ReasoningDelta(self, ev: ReasoningDelta) -> bytes:

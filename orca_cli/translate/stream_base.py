@@ -73,9 +73,10 @@ class StreamEncoder:
     def encode(self, event: Event) -> bytes:
         if self.done:
             return b""
-        if isinstance(event, End | ErrorEvent):
+        kind = type(event)
+        if kind is End or kind is ErrorEvent:
             self.done = True
-        return self._handlers[type(event)](event)
+        return self._handlers[kind](event)
 
     def encode_all(self, events: list[Event]) -> bytes:
         return b"".join(self.encode(e) for e in events)

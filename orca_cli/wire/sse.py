@@ -93,12 +93,17 @@ class SSEDecoder:
             self._first = False
             if text.startswith(_BOM):
                 text = text[1:]
-        # Fast path: the overwhelmingly common single `data: ` line.
-        if "\n" not in text:
+        # Fast paths: the overwhelmingly common single `data: ` line, alone (OpenAI) or after
+        # one `event: ` line (Anthropic, the Responses API).
+        nl = text.find("\n")
+        if nl < 0:
             if text.startswith("data: "):
                 return (None, text[6:])
             if text.startswith("data:"):
                 return (None, text[5:])
+        elif (text.startswith("data: ", nl + 1) and text.startswith("event: ")
+              and text.find("\n", nl + 1) < 0):
+            return (text[7:nl] or None, text[nl + 7:])
         event: str | None = None
         data: list[str] | None = None
         for line in text.split("\n"):
