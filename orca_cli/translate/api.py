@@ -257,7 +257,7 @@ class ResponseTranslator:
         self.usage = Usage()
         self.stop: str | None = None
         self.error: str | None = None
-        self._decoder = _DECODERS[src](upstream_family)  # type: ignore[call-arg]
+        self._decoder: StreamDecoder | None = None  # made by the first chunk (not for JSON)
         self._encoder: StreamEncoder | None = None
 
     def cost_usage(self) -> WireUsage:
@@ -288,6 +288,8 @@ class ResponseTranslator:
 
     def feed(self, chunk: bytes) -> bytes:
         """The translated bytes for one upstream chunk (may be empty)."""
+        if self._decoder is None:
+            self._decoder = _DECODERS[self.src](self.upstream_family)  # type: ignore[call-arg]
         events = self._decoder.feed(chunk)
         if len(events) == 1 and self._encoder is not None:
             ev = events[0]
@@ -297,6 +299,8 @@ class ResponseTranslator:
 
     def close(self) -> bytes:
         """Bytes owed at the end of the upstream body (an error event if it ended early)."""
+        if self._decoder is None:
+            self._decoder = _DECODERS[self.src](self.upstream_family)  # type: ignore[call-arg]
         return self._emit(self._decoder.close())
 
     def _emit(self, events: list[Event]) -> bytes:

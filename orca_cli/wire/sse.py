@@ -95,15 +95,15 @@ class SSEDecoder:
                 text = text[1:]
         # Fast paths: the overwhelmingly common single `data: ` line, alone (OpenAI) or after
         # one `event: ` line (Anthropic, the Responses API).
-        nl = text.find("\n")
-        if nl < 0:
+        if "\n" not in text:
             if text.startswith("data: "):
                 return (None, text[6:])
             if text.startswith("data:"):
                 return (None, text[5:])
-        elif (text.startswith("data: ", nl + 1) and text.startswith("event: ")
-              and text.find("\n", nl + 1) < 0):
-            return (text[7:nl] or None, text[nl + 7:])
+        elif text.startswith("event: "):
+            nl = text.find("\n")
+            if text.startswith("data: ", nl + 1) and text.find("\n", nl + 1) < 0:
+                return (text[7:nl] or None, text[nl + 7:])
         event: str | None = None
         data: list[str] | None = None
         for line in text.split("\n"):
