@@ -54,6 +54,7 @@ from orca_cli.translate import ResponseTranslator, TranslationError
 from orca_cli.turn.model import AttemptRecord, Outcome, Turn
 from orca_cli.types import Api, Receive, Send
 from orca_cli.wire.errors import error_body, stream_error_event
+from orca_cli.wire.sse import SSEDecoder
 from orca_cli.wire.usage import ResponseTap
 
 __all__ = ["AttemptRecord", "Inbound", "forward"]
@@ -459,10 +460,12 @@ async def _relay_translated(inb: Inbound, tap: ResponseTap, xl: ResponseTranslat
                             chunks: Any, send: Send, rt: Runtime, att: Attempt) -> None:
     """A stream of another format, translated event by event as it arrives (never buffered);
     the tap reads the upstream's own events for usage, billing and strikes."""
+    frames = SSEDecoder()  # one framing for the tap and the translator
     chunk: bytes | None = first
     while chunk is not None:
-        tap.feed(chunk)
-        out = xl.feed(chunk)
+        pairs = frames.feed_pairs(chunk)
+        tap.feed_pairs(pairs)
+        out = xl.feed_pairs(pairs)
         if out:
             await send({"type": "http.response.body", "body": out, "more_body": True})
         try:

@@ -47,6 +47,7 @@ from orca_cli.translate.responses_stream import ResponsesStreamDecoder, Response
 from orca_cli.translate.stream_base import StreamDecoder, StreamEncoder
 from orca_cli.translate.units import Conversation, UnitMemo, UnitOut, conversation
 from orca_cli.types import Api
+from orca_cli.wire.sse import Pair, SSEDecoder
 from orca_cli.wire.usage import Usage as WireUsage
 
 __all__ = [
@@ -258,6 +259,7 @@ class ResponseTranslator:
         self.stop: str | None = None
         self.error: str | None = None
         self._decoder: StreamDecoder | None = None  # made by the first chunk (not for JSON)
+        self._frames = SSEDecoder()  # `feed`'s SSE framing
         self._encoder: StreamEncoder | None = None
 
     def cost_usage(self) -> WireUsage:
@@ -288,9 +290,14 @@ class ResponseTranslator:
 
     def feed(self, chunk: bytes) -> bytes:
         """The translated bytes for one upstream chunk (may be empty)."""
+        return self.feed_pairs(self._frames.feed_pairs(chunk))
+
+    def feed_pairs(self, pairs: list[Pair]) -> bytes:
+        """`feed` for SSE `(event, data)` pairs the caller framed (`wire.sse.SSEDecoder`), as
+        the relay does once for this and its response tap."""
         if self._decoder is None:
             self._decoder = _DECODERS[self.src](self.upstream_family)  # type: ignore[call-arg]
-        events = self._decoder.feed(chunk)
+        events = self._decoder.feed_pairs(pairs)
         if len(events) == 1 and self._encoder is not None:
             ev = events[0]
             if type(ev) in _PLAIN:  # the common chunk: one delta, nothing to note

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from orca_cli.translate.model import End, ErrorEvent, Event
-from orca_cli.wire.sse import SSEDecoder
+from orca_cli.wire.sse import Pair, SSEDecoder
 
 __all__ = ["StreamDecoder", "StreamEncoder", "custom_close", "custom_open", "escape"]
 
@@ -32,8 +32,13 @@ class StreamDecoder:
         self.ended = False  # the format's clean end (or an error) was seen
 
     def feed(self, chunk: bytes) -> list[Event]:
+        return self.feed_pairs(self._sse.feed_pairs(chunk))
+
+    def feed_pairs(self, pairs: list[Pair]) -> list[Event]:
+        """The events of SSE `(event, data)` pairs framed elsewhere (`feed` frames its own):
+        a relay that also taps the stream frames it once for both."""
         out: list[Event] = []
-        for name, data in self._sse.feed_pairs(chunk):
+        for name, data in pairs:
             if self.ended:
                 break
             self._event(name, data, out)

@@ -25,7 +25,7 @@ import orjson
 
 from orca_cli.types import Api
 from orca_cli.wire.errors import stream_error_event
-from orca_cli.wire.sse import SSEDecoder
+from orca_cli.wire.sse import Pair, SSEDecoder
 from orca_cli.wire.usage_responses import (
     next_sequence_number,
     responses_body,
@@ -122,8 +122,12 @@ class ResponseTap:
         decoder = self._decoder
         if decoder is None:
             return
-        events = decoder.feed_pairs(chunk)
-        if not events:
+        self.feed_pairs(decoder.feed_pairs(chunk))
+
+    def feed_pairs(self, events: list[Pair]) -> None:
+        """Tap SSE `(event, data)` pairs the caller framed (instead of `feed`: a relay that
+        translates the stream frames it once for both)."""
+        if not events or self._decoder is None:
             return
         if self.api == "responses":
             for name, data in events:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from orca_cli.translate import ResponseTranslator, TranslationOptions, translate_request
 from orca_cli.types import APIS
+from orca_cli.wire.sse import SSEDecoder
 from tests.translate.samples import STREAMS, anthropic_request, responses_request
 from tests.translate.sdk import check_request, check_stream
 
@@ -139,3 +140,27 @@ def test_any_chunking_gives_the_same_bytes(pair: tuple[str, str], cuts: list[int
         return b"".join(rt.feed(c) for c in chunks) + rt.close()
 
     assert run(pieces) == run([raw])
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.sampled_from([(s, d) for s in APIS for d in APIS if s != d]),
+    st.lists(st.integers(1, 4000), max_size=30),
+)
+def test_pairs_framed_by_the_relay_give_the_same_bytes(pair: tuple[str, str],
+                                                       cuts: list[int]) -> None:
+    """The relay frames SSE once for its tap and the translator (`feed_pairs`)."""
+    up, inbound = pair
+    raw = STREAMS[up]()
+    points = sorted({c % len(raw) for c in cuts} - {0})
+    pieces = [raw[a:b] for a, b in zip([0, *points], [*points, len(raw)], strict=True)]
+
+    def translator() -> ResponseTranslator:
+        return ResponseTranslator(up, inbound, "m", upstream_model="u",  # type: ignore[arg-type]
+                                  upstream_family=FAMILY[up])
+
+    fed, framed, frames = translator(), translator(), SSEDecoder()
+    by_chunk = b"".join(fed.feed(c) for c in pieces) + fed.close()
+    by_pairs = b"".join(framed.feed_pairs(frames.feed_pairs(c)) for c in pieces) + framed.close()
+    assert by_pairs == by_chunk
+    assert (framed.usage, framed.stop, framed.error) == (fed.usage, fed.stop, fed.error)
