@@ -259,18 +259,24 @@ async def _turn(st: Sidecar, inbound: str, model: str, history: list[tuple[str, 
 async def test_a_ten_turn_session_reports_cached_tokens_from_turn_two(
         stack: Sidecar, provider: FakeUpstream, inbound: str, model: str) -> None:
     provider.prompt_cache, provider.prompts = True, {}
+    kept = stack.rt.translations.units  # the translated messages kept for the next turn
     try:
         history: list[tuple[str, str]] = []
-        told, traced = [], []
+        told, traced, reused = [], [], []
         for i in range(10):
             history.append(("user", f"step {i}: rename the variable in module_{i}.py"))
+            hits = kept.hits
             told.append(await _turn(stack, inbound, model, history))
+            reused.append(kept.hits - hits)
             usage = (await trace_of(stack))["usage"]
             traced.append((usage["prompt_tokens"], usage["cached_tokens"]))
             history.append(("assistant", "the fix is in place"))
     finally:
         provider.prompt_cache = False
     assert told[0] == 0 and all(t > 0 for t in told[1:]), told
+    # every message of the previous turn came from the cache (the bytes are the same: the
+    # provider's prompt cache above saw the prefix unchanged)
+    assert all(n >= 2 * i - 1 for i, n in enumerate(reused)), reused
     assert [c for _, c in traced] == told
     for (prev_total, _), (_, cached) in itertools.pairwise(traced):
         assert cached >= prev_total - 8, "the previous turn's whole prompt is a cache hit"
