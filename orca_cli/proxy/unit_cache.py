@@ -5,10 +5,11 @@ messages was translated by the turn before. `translate.translate_request` cuts a
 into units (a message, or a run of Responses items that make one) and asks a `UnitScope` for
 each unit's translation by its JSON bytes; this module keeps them.
 
-* One cache per process, bounded by entries (`max_entries`, default 4,096) and by the JSON
-  bytes of the units it holds (`max_bytes`, default 8 MiB; what it holds in memory is about two
-  to three times that). A unit larger than `max_unit_bytes` (64 KiB) is not kept: a large
-  message is mostly one long string, which translation passes through at little cost.
+* One cache per process, bounded by entries (`max_entries`, default 16,384) and by the JSON
+  bytes of the units it holds (`max_bytes`, default 8 MiB). In memory an entry is its bytes
+  plus about 1 KB (the translated message: ~25 MB at most). A unit larger than
+  `max_unit_bytes` (64 KiB) is not kept: a large message is mostly one long string, which
+  translation passes through at little cost.
 * Entries are scoped: a `UnitScope` belongs to one (inbound format, target format, model
   family, upstream model, `TranslationOptions`), everything a unit's translation depends on,
   so two targets never share an entry. Within a scope the least recently used entry goes
@@ -26,7 +27,7 @@ from orca_cli.translate.units import UnitOut
 
 __all__ = ["UnitCache", "UnitScope"]
 
-MAX_ENTRIES = 4096
+MAX_ENTRIES = 16384
 MAX_BYTES = 8 << 20
 MAX_UNIT_BYTES = 64 << 10
 
@@ -101,5 +102,7 @@ class UnitScope:
             if key not in kept:
                 cache.entries += 1
                 cache.bytes += len(key)
+                # orjson's bytes keep their 4 KiB write buffer: keep a copy of the right size
+                key = memoryview(key).tobytes()
             kept[key] = value
         cache._evict()

@@ -4,6 +4,7 @@ it stays within its bounds, and two translation targets never share an entry."""
 from __future__ import annotations
 
 import copy
+import tracemalloc
 from typing import Any
 
 import orjson
@@ -124,3 +125,19 @@ def test_unit_bytes_are_the_key() -> None:
     assert len(cache) == 2
     _translate(orjson.loads(orjson.dumps(one)), memo)
     assert len(cache) == 2 and cache.hits == 1
+
+
+def test_a_kept_key_takes_its_own_size() -> None:
+    """orjson's bytes keep their 4 KiB write buffer; the cache keeps a copy of the key's size."""
+    cache = UnitCache()
+    memo = cache.scope("ctx")
+    outs = [_out(str(i)) for i in range(200)]
+    tracemalloc.start()
+    try:
+        keys = [orjson.dumps({"role": "user", "content": f"hi {i}"}) for i in range(200)]
+        memo.put_many(keys, outs)
+        del keys
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(cache) == 200 and held < 200 * 512  # not 200 × 4 KiB
