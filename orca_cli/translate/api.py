@@ -45,7 +45,13 @@ from orca_cli.translate.openai_chat_stream import ChatStreamDecoder, ChatStreamE
 from orca_cli.translate.policy import TranslationOptions, apply_head, apply_messages
 from orca_cli.translate.responses_stream import ResponsesStreamDecoder, ResponsesStreamEncoder
 from orca_cli.translate.stream_base import StreamDecoder, StreamEncoder
-from orca_cli.translate.units import Conversation, UnitMemo, UnitOut, conversation
+from orca_cli.translate.units import (
+    NATIVE_FAMILY,
+    Conversation,
+    UnitMemo,
+    UnitOut,
+    conversation,
+)
 from orca_cli.types import Api
 from orca_cli.wire.sse import Pair, SSEDecoder
 from orca_cli.wire.usage import Usage as WireUsage
@@ -64,7 +70,6 @@ __all__ = [
     "translate_request",
 ]
 
-_NATIVE_FAMILY = {"anthropic": "anthropic", "responses": "openai", "openai": "unknown"}
 
 
 @dataclass(slots=True)
@@ -98,7 +103,7 @@ def tool_origins(req: Request) -> dict[str, ToolOrigin]:
 
 
 def decode_request(body: dict[str, Any], src: Api, *, family: str | None = None) -> Request:
-    fam = family or _NATIVE_FAMILY[src]
+    fam = family or NATIVE_FAMILY[src]
     if src == "anthropic":
         return anthropic.decode_request(body, family=fam)
     if src == "responses":

@@ -32,7 +32,7 @@ from orca_cli.translate.model import ROLES, Message, Request
 from orca_cli.translate.policy import TranslationOptions, apply_messages
 from orca_cli.types import Api
 
-__all__ = ["Conversation", "UnitMemo", "UnitOut", "conversation", "translate_units", "units"]
+__all__ = ["NATIVE_FAMILY", "Conversation", "UnitMemo", "UnitOut", "conversation", "translate_units", "units"]
 
 # The role a Responses item decodes into (`responses._item_part`); a `message` item's is its own.
 _ITEM_ROLES = {
@@ -175,7 +175,8 @@ class Conversation:
 _HEADS = {"anthropic": anthropic.decode_request, "openai": openai_chat.decode_request,
           "responses": responses.decode_request}
 _CONVERSATION = {"anthropic": "messages", "openai": "messages", "responses": "input"}
-_NATIVE_FAMILY = {"anthropic": "anthropic", "responses": "openai", "openai": "unknown"}
+# The model family a request of each format comes from, when nothing more is known.
+NATIVE_FAMILY = {"anthropic": "anthropic", "responses": "openai", "openai": "unknown"}
 
 
 def conversation(
@@ -190,7 +191,7 @@ def conversation(
 ) -> Conversation:
     """`body`'s conversation unit by unit, each unit from `memo` when it is there."""
     left_out = _CONVERSATION[src]
-    family = options.inbound_family or _NATIVE_FAMILY[src]
+    family = options.inbound_family or NATIVE_FAMILY[src]
     head = _HEADS[src]({k: v for k, v in body.items() if k != left_out}, family=family)
     batch = units(body, src)
     try:
