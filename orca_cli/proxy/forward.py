@@ -33,8 +33,17 @@ import orjson
 
 from orca_cli.config.schema import ServerConfig
 from orca_cli.errors import UpstreamError
+from orca_cli.proxy.answer import (
+    Attempting,
+    client_headers,
+    relay_stream,
+    relay_translated,
+    send_whole,
+    stream_failure,
+    translate_json,
+)
 from orca_cli.proxy.health import classify_status, outcome_of_error, retry_after_seconds
-from orca_cli.proxy.relay import ModelNameRewriter, UsageChunkFilter
+from orca_cli.proxy.relay import ModelNameRewriter
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.proxy.transport import (
     Headers,
@@ -50,11 +59,9 @@ from orca_cli.proxy.transport import (
 )
 from orca_cli.proxy.xlate import Crossing, cross, translated_error, untranslatable_message
 from orca_cli.routing.route import Attempt
-from orca_cli.translate import ResponseTranslator, TranslationError
 from orca_cli.turn.model import AttemptRecord, Outcome, Turn
 from orca_cli.types import Api, Receive, Send
-from orca_cli.wire.errors import error_body, stream_error_event
-from orca_cli.wire.sse import SSEDecoder
+from orca_cli.wire.errors import error_body
 from orca_cli.wire.usage import ResponseTap
 
 __all__ = ["AttemptRecord", "Inbound", "forward"]
@@ -264,13 +271,13 @@ async def _answer_failure(inb: Inbound, send: Send, res: Outcome,
         res.status, res.own_kind = 400, "untranslatable"
         res.own_error = untranslatable_message(inb.api, features, channels)
         body = error_body(inb.api, 400, res.own_error)
-        await _send_whole(send, 400, (("content-type", "application/json"),), body,
+        await send_whole(send, 400, (("content-type", "application/json"),), body,
                           inb.orca_headers(None) + [(b"x-should-retry", b"false")])
         return
     if last is not None:
         status, headers, body, att = last
         res.status, res.served = status, None
-        await _send_whole(send, status, headers, body, inb.orca_headers(att))
+        await send_whole(send, status, headers, body, inb.orca_headers(att))
         return
     if res.attempts:
         # Attempted, but no upstream answered (refused, reset, timed out): there is no
@@ -282,13 +289,13 @@ async def _answer_failure(inb: Inbound, send: Send, res: Outcome,
         res.own_error = res.own_error or ("no upstream answered: every attempt failed before "
                                           f"responding ({failure})")
         body = error_body(inb.api, status, res.own_error)
-        await _send_whole(send, status, (("content-type", "application/json"),), body,
+        await send_whole(send, status, (("content-type", "application/json"),), body,
                           inb.orca_headers(None))
         return
     res.status = 503
     res.own_error = "no upstream could be attempted (breakers open, retry budget or deadline spent)"
     body = error_body(inb.api, 503, res.own_error + "; retry later")
-    await _send_whole(send, 503, (("content-type", "application/json"),), body,
+    await send_whole(send, 503, (("content-type", "application/json"),), body,
                       inb.orca_headers(None) + [(b"x-should-retry", b"false")])
 
 
@@ -321,46 +328,20 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Out
     assert rt.health is not None
     rec = AttemptRecord(att.model, att.channel, att.key_index)
     res.attempts.append(rec)
-    t0 = rt.clock.monotonic()
+    t = Attempting(rt, inb, att, send, res, crossing, rec, rt.clock.monotonic())
     req = _request(rt, inb, att, crossing)
     resp: UpstreamResponse | None = None
     try:
         resp = await rt.transports[att.channel].send(req, timeouts)
-        rec.status, rec.first_byte_ms = resp.status, (rt.clock.monotonic() - t0) * 1000
+        rec.status, rec.first_byte_ms = resp.status, t.ms()
         if classify_status(resp.status) != "success":
-            failed = await _failed_answer(rt, resp, att, rec, res, t0)
+            failed = await _failed_answer(t, resp)
             if crossing is not None:
                 return (*translated_error(crossing, *failed[:3]), att)
             return failed
         tap = ResponseTap(crossing.dst if crossing else inb.api, inb.stream, inb.max_tokens)
-        xl = crossing.answer(inb) if crossing is not None else None
-        if inb.stream:
-            chunks = resp.chunks().__aiter__()
-            first = await chunks.__anext__()  # nothing sent yet: a failure here is retryable
-            rec.first_byte_ms = (rt.clock.monotonic() - t0) * 1000
-            res.served, res.tap, res.status = att, tap, resp.status
-            if crossing is not None:
-                res.translation = crossing.report()
-            await send({"type": "http.response.start", "status": resp.status,
-                        "headers": _client_headers(resp.headers, inb.orca_headers(att),
-                                                   translated=xl is not None)})
-            if xl is None:
-                await _relay(inb, tap, first, chunks, send, rt, att)
-            else:
-                await _relay_translated(inb, tap, xl, first, chunks, send, rt, att)
-        else:
-            body = await read_limited(resp, rt.cfg.server.max_response_bytes)
-            tap.feed_body(body)
-            headers, status = filter_response_headers(resp.headers), resp.status
-            if xl is not None:
-                assert crossing is not None
-                status, body, headers = _translate_json(xl, status, body, headers)
-                res.translation = crossing.report()
-            elif inb.rename is not None:
-                body = ModelNameRewriter(inb.rename).body(body)
-            res.served, res.tap, res.status = att, tap, status
-            await _send_whole(send, status, headers, body, inb.orca_headers(att))
-        rec.latency_ms = (rt.clock.monotonic() - t0) * 1000
+        await (_answer_stream(t, resp, tap) if inb.stream else _answer_whole(t, resp, tap))
+        rec.latency_ms = t.ms()
         outcome = "ok" if tap.billed_success else ("error_finish" if tap.error_finish else None)
         if outcome is not None:
             rt.health.record(att.channel, att.key_index, outcome)  # type: ignore[arg-type]
@@ -372,129 +353,78 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Out
         res.failed.add((att.channel, att.key_index))
         return None
     except UpstreamError as exc:
-        rec.latency_ms = (rt.clock.monotonic() - t0) * 1000
-        rec.error = type(exc).__name__ + (f":{exc.phase}" if hasattr(exc, "phase") else "")
-        rt.health.record(att.channel, att.key_index, outcome_of_error(exc), status=exc.status)
-        rt.metrics.upstream(att.channel, "timeout" if hasattr(exc, "phase") else "error")
-        res.failed.add((att.channel, att.key_index))
-        if isinstance(exc, UpstreamTooLarge):
-            res.own_error = str(exc)  # no further attempt (`_run`)
-        if res.served is not None:  # bytes already reached the client: end its stream
-            await send({"type": "http.response.body", "more_body": False,
-                        "body": _stream_failure(inb, res.tap, f"upstream stream failed: {exc}")})
-            return True
-        return None
+        return await _transport_failure(t, exc)
     finally:
         if resp is not None:
             with contextlib.suppress(Exception):
                 await resp.aclose()
 
 
-async def _failed_answer(rt: Runtime, resp: UpstreamResponse, att: Attempt,
-                         rec: AttemptRecord, res: Outcome,
-                         t0: float) -> tuple[int, Headers, bytes, Attempt]:
+async def _answer_stream(t: Attempting, resp: UpstreamResponse, tap: ResponseTap) -> None:
+    """A 2xx stream: relayed (or translated) once its first chunk arrived. Until then nothing
+    was sent, so a failure before it (StopAsyncIteration, UpstreamError) is retryable."""
+    inb, crossing, res = t.inb, t.crossing, t.res
+    chunks = resp.chunks().__aiter__()
+    first = await chunks.__anext__()
+    t.rec.first_byte_ms = t.ms()
+    res.served, res.tap, res.status = t.att, tap, resp.status
+    xl = crossing.answer(inb) if crossing is not None else None
+    if crossing is not None:
+        res.translation = crossing.report()
+    await t.send({"type": "http.response.start", "status": resp.status,
+                  "headers": client_headers(resp.headers, inb.orca_headers(t.att),
+                                            translated=xl is not None)})
+    if xl is None:
+        await relay_stream(t, tap, first, chunks)
+    else:
+        await relay_translated(t, tap, xl, first, chunks)
+
+
+async def _answer_whole(t: Attempting, resp: UpstreamResponse, tap: ResponseTap) -> None:
+    """A 2xx JSON answer, read whole (within `max_response_mb`), renamed or translated."""
+    inb, crossing = t.inb, t.crossing
+    body = await read_limited(resp, t.rt.cfg.server.max_response_bytes)
+    tap.feed_body(body)
+    headers, status = filter_response_headers(resp.headers), resp.status
+    if crossing is not None:
+        status, body, headers = translate_json(crossing.answer(inb), status, body, headers)
+        t.res.translation = crossing.report()
+    elif inb.rename is not None:
+        body = ModelNameRewriter(inb.rename).body(body)
+    t.res.served, t.res.tap, t.res.status = t.att, tap, status
+    await send_whole(t.send, status, headers, body, inb.orca_headers(t.att))
+
+
+async def _transport_failure(t: Attempting, exc: UpstreamError) -> bool | None:
+    """No answer from the upstream (refused, reset, timed out, too large). True when bytes
+    had already reached the client: its stream ends with the inbound format's error."""
+    rt, att, rec, res = t.rt, t.att, t.rec, t.res
+    assert rt.health is not None
+    rec.latency_ms = t.ms()
+    rec.error = type(exc).__name__ + (f":{exc.phase}" if hasattr(exc, "phase") else "")
+    rt.health.record(att.channel, att.key_index, outcome_of_error(exc), status=exc.status)
+    rt.metrics.upstream(att.channel, "timeout" if hasattr(exc, "phase") else "error")
+    res.failed.add((att.channel, att.key_index))
+    if isinstance(exc, UpstreamTooLarge):
+        res.own_error = str(exc)  # no further attempt (`_run`)
+    if res.served is not None:  # bytes already reached the client: end its stream
+        await t.send({"type": "http.response.body", "more_body": False,
+                      "body": stream_failure(t.inb, res.tap,
+                                             f"upstream stream failed: {exc}")})
+        return True
+    return None
+
+
+async def _failed_answer(t: Attempting, resp: UpstreamResponse) -> tuple[int, Headers, bytes, Attempt]:
     """An upstream's error answer: recorded against its key, kept as the request's `last`."""
+    rt, att = t.rt, t.att
     assert rt.health is not None
     body = await read_limited(resp, rt.cfg.server.max_response_bytes)
-    rec.latency_ms = (rt.clock.monotonic() - t0) * 1000
-    rec.error = f"http_{resp.status}"
+    t.rec.latency_ms = t.ms()
+    t.rec.error = f"http_{resp.status}"
     wait = retry_after_seconds(resp.headers, rt.clock.now())
     rt.health.record(att.channel, att.key_index, "status", status=resp.status,
                      retry_after_s=wait)
     rt.metrics.upstream(att.channel, resp.status)
-    res.failed.add((att.channel, att.key_index))
+    t.res.failed.add((att.channel, att.key_index))
     return resp.status, filter_response_headers(resp.headers), body, att
-
-
-async def _relay(inb: Inbound, tap: ResponseTap, first: bytes, chunks: Any, send: Send,
-                 rt: Runtime, att: Attempt) -> None:
-    filt = UsageChunkFilter() if inb.add_include_usage else None
-    names = ModelNameRewriter(inb.rename) if inb.rename is not None else None
-    chunk: bytes | None = first
-    while chunk is not None:
-        tap.feed(chunk)
-        out = filt.feed(chunk) if filt is not None else chunk
-        if names is not None and out:
-            out = names.feed(out)
-        if out:
-            await send({"type": "http.response.body", "body": out, "more_body": True})
-        try:
-            chunk = await chunks.__anext__()
-        except StopAsyncIteration:
-            chunk = None
-    tail = filt.flush() if filt is not None else b""
-    if names is not None:
-        tail = names.feed(tail) + names.flush()
-    if not tap.completed and not tap.error_finish:
-        # The upstream closed without its clean end: say so in the stream's own error form.
-        # One that ended with its own in-band error already said so (the caller records it
-        # as error_finish): a second error event, and a second health count, would be wrong.
-        assert rt.health is not None
-        rt.health.record(att.channel, att.key_index, "stream_error")
-        tail += _stream_failure(inb, tap, "upstream stream ended before its final event")
-    await send({"type": "http.response.body", "body": tail, "more_body": False})
-
-
-def _stream_failure(inb: Inbound, tap: ResponseTap | None, message: str) -> bytes:
-    """The inbound format's in-stream error. A stream relayed as it came (its tap reads the
-    inbound format) ends with the tap's own: a Responses stream's `response.failed` names
-    the response it announced and continues its sequence numbers."""
-    if tap is not None and tap.api == inb.api:
-        return tap.stream_error_event(message)
-    return stream_error_event(inb.api, message)
-
-
-def _translate_json(xl: ResponseTranslator, status: int, body: bytes,
-                    headers: Headers) -> tuple[int, bytes, Headers]:
-    """A 2xx JSON answer in the inbound format. One the codec cannot read goes back as the
-    inbound format's error (502, not billed), never as bytes of another format."""
-    try:
-        return status, xl.translate_body(body), headers
-    except (TranslationError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        xl.error = f"untranslatable upstream answer: {type(exc).__name__}"
-        out = error_body(xl.dst, 502, "the upstream answer could not be translated")
-        return 502, out, (("content-type", "application/json"),)
-
-
-async def _relay_translated(inb: Inbound, tap: ResponseTap, xl: ResponseTranslator, first: bytes,
-                            chunks: Any, send: Send, rt: Runtime, att: Attempt) -> None:
-    """A stream of another format, translated event by event as it arrives (never buffered);
-    the tap reads the upstream's own events for usage, billing and strikes."""
-    frames = SSEDecoder()  # one framing for the tap and the translator
-    chunk: bytes | None = first
-    while chunk is not None:
-        pairs = frames.feed_pairs(chunk)
-        tap.feed_pairs(pairs)
-        out = xl.feed_pairs(pairs)
-        if out:
-            await send({"type": "http.response.body", "body": out, "more_body": True})
-        try:
-            chunk = await chunks.__anext__()
-        except StopAsyncIteration:
-            chunk = None
-    tail = xl.close()  # an upstream that ended early: the inbound format's error event
-    if not tap.completed and not tap.error_finish:
-        assert rt.health is not None
-        rt.health.record(att.channel, att.key_index, "stream_error")
-        if xl.error is None:
-            tail += stream_error_event(inb.api, "upstream stream ended before its final event")
-    await send({"type": "http.response.body", "body": tail, "more_body": False})
-
-
-def _client_headers(upstream: Headers, orca: list[tuple[bytes, bytes]], *,
-                    translated: bool = False) -> list[tuple[bytes, bytes]]:
-    kept = filter_response_headers(upstream)
-    if translated:  # the body is of the inbound format: its own content type
-        kept = (("content-type", "text/event-stream"),
-                *((k, v) for k, v in kept if k != "content-type"))
-    out = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in kept]
-    return out + orca
-
-
-async def _send_whole(send: Send, status: int, headers: Headers, body: bytes,
-                      orca: list[tuple[bytes, bytes]]) -> None:
-    hs = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers
-          if k != "content-length"]
-    hs.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": hs + orca})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
