@@ -118,12 +118,14 @@ def encode_request(
     model: str,
     family: str,
     options: TranslationOptions,
-    rewritten: list[str] | None = None,
+    conv: Conversation | None = None,
     cache_ttl: str | None = None,
-    pieces: list[Any] | None = None,
 ) -> tuple[bytes, int]:
-    """`req` as a `dst` body and the cache breakpoints it got (Anthropic only). `pieces`: the
-    messages already encoded (`units.translate_unit`), else `req.messages` are."""
+    """`req` as a `dst` body and the cache breakpoints it got (Anthropic only). With `conv`
+    (the conversation `req` heads), its messages come already encoded (`conv.pieces`, from
+    `units.translate_unit`) with the ids they rewrote; else `req.messages` are encoded."""
+    rewritten = conv.rewritten if conv is not None else None
+    pieces = conv.pieces if conv is not None else None
     if dst == "anthropic":
         return anthropic.encode_request(
             req,
@@ -170,8 +172,7 @@ def translate_request(
     req = conv.head
     result = apply_head(req, dst, options, conv.found)
     raw, added = encode_request(req, dst, model=model, family=target_model_family,
-                                options=options, rewritten=conv.rewritten,
-                                cache_ttl=result.cache_ttl, pieces=conv.pieces)
+                                options=options, conv=conv, cache_ttl=result.cache_ttl)
     report = {
         "from": src,
         "to": dst,
