@@ -21,11 +21,13 @@ fails), then measures every target on the same scenarios in interleaved rounds:
   rows (whose routers pick a channel of the client's own format); direct is the fake upstream
   asked in the client's format;
 * CPU per request of the proxy process (its own `utime + stime`) at concurrency 1 and 16,
-  and one worker's throughput at concurrency 16, for JSON and the stream;
+  and one worker's throughput at concurrency 16, for JSON and the stream; at concurrency 16
+  also `orca serve --workers 2` with Redis (orca-redis-2w), its CPU summed over the workers;
 * token-paced streams (events 1 ms apart): CPU per event at concurrency 1 and 16;
 * the same latest turn behind 10 KB, 200 KB and 1 MB transcripts (orca with memory).
 
-The proxies run alone on CPU 1; the fake upstream and this load generator share CPU 0. Every
+The proxies run alone on CPU 1; the fake upstream and this load generator share CPU 0;
+orca-redis-2w alone is not pinned (two workers on one core would measure one core). Every
 figure is the median over the rounds; the JSON keeps each round. The machine may be shared:
 before each figure the run waits (briefly) for other processes to go quiet, and it records
 how many cores they used meanwhile.
@@ -63,6 +65,9 @@ REDIS_URL = "redis://127.0.0.1:6379/15"
 PROXY_CPU, LOAD_CPU = 1, 0
 
 
+_ALL = ("direct", "floor", "orca-memory", "orca-quiet", "orca-redis", "litellm")
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
     name: str
@@ -72,8 +77,7 @@ class Scenario:
     paced: bool = False
     concurrency: int = 1
     share: float = 1.0  # of --requests
-    targets: tuple[str, ...] = ("direct", "floor", "orca-memory", "orca-quiet", "orca-redis",
-                                "litellm")
+    targets: tuple[str, ...] = _ALL
     to: str = ""  # the channel's wire format when orca translates ("" = the client's own)
 
     @property
@@ -86,11 +90,12 @@ class Scenario:
 _CORE = ("direct", "floor", "orca-memory", "orca-redis")
 _RESPONSES = ("direct", "floor", "orca-memory", "orca-quiet", "orca-redis")
 _TRANSLATED = ("direct", "orca-memory", "orca-redis")
+_THROUGHPUT = (*_ALL, "orca-redis-2w")  # two workers: a throughput question only
 SCENARIOS = (
     Scenario("json_c1"),
     Scenario("stream_c1", stream=True),
-    Scenario("json_c16", concurrency=16),
-    Scenario("stream_c16", stream=True, concurrency=16),
+    Scenario("json_c16", concurrency=16, targets=_THROUGHPUT),
+    Scenario("stream_c16", stream=True, concurrency=16, targets=_THROUGHPUT),
     Scenario("paced_c1", stream=True, paced=True, share=0.1, targets=_CORE),
     Scenario("paced_c16", stream=True, paced=True, concurrency=16, share=0.5, targets=_CORE),
     Scenario("anthropic_json_c1", api="anthropic", share=0.25, targets=_CORE),
@@ -408,7 +413,11 @@ def _parser() -> argparse.ArgumentParser:
                    "(the figures a later run without LiteLLM quotes)")
     p.add_argument("--no-floor", action="store_true",
                    help="skip the floor target (bench/floor_proxy.py: the serving stack alone)")
-    p.add_argument("--no-redis", action="store_true", help="skip the Redis target")
+    p.add_argument("--no-redis", action="store_true",
+                   help="skip the Redis targets (orca-redis and orca-redis-2w)")
+    p.add_argument("--no-workers", action="store_true",
+                   help="skip orca-redis-2w (`orca serve --workers 2` with Redis, unpinned; "
+                        "json_c16 and stream_c16 only)")
     p.add_argument("--no-quiet", action="store_true",
                    help="skip orca-quiet (`orca serve --quiet`: no request log), the target "
                         "the request log's cost is measured against")
@@ -485,8 +494,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     procs: list[T.Proc] = []
     skipped: dict[str, str] = {}
     notes: dict[str, str] = {}
-    prefix = T.unique_prefix()
-    redis_used = False
+    prefixes: list[str] = []  # each Redis target's own, its keys deleted at the end
     stat0 = _cpu_stat()
     failed: dict[str, str] = {}
     try:
@@ -535,13 +543,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             targets[name] = _orca(name, proc, responses=not old)
         why = "--no-redis" if args.no_redis else T.redis_available(args.redis_url)
         if why is None:
+            prefixes.append(T.unique_prefix())
             red = T.start_orca("orca-redis", wd, upstream.port, proxy_cpu, backend="redis",
-                               redis_url=args.redis_url, key_prefix=prefix)
-            redis_used = True
+                               redis_url=args.redis_url, key_prefix=prefixes[-1])
             procs.append(red)
             targets["orca-redis"] = _orca("orca-redis", red)
         else:
             skipped["orca-redis"] = why
+        why = why or ("--no-workers" if args.no_workers else None)
+        if why is None:
+            # Not pinned: two workers on CPU 1 would measure that one core again. They share
+            # both cores with the fake upstream and the load generator, so its c16 figure is
+            # what two workers give on this machine with the load beside them.
+            prefixes.append(T.unique_prefix())
+            two = T.start_orca("orca-redis-2w", wd, upstream.port, None, backend="redis",
+                               redis_url=args.redis_url, key_prefix=prefixes[-1],
+                               serve_args=("--workers", "2"))
+            procs.append(two)
+            T.wait_workers(two, 2)
+            targets["orca-redis-2w"] = _orca("orca-redis-2w", two)
+        else:
+            skipped["orca-redis-2w"] = why
         if args.no_litellm:
             skipped["litellm"] = "--no-litellm"
         else:
@@ -567,14 +589,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         for p in procs:
             T.stop(p)
-        if redis_used:
-            notes["redis_keys_deleted"] = str(T.redis_cleanup(args.redis_url, prefix))
+        if prefixes:
+            notes["redis_keys_deleted"] = str(sum(T.redis_cleanup(args.redis_url, p)
+                                                  for p in prefixes))
         shutil.rmtree(wd, ignore_errors=True)
     stat1 = _cpu_stat()
     delta = [b - a for a, b in zip(stat0, stat1, strict=False)]
     machine["steal_pct"] = round(100.0 * delta[7] / max(sum(delta), 1), 2) if len(delta) > 7 else 0.0
     machine["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    machine["pinning"] = ("proxies on CPU 1; fake upstream and load generator on CPU 0"
+    machine["pinning"] = (("proxies on CPU 1; fake upstream and load generator on CPU 0"
+                           + ("; orca-redis-2w unpinned" if "orca-redis-2w" in targets else ""))
                           if pinned else "one CPU: nothing pinned")
     doc: dict[str, Any] = {
         "machine": machine,

@@ -2,7 +2,9 @@
 
 * the fake upstream (`bench/fake_upstream.py`), pinned with the load generator on one CPU;
 * `orca serve` with the memory store, and again with Redis (db 15, a unique key prefix whose
-  keys are deleted afterwards), each pinned alone on the other CPU;
+  keys are deleted afterwards), each pinned alone on the other CPU; `orca serve --workers 2`
+  with Redis (its own prefix) is not pinned, its workers forked children of the started
+  process;
 * LiteLLM proxy, installed into its own virtualenv (`bench/.venv-litellm`) and run with one
   worker, no database, no callbacks, no telemetry, pointed at the same fake upstream.
 
@@ -17,6 +19,7 @@ well under the noise of the figures.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
 import secrets
@@ -44,6 +47,7 @@ __all__ = [
     "start_litellm",
     "start_orca",
     "stop",
+    "wait_workers",
 ]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -170,6 +174,28 @@ def _wait_listening(proc: Proc, timeout_s: float = _READY_TIMEOUT_S) -> None:
     tail = proc.log.read_text(errors="replace")[-2000:]
     stop(proc)
     raise RuntimeError(f"{proc.name} did not start on port {proc.port}:\n{tail}")
+
+
+def wait_workers(proc: Proc, workers: int, timeout_s: float = 30.0) -> None:
+    """Until `workers` distinct pids have answered `/healthz` (`orca serve --workers N`):
+    the port answers once one worker listens, and the kernel spreads new connections over
+    the listening sockets only, so a load started earlier would find one worker."""
+    seen: set[int] = set()
+    end = time.monotonic() + timeout_s
+    while len(seen) < workers and time.monotonic() < end and proc.popen.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", proc.port), timeout=1.0) as s:
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                          b"Connection: close\r\n\r\n" % proc.port)
+                got = b"".join(iter(lambda: s.recv(65536), b""))
+            seen.add(int(json.loads(got.split(b"\r\n\r\n", 1)[1])["pid"]))
+        except (OSError, ValueError, KeyError, IndexError):
+            pass
+        time.sleep(0.05)  # not a busy loop beside the workers still starting
+    if len(seen) < workers:
+        stop(proc)
+        raise RuntimeError(f"{proc.name}: {len(seen)} of {workers} workers answered on port "
+                           f"{proc.port}:\n{proc.log_tail(2000)}")
 
 
 def _clean_env() -> dict[str, str]:
