@@ -75,13 +75,19 @@ _SCAN_CHUNK = 500
 
 
 class _LazyClient:
-    """The store's Redis client, built on first use (the store connects lazily)."""
+    """The store's Redis client, built on first use (the store connects lazily), each command
+    under the store's deadline (the client has no read timeout of its own: `factory`)."""
 
     def __init__(self, store: RedisLink) -> None:
         self._store = store
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._store._client(), name)
+        command = getattr(self._store._client(), name)
+
+        async def bounded(*args: Any, **kwargs: Any) -> Any:
+            return await self._store._guarded(name, lambda: command(*args, **kwargs))
+
+        return bounded
 
 
 @dataclass(slots=True)
