@@ -17,7 +17,8 @@ import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from redis.exceptions import NoScriptError, RedisError
+import hiredis
+from redis.exceptions import NoScriptError, RedisError, ResponseError
 
 from orca_cli.clock import Clock
 from orca_cli.errors import StoreUnavailable
@@ -28,6 +29,10 @@ from orca_cli.state.redis_cmds import Cmd
 from orca_cli.state.scripts import ALL_SCRIPTS
 
 __all__ = ["RedisLink"]
+
+# Commands whose replies redis-py hands back as parsed (no response callback): a pipeline of
+# only these — a request's read and commit — goes out packed by hiredis (`_send_packed`).
+_PLAIN_REPLIES = frozenset({"EVALSHA", "EVALSHA_RO", "GET", "MGET", "HMGET"})
 
 T = TypeVar("T")
 RECHECK_AFTER_ERROR_S = 30.0  # how long reads keep re-reading the run_id after an error
@@ -114,10 +119,13 @@ class RedisLink:
         return self._recheck or self._clock.monotonic() < self._recheck_until
 
     async def _pipeline(self, cmds: Sequence[Cmd]) -> list[Any]:
-        pipe = self._client().pipeline(transaction=False)
+        client = self._client()
+        self.round_trips += 1
+        if self._mode != "cluster" and all(cmd[0] in _PLAIN_REPLIES for cmd in cmds):
+            return await _send_packed(client.connection_pool, cmds)
+        pipe = client.pipeline(transaction=False)
         for cmd in cmds:
             pipe.execute_command(*C.wire(cmd))
-        self.round_trips += 1
         return list(await pipe.execute(raise_on_error=False))
 
     async def _run(self, cmds: Sequence[Cmd]) -> tuple[list[Any], int]:
@@ -254,3 +262,27 @@ class RedisLink:
         if self._on_close is not None:
             await self._on_close()
         self._ready = False
+
+
+async def _send_packed(pool: Any, cmds: Sequence[Cmd]) -> list[Any]:
+    """One pipelined round trip on a pooled connection, as redis-py's pipeline sends it with
+    `raise_on_error=False` (an error reply is kept in its place), without its per-argument
+    work: hiredis packs each command in C, and the replies are read in order. The caller's
+    deadline bounds it; a connection left with a reply unread (cancelled, failed) is closed,
+    never handed back to the pool half-read. Single and Sentinel modes: Cluster routes each
+    command by its keys, and keeps redis-py's pipeline."""
+    conn = await pool.get_connection()
+    try:
+        await conn.send_packed_command([hiredis.pack_command(C.wire(cmd)) for cmd in cmds])
+        out: list[Any] = []
+        for _ in cmds:
+            try:
+                out.append(await conn.read_response())
+            except ResponseError as e:
+                out.append(e)
+        return out
+    except BaseException:
+        await conn.disconnect(nowait=True)
+        raise
+    finally:
+        await pool.release(conn)
