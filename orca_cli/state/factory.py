@@ -1,10 +1,11 @@
 """`open_store`: the one place a store and its Redis client are built (SPEC §9).
 
 The Redis client is built for the failure modes RELIABILITY.md measured: no library retries
-(`Retry(NoBackoff(), 0)`: a re-sent write whose outcome was unknown applies twice), socket and
-connect timeouts equal to `timeout_ms`, and a bounded pool that makes a waiter fail after
-`timeout_ms` instead of piling up (`BlockingConnectionPool`; Sentinel's pool is bounded by
-`max_connections` and fails at once when exhausted). Nothing connects until the first call,
+(`Retry(NoBackoff(), 0)`: a re-sent write whose outcome was unknown applies twice), connect
+timeouts equal to `timeout_ms`, every call of the store under one deadline of `timeout_ms`
+(`RedisLink._guarded`; the CLI's own clients get redis-py's socket timeouts instead), and a
+bounded pool whose waiter fails at that deadline instead of piling up (`BlockingConnectionPool`;
+Sentinel's pool is bounded by `max_connections` and fails at once when exhausted). Nothing connects until the first call,
 so building a store never blocks and `orca serve` starts with Redis down.
 """
 
@@ -104,8 +105,10 @@ def redis_client_factory(
         def single() -> Any:
             from redis.asyncio import BlockingConnectionPool, Redis
 
+            # A waiter for a free connection gives up at the caller's deadline when it has one.
             pool = BlockingConnectionPool.from_url(
-                cfg.redis_url, max_connections=max_connections, timeout=timeout_s, **common
+                cfg.redis_url, max_connections=max_connections,
+                timeout=timeout_s if read_timeouts else None, **common
             )
             return Redis.from_pool(pool)  # the client owns (and closes) its pool
 
