@@ -29,6 +29,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
+import orjson
+
 # The routing side owns what a read hands over; re-exported here for the store backends.
 from orca_cli.routing.snapshot import ShareCounts, Snapshot, TierDoc
 
@@ -201,8 +203,21 @@ class CommitBatch:
 class SlotResult:
     slot: SlotRef
     status: Literal["applied", "duplicate"]
-    tier: TierDoc | None = None  # the tier document after the commit (session slots)
+    # The tier document after the commit (session slots) as stored: decoded only when read
+    # (`tier`), since the request path never reads it back.
+    tier_text: str | None = None
     attempts: int = 1  # CAS attempts (1 = no conflict)
+
+    @property
+    def tier(self) -> TierDoc | None:
+        """The tier document after the commit, as `codec.decode_doc` reads it."""
+        if not self.tier_text:
+            return None
+        try:
+            doc = orjson.loads(self.tier_text)
+        except orjson.JSONDecodeError:
+            return None
+        return doc if isinstance(doc, dict) else None
 
 
 @dataclass(frozen=True, slots=True)

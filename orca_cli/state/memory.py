@@ -268,7 +268,7 @@ class MemoryStore(Keyspace):
         tag = K.slot_tag(self._prefix, w.slot)
         marker, tkey = tag + marker_suffix, tag + K.tier_key()
         if self._entry(marker, now) is not None:
-            return SlotResult(w.slot, "duplicate", self._doc(tkey, now) if session else None)
+            return SlotResult(w.slot, "duplicate", self._text(tkey, now) if session else None)
         keys = [tag + op.key for op in ops]
         self._check_types(tkey if session else None, keys, ops, now)
         doc_text = self._text(tkey, now) if session else None
@@ -289,9 +289,7 @@ class MemoryStore(Keyspace):
             if op.key == K.SHARE_KEY:
                 self._share_written(tag, op, now)
         self._put(marker, "1", MARKER_TTL_S, now)
-        # Decoded for the result only, not kept on the entry: a resident decoded copy of every
-        # session's document would cost kilobytes a session (a read caches it for its commit).
-        return SlotResult(w.slot, "applied", decode_doc(doc_text) if session else None)
+        return SlotResult(w.slot, "applied", doc_text if session else None)
 
     def _check_types(self, tkey: str | None, keys: list[str], ops: tuple[Op, ...],
                      now: float) -> None:

@@ -226,7 +226,7 @@ class RedisStore(RedisLink):
                 if status == "conflict":
                     retry.append(self._replan(plan, text))
                 else:
-                    tier = decode_doc(text) if plan.write.slot.kind == "session" else None
+                    tier = text if plan.write.slot.kind == "session" else None
                     results[plan.index] = SlotResult(plan.write.slot, status, tier, attempt)
             if not retry:
                 return CommitResult(
