@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -23,6 +22,7 @@ import httpx
 from orca_cli.clock import SystemClock
 from orca_cli.compose import running
 from orca_cli.config.schema import Config
+from orca_cli.immutable import immutable
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.state.memory import MemoryStore
 from orca_cli.types import Api
@@ -41,7 +41,7 @@ ANTHROPIC_TOOLS = [{"name": _TOOL["name"], "description": _TOOL["description"],
 _PATHS: dict[Api, str] = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class DemoRow:
     session: str
     turn: int

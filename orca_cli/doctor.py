@@ -14,7 +14,6 @@ import os
 import socket
 import stat
 import time
-from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -22,6 +21,7 @@ import httpx
 
 from orca_cli.clock import SystemClock
 from orca_cli.config.schema import ChannelConfig, Config
+from orca_cli.immutable import immutable
 from orca_cli.types import Api
 
 __all__ = ["Check", "channel_apis", "run_checks"]
@@ -29,7 +29,7 @@ __all__ = ["Check", "channel_apis", "run_checks"]
 Status = Literal["ok", "warn", "fail"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Check:
     name: str
     status: Status

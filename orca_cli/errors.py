@@ -16,7 +16,8 @@ Every message is one sentence: what failed, the bad value, and the valid set or 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+
+from orca_cli.immutable import immutable
 
 __all__ = [
     "AdminError",
@@ -96,7 +97,7 @@ class AdminError(OrcaError):
         super().__init__(message)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Refusal:
     """Why a request is refused before routing: `kind` is the inbound API's error type,
     `code` the OpenAI-style code; `message` is fixed text (never a header value)."""

@@ -33,9 +33,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from orca_cli.immutable import immutable
 
 if TYPE_CHECKING:
     from orca_cli.config.schema import Config
@@ -71,7 +72,7 @@ WORKLOADS: tuple[str, ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class AutoConfig:
     """SPEC §16. `max_input` / `max_output` of 0 mean "the profile's cap"."""
 

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Literal
 
 from orca_cli.config.schema import Config
 from orca_cli.config.walk import join_key
 from orca_cli.config.xref import known_models, unknown_model
+from orca_cli.immutable import immutable
 
 __all__ = ["ConfigIssue", "check"]
 
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ConfigIssue:
     """A `config check` finding beyond load-time validation (SPEC §2)."""
 

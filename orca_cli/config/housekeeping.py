@@ -14,12 +14,12 @@ not matched: it stays on the session's pinned model, where its prefix is cached.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from orca_cli.immutable import immutable
 
 __all__ = ["DEFAULT_HOUSEKEEPING", "HousekeepingRule"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class HousekeepingRule:
     """One side-request rule. `system_prefix` lists opening words or phrases (case and runs of
     whitespace ignored); `no_tools` requires a request without tools; `max_tokens_le`, when

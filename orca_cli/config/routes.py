@@ -48,10 +48,11 @@ import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
 from orca_cli.config.walk import Ctx, join_key, show
+from orca_cli.immutable import immutable
 
 if TYPE_CHECKING:
     from orca_cli.config.schema import Config
@@ -87,7 +88,7 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class InboundKey:
     """`[[inbound_keys]]`: a team's token. `token` is emptied at load; only its hash stays."""
 
@@ -96,7 +97,7 @@ class InboundKey:
     token_sha256: str = field(default="", metadata={"derived": True, "shown": False})
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class BudgetsConfig:
     """`[budgets]`: $ caps (0 = none). At 80 % the strong tier is denied, at 100 % refused."""
 
@@ -105,13 +106,13 @@ class BudgetsConfig:
     month_usd: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SplitBranch:
     percent: float
     next: str
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RouteNode:
     """One node of a route's graph; which keys apply depends on `type` (module docstring)."""
 
@@ -144,7 +145,7 @@ class RouteNode:
     message: str = "this request is not allowed by the gateway's routes"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RouteConfig:
     name: str
     keys: tuple[str, ...] = ()

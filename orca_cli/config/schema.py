@@ -17,6 +17,7 @@ from orca_cli.config.auto import AutoConfig
 from orca_cli.config.compiled import CompiledConfig
 from orca_cli.config.housekeeping import DEFAULT_HOUSEKEEPING, HousekeepingRule
 from orca_cli.config.routes import BudgetsConfig, InboundKey, RouteConfig
+from orca_cli.immutable import immutable
 from orca_cli.types import Api
 
 __all__ = [
@@ -112,7 +113,7 @@ class Secret:
         return hash(self.fp)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 8787
@@ -139,7 +140,7 @@ class ServerConfig:
         return int(self.max_response_mb * 1_048_576)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class StateConfig:
     backend: Literal["memory", "redis"] = "memory"
     redis_mode: Literal["single", "cluster", "sentinel"] = "single"
@@ -150,7 +151,7 @@ class StateConfig:
     timeout_ms: int = 250
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class FaultConfig:
     """sim only: answer `status` on a `rate` fraction of requests (deterministic per request)."""
 
@@ -162,7 +163,7 @@ class FaultConfig:
     finish_reason: str = ""  # e.g. "error": answer 200 but end with this finish reason
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ChannelPrice:
     """A model's price on one channel (SPEC §20); an unset figure keeps the model's own."""
 
@@ -172,7 +173,7 @@ class ChannelPrice:
     cache_write: float | None = None  # multiplier on the input price for a cache write
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ChannelConfig:
     """One upstream account. `api` is the format requests are translated to; `apis` every
     format the channel speaks, `api` first (TOML: `api = "openai"` or
@@ -221,7 +222,7 @@ class ChannelConfig:
         return api in self.apis
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ModelConfig:
     input: float = 0.0  # $ per 1M input tokens
     output: float = 0.0  # $ per 1M output tokens
@@ -237,7 +238,7 @@ class ModelConfig:
     max_output_tokens: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class EscalationConfig:
     mode: Literal["off", "shadow", "auto"] = "auto"
     pool: tuple[str, ...] = ()
@@ -257,7 +258,7 @@ class EscalationConfig:
     clean_turns: int = 3
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RouterConfig:
     name: str
     strategy: Literal[
@@ -294,18 +295,18 @@ class RouterConfig:
         return tuple(m for m in self.allowed_models if m not in strong)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class WorkspaceConfig:
     share_cap: float = 0.20
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class FeatureConfig:
     weight: float
     cap: float
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class DifficultyConfig:
     """SPEC §4: Score = Σ weight · min(feature, cap) / cap."""
 
@@ -321,7 +322,7 @@ class DifficultyConfig:
     math_marker_count: FeatureConfig = field(default_factory=lambda: FeatureConfig(0.20, 5.0))
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RoutingConfig:
     """`[routing]`: request-level routing settings (SPEC §14.1).
 
@@ -332,7 +333,7 @@ class RoutingConfig:
     side_router: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TelemetryConfig:
     """`[telemetry]`: OpenTelemetry export (SPEC §17); off while `otlp_endpoint` is empty."""
 
@@ -340,7 +341,7 @@ class TelemetryConfig:
     service_name: str = "orca"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TranslationConfig:
     """`[translation]`: serving a request through a channel of another wire format (§13.2)."""
 

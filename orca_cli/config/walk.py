@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orca_cli.errors import ConfigError
+from orca_cli.immutable import immutable
 
 __all__ = [
     "BAD", "DROP", "Ctx", "Range", "bad", "join_key", "show", "toml_type", "unknown_key", "wrong",
@@ -80,7 +81,7 @@ def toml_type(value: Any) -> str:
 
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Range:
     lo: float
     hi: float | None = None

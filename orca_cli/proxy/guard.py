@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from orca_cli.config.schema import ServerConfig
 from orca_cli.errors import BadRequest, OrcaError, Refusal
 from orca_cli.hosts import is_loopback_host
+from orca_cli.immutable import immutable
 from orca_cli.types import Api, Receive, Scope, Send
 from orca_cli.wire.errors import error_body, error_type
 
@@ -78,7 +79,7 @@ class ClientGone(OrcaError):
     """The client disconnected before its body was read; there is no one to answer."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class GuardPolicy:
     """Everything `check` needs, resolved once from config so a request costs set lookups.
 

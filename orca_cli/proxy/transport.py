@@ -20,11 +20,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from orca_cli.config.schema import ChannelConfig, ServerConfig
 from orca_cli.errors import UpstreamError
+from orca_cli.immutable import immutable
 from orca_cli.types import Api
 
 __all__ = [
@@ -70,7 +70,7 @@ API_PATHS: dict[Api, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class UpstreamRequest:
     """One attempt: the forwarded body and the headers to send (auth included)."""
 
@@ -83,7 +83,7 @@ class UpstreamRequest:
     stream: bool
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Timeouts:
     connect_s: float
     first_byte_s: float

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orca_cli.config.schema import ChannelConfig, Config
+from orca_cli.immutable import immutable
 from orca_cli.proxy.transport import (
     API_PATHS,
     Headers,
@@ -129,7 +130,7 @@ class Crossing:
             include_usage=not inb.add_include_usage)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Target:
     """What translating for one (channel, model, inbound format) needs, worked out once."""
 

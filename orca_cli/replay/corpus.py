@@ -45,9 +45,9 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from orca_cli.immutable import immutable
 from orca_cli.replay import agents, pastes, texts
 from orca_cli.replay.scenarios import REPOS, SCENARIOS, Repo, Scenario
 from orca_cli.replay.wire import Conversation
@@ -90,7 +90,7 @@ _HARD: tuple[Step] = ("hard",)
 _LOOP: tuple[Step] = ("loop",)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Turn:
     """One request of a session. `body` is read-only (it shares dicts with its neighbours)."""
 
@@ -108,7 +108,7 @@ class Turn:
     conversation: str = "main"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Session:
     """One conversation: its requests in order, all in one wire format."""
 

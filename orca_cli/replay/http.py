@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -26,6 +25,7 @@ import orjson
 
 from orca_cli.clock import SystemClock
 from orca_cli.config.schema import Config
+from orca_cli.immutable import immutable
 from orca_cli.replay.corpus import Session
 from orca_cli.replay.harness import EscalationRun, TurnResult, caps_off
 from orca_cli.replay.walk import PATHS
@@ -35,7 +35,7 @@ __all__ = ["HttpRun", "caps_off", "http_figures", "parse_tier", "run_http"]
 DEFAULT_CONCURRENCY = 8
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class HttpRun:
     """The header-derived run plus how fast the stack served it."""
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from orca_cli.clock import FakeClock
 from orca_cli.config.schema import Config, StateConfig
+from orca_cli.immutable import immutable
 from orca_cli.replay import harness as H
 from orca_cli.replay.corpus import generate
 from orca_cli.replay.signals import difficulty_by_turn, drift
@@ -26,7 +26,7 @@ PREVALENCE_SESSIONS = 200
 REPLAY_SWEEP_S = 3600.0  # the memory store's sweep interval on the replay's fake clock
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ReplayOptions:
     sessions: int = 400
     seed: int = 20260814

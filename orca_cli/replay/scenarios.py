@@ -8,15 +8,16 @@ and prose sentence is filled from these, so a session reads as one coherent piec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from orca_cli.immutable import immutable
 
 __all__ = ["REPOS", "SCENARIOS", "Lang", "Repo", "Scenario"]
 
 Lang = Literal["go", "python", "rust", "ts"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Repo:
     """What a trivial edit or a tool read can name in one language's repository."""
 
@@ -29,7 +30,7 @@ class Repo:
     test_ok: str  # its passing output ({secs} is filled)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Scenario:
     """One hard problem: the prose, traces and source excerpts of a hard turn all name it."""
 

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import hashlib
 import random
-from dataclasses import dataclass
 
 import orjson
 
 from orca_cli.clock import Clock
 from orca_cli.config.schema import Config
 from orca_cli.errors import OrcaError, Refusal
+from orca_cli.immutable import immutable
 from orca_cli.proxy.runtime import StoreGate
 from orca_cli.proxy.sim.answer import Answer
 from orca_cli.proxy.sim.render import render_body
@@ -60,7 +60,7 @@ class ReplayFailed(OrcaError):
     """A replayed request the sidecar would not have served, or a store fault mid-run."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Prepared:
     """A request of the corpus with its signals, computed once (`replay.harness.prepare`)."""
 

@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from orca_cli.config.schema import ChannelConfig, Config, ModelConfig
+from orca_cli.immutable import immutable
 from orca_cli.routing.modes import NO_MEASURES, ChannelPolicy, Measured, sort_by_mode
 from orca_cli.routing.target import Mode
 from orca_cli.types import Api
@@ -72,7 +72,7 @@ def all_healthy(channel: str, key_index: int) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ChannelChoice:
     """One channel able to serve a candidate, with its healthy key indices in try order."""
 
@@ -81,7 +81,7 @@ class ChannelChoice:
     keys: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Candidate:
     """A model considered for a request. `excluded` is a reason code or None."""
 
@@ -187,7 +187,7 @@ def _weighted_order(
     return out
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Sourcing:
     """How one request's candidates are sourced, beyond the models and the config: the
     channel-ordering mode, the health view, the request's generator (None: the configured
@@ -212,7 +212,7 @@ def build_candidates(models: Sequence[str], api: Api, est_tokens: int, cfg: Conf
     return tuple(_candidate(m, api, est_tokens, cfg, how) for m in seen)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class _Serving:
     """What the config alone says about serving `model` in one wire format."""
 

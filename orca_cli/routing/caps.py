@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from orca_cli.immutable import immutable
 
 __all__ = [
     "PERCENTILE_MIN_SAMPLES",
@@ -30,7 +31,7 @@ PERCENTILE_MIN_SAMPLES = 200
 PERCENTILE_SAMPLES = 1000
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ShareView:
     strong: float = 0.0
     total: float = 0.0
@@ -40,7 +41,7 @@ class ShareView:
         return self.strong / self.total if self.total else 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class CapsView:
     """What the caps need at resolve, read in the request's one store round trip."""
 

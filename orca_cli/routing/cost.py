@@ -43,9 +43,9 @@ probability 1/N for N keys on the channel (`expected_turn_cost`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from orca_cli.config.schema import ModelConfig
+from orca_cli.immutable import immutable
 from orca_cli.types import Api
 from orca_cli.wire.usage import Usage
 
@@ -63,7 +63,7 @@ REPLAY_OUTPUT_TOKENS = 500  # SPEC §10: output tokens the replay charges per tu
 _PER_TOKEN = 1e-6  # prices are $ per 1M tokens
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class BillableTokens:
     """A response's tokens split the way they are billed; every part is ≥ 0."""
 

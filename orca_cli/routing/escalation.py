@@ -19,10 +19,11 @@ opening ask). The session stays strong for the conversation that earned it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 from orca_cli.config.schema import EscalationConfig
+from orca_cli.immutable import immutable
 from orca_cli.routing.caps import CapsView, share_denied
 from orca_cli.routing.intents import (
     BaseConversation,
@@ -40,7 +41,7 @@ from orca_cli.routing.tiers import Ask, Tier, TierState
 __all__ = ["TierDecision", "TurnSignals", "fresh_or_expired", "resolve_tier"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TurnSignals:
     """What the request says about this turn (computed once per request)."""
 
@@ -59,7 +60,7 @@ class TurnSignals:
     conversation: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TierDecision:
     tier: Tier  # the tier this request is served from
     reason: str  # for `X-Orca-Session-Tier: <tier>; reason=<reason>`
@@ -115,7 +116,7 @@ def _record(sig: TurnSignals, st: TierState, t2: float, scope: str = "main") -> 
     )
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class _Ask:
     """Class A: the header's ask, else a pending operator ask (consumed when acted on)."""
 
@@ -130,7 +131,7 @@ def _explicit_ask(st: TierState, sig: TurnSignals) -> _Ask:
     return _Ask(sig.ask, sig.actor)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class _Engine:
     """Classes B and C as evaluated on this turn, and what shadow mode records beside them."""
 

@@ -26,11 +26,11 @@ import hashlib
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from orca_cli.config.schema import DifficultyConfig, FeatureConfig
 from orca_cli.errors import ConfigError
+from orca_cli.immutable import immutable
 from orca_cli.routing.vocab import CODE_KEYWORDS, MATH_MARKERS, REASONING_CUES, Term
 from orca_cli.wire.transcript import Api, has_tools, latest_turn, transcript
 
@@ -68,7 +68,7 @@ _TOKEN_TABLE = bytes(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class FeatureValue:
     """A feature's raw value and its contribution weight · min(value, cap) / cap."""
 
@@ -76,7 +76,7 @@ class FeatureValue:
     contribution: float
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Difficulty:
     """One scorer's result. The hot path keeps two tuples in `FEATURES` order; `features`
     builds the per-feature view on demand (traces, `orca score`, tests)."""
@@ -105,7 +105,7 @@ class Difficulty:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Delta:
     """The latest turn's difficulty plus the turn facts escalation needs (SPEC §6.2, §6.3)."""
 

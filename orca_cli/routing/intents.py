@@ -9,8 +9,9 @@ once"), not a delta computed from stale state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, TypeAlias
+
+from orca_cli.immutable import immutable
 
 __all__ = [
     "BaseConversation",
@@ -28,7 +29,7 @@ __all__ = [
 Scope = Literal["main", "shadow"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Escalate:
     """base -> strong. A no-op on a state already strong (merge); skipped when the fresh
     state has already used `max_per_session` (the per-session cap holds under races)."""
@@ -39,19 +40,19 @@ class Escalate:
     scope: Scope = "main"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class OnceBoost:
     """One turn served strong; the tier stays base; counts one against `max_per_session`."""
 
     actor: str = "client"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Deescalate:
     scope: Scope = "main"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class BaseConversation:
     """Remember a conversation (its opening-ask fingerprint) that opened with an easy ask
     under a strong session: its requests are served from the base tier. Idempotent."""
@@ -59,14 +60,14 @@ class BaseConversation:
     fingerprint: str
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Reset:
     """Back to base; streak, strikes and pending cleared; count, base pin and ring kept."""
 
     actor: str = "client"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SetPending:
     """An operator's ask written by `orca escalate` / `orca reset` (never by a request)."""
 
@@ -76,14 +77,14 @@ class SetPending:
     id: str
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ConsumePending:
     """Clear the pending ask this resolution acted on (only if it is still that ask)."""
 
     id: str
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RecordTurn:
     """An evaluated, billed-success turn: advances the turn counter, the streak (user turns
     only), strike decay, the clean-turn counter, the dedupe ring and the seen signatures.

@@ -23,11 +23,12 @@ the providers (channels) of the chosen model, as on OpenRouter.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from orca_cli.config.schema import ChannelConfig, Config, ModelConfig, RouterConfig
+from orca_cli.immutable import immutable
 from orca_cli.routing.target import Mode, Target
 
 __all__ = [
@@ -86,7 +87,7 @@ def sort_by_mode(by_weight: Sequence[ChannelConfig], mode: Mode, model: str,
     return [c for _, _, c in known] + [c for k, c in keyed if k is None]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ProviderPrefs:
     """A request's `provider` object and `routing.mode` (None / empty where not sent)."""
 
@@ -154,7 +155,7 @@ def _lower(names: Sequence[str]) -> frozenset[str]:
     return frozenset(n.lower() for n in names)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ChannelPolicy:
     """What narrows and reorders one request's channels beyond health and format."""
 

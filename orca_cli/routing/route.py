@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
 
 from orca_cli.config.schema import Config, RouterConfig
+from orca_cli.immutable import immutable
 from orca_cli.routing.attempts import (
     MAX_FALLBACK_MODELS,
     build_attempts,
@@ -106,7 +107,7 @@ def _window(cfg: Config, candidates: Sequence[Candidate]) -> float:
     return 300.0
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class _Ctx:
     """What every step of one decision reads."""
 

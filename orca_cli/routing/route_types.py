@@ -5,10 +5,11 @@ the replay and the trace."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from orca_cli.config.schema import RouterConfig
+from orca_cli.immutable import immutable
 from orca_cli.routing.auto.classify import Classification
 from orca_cli.routing.candidates import Api, Candidate
 from orca_cli.routing.caps import CapsView
@@ -22,7 +23,7 @@ from orca_cli.routing.tiers import Ask, Tier, TierState
 __all__ = ["Attempt", "PinRead", "RouteInput", "RoutePlan"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Attempt:
     """One upstream try: a model on one channel with one key."""
 
@@ -32,7 +33,7 @@ class Attempt:
     source: Literal["pin", "affinity", "ranked", "fallback", "drained"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PinRead:
     """What one pin read said, for the trace and for the commit (drop a stale pin)."""
 
@@ -47,7 +48,7 @@ class PinRead:
                 "status": self.status, "reason": self.reason}
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RouteInput:
     """Everything about the request the decision reads (parsed once by the caller)."""
 
@@ -81,7 +82,7 @@ class RouteInput:
     measured: Measured = field(default_factory=lambda: NO_MEASURES)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RoutePlan:
     router: RouterConfig | None
     decision: TierDecision

@@ -7,9 +7,10 @@ and `state/` (the store backends) produces it. `orca_cli.state.base` re-exports 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeAlias
 
+from orca_cli.immutable import immutable
 from orca_cli.routing.routes.budget import Spend
 
 __all__ = ["ShareCounts", "Snapshot", "TierDoc"]
@@ -36,13 +37,13 @@ _NONE: Mapping[str, Any] = _Empty()
 TierDoc: TypeAlias = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ShareCounts:
     strong: float = 0.0
     total: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Snapshot:
     tier: TierDoc | None = None
     tier_version: int = 0

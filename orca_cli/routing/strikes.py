@@ -33,8 +33,9 @@ import json
 import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from itertools import accumulate
+
+from orca_cli.immutable import immutable
 
 __all__ = [
     "ERROR_MARKERS",
@@ -84,7 +85,7 @@ def normalise_error_line(line: str) -> str:
     return _WS.sub(" ", s)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Template:
     """A known failure line: `marker` (lower case) gates the regex; the signature text is
     `kind` plus the normalised match groups (`kind` alone when the pattern has none)."""

@@ -30,13 +30,13 @@ Pure and I/O-free.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from difflib import SequenceMatcher
 from fnmatch import fnmatchcase
 from typing import Literal
 
 from orca_cli.config.schema import Config
 from orca_cli.errors import UnknownModel
+from orca_cli.immutable import immutable
 
 __all__ = [
     "ROUTER_PREFIX",
@@ -57,7 +57,7 @@ ROUTER_PREFIX = "orca/"
 _GLOB_CHARS = frozenset("*?[")
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Target:
     """What the `model` field resolved to.
 

@@ -9,8 +9,10 @@ field `v`. It expires with a sliding TTL (`tier_ttl_s`); expiry starts a new epi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
+
+from orca_cli.immutable import immutable
 
 __all__ = [
     "DEDUPE_RING",
@@ -34,7 +36,7 @@ MAX_STRIKES_KEPT = 16  # strikes older than the window are dropped at commit any
 MAX_CONVERSATIONS = 16  # sub-agent conversations served from base under a strong session
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Strike:
     turn: int  # the evaluated-turn index the strike was committed on
     ts: float
@@ -48,7 +50,7 @@ class Strike:
         return Strike(int(doc[0]), float(doc[1]), str(doc[2]))
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Pending:
     """An operator's ask (`orca escalate [--once]`, `orca reset`) awaiting the next request."""
 
@@ -70,7 +72,7 @@ class Pending:
                        float(doc.get("at", 0.0)), str(doc.get("id", "")))
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TierState:
     tier: Tier = "base"
     escalation_count: int = 0  # base->strong transitions and once-boosts this episode

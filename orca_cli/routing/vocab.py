@@ -29,15 +29,16 @@ tests/routing/test_features.py against the bodies in tests/routing/bodies.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
+
+from orca_cli.immutable import immutable
 
 __all__ = ["CODE_KEYWORDS", "MATH_MARKERS", "REASONING_CUES", "Term", "TermKind"]
 
 TermKind = Literal["word", "phrase", "pattern"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Term:
     """One vocabulary entry: its surface `text`, how it matches, and why it is here."""
 

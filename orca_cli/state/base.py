@@ -26,10 +26,11 @@ Keys are given as *suffixes* inside a slot; `state/keys.py` builds the full hash
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias
 
 import orjson
+
+from orca_cli.immutable import immutable
 
 # The routing side owns what a read hands over; re-exported here for the store backends.
 from orca_cli.routing.snapshot import ShareCounts, Snapshot, TierDoc
@@ -67,7 +68,7 @@ MARKER_TTL_S = 86400
 MAX_CAS_ATTEMPTS = 8  # bounded: a conflict storm is reported, never looped on forever
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SlotRef:
     """A hash slot: a session's, a router's, the workspace's or the trace store's."""
 
@@ -84,19 +85,19 @@ class SlotRef:
         return SlotRef("router", router)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SetOp:
     key: str  # suffix inside the slot, e.g. "pin:base"
     value: str
     ttl_s: float  # > 0
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class DelOp:
     key: str
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class IncrOp:
     """INCRBYFLOAT a plain counter; the TTL is (re)set on every increment."""
 
@@ -105,7 +106,7 @@ class IncrOp:
     ttl_s: float
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class HIncrOp:
     """HINCRBYFLOAT one field of a hash; the TTL is (re)set on every increment."""
 
@@ -115,7 +116,7 @@ class HIncrOp:
     ttl_s: float
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class HIncrManyOp:
     """HINCRBYFLOAT several fields of one hash, in order; the TTL is (re)set once. One op
     where a request's figures (requests, tokens, cost) would be one `HIncrOp` each."""
@@ -125,7 +126,7 @@ class HIncrManyOp:
     ttl_s: float
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PushOp:
     """Prepend to a capped list (newest first), keeping at most `maxlen` items."""
 
@@ -135,7 +136,7 @@ class PushOp:
     ttl_s: float
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ZAddOp:
     """Add to a sorted set, keeping the `maxlen` highest scores."""
 
@@ -146,7 +147,7 @@ class ZAddOp:
     ttl_s: float
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ExpireAtLeastOp:
     """Extend a key's TTL to at least `ttl_s` (never shortens it; no-op when absent)."""
 
@@ -154,7 +155,7 @@ class ExpireAtLeastOp:
     ttl_s: float
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class WindowIncrOp:
     """Count into an hour-bucketed window hash (the share window, SPEC §6.4): HINCRBYFLOAT
     its field `<hour>:<kind>` by `amount`; keep in its field `w` the widest `window_h` any
@@ -174,7 +175,7 @@ Op: TypeAlias = (SetOp | DelOp | IncrOp | HIncrOp | HIncrManyOp | PushOp | ZAddO
                  | ExpireAtLeastOp | WindowIncrOp)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SlotWrite:
     slot: SlotRef
     ops: tuple[Op, ...] = ()
@@ -190,7 +191,7 @@ class SlotWrite:
     base_doc: TierDoc | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class CommitBatch:
     request_id: str
     writes: tuple[SlotWrite, ...] = ()
@@ -199,7 +200,7 @@ class CommitBatch:
     trace: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SlotResult:
     slot: SlotRef
     status: Literal["applied", "duplicate"]
@@ -220,13 +221,13 @@ class SlotResult:
         return doc if isinstance(doc, dict) else None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class CommitResult:
     results: tuple[SlotResult, ...] = ()
     round_trips: int = 1
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ReadRequest:
     router: str
     session: str | None = None
@@ -243,7 +244,7 @@ class ReadRequest:
     budget_limits: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class KeyEntry:
     """One key found by a prefix scan, with its remaining TTL (None = no expiry)."""
 

@@ -19,12 +19,13 @@ builds the batch; the caller sends it in one `store.commit`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any
 
 import orjson
 
 from orca_cli.config.schema import EscalationConfig
+from orca_cli.immutable import immutable
 from orca_cli.routing.escalation import TierDecision
 from orca_cli.routing.intents import (
     Deescalate,
@@ -77,7 +78,7 @@ SETTLE_SUFFIX = ":settle"  # the follow-up commit's id (its own idempotency mark
 FIGURES_KEY = "figures"  # the session's running totals (SPEC §15), a hash in its slot
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TurnOutcome:
     billed_success: bool
     model: str | None = None
@@ -96,7 +97,7 @@ class TurnOutcome:
     client_error: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PlanContext:
     request_id: str
     router: str | None  # None for a concrete-model request

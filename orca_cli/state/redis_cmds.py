@@ -10,9 +10,9 @@ command names stay `str` (a Cluster client routes by them).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from orca_cli.immutable import immutable
 from orca_cli.routing.routes.budget import Spend
 from orca_cli.state import keys as K
 from orca_cli.state.base import (
@@ -99,7 +99,7 @@ def wire(cmd: Cmd) -> Cmd:
                       for a in cmd[1:]])
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ReadLayout:
     """Where each slot's reply sits in a read pipeline (-1 = not asked)."""
 

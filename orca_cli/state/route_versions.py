@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+from orca_cli.immutable import immutable
 
 __all__ = ["MemoryRouteVersions", "RedisRouteVersions", "RouteVersion", "RouteVersions"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RouteVersion:
     version: int
     sha256: str

@@ -22,13 +22,15 @@ key per bucket. LEGACY_FOLD moves the per-hour keys of the layout before it
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from orca_cli.immutable import immutable
 
 __all__ = ["ALL_SCRIPTS", "LEGACY_FOLD", "ROUTER_READ", "SLOT_COMMIT", "TRACE_WRITE",
            "WINDOW_READ", "Script"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Script:
     name: str
     source: str

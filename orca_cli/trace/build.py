@@ -8,10 +8,10 @@ this document as stored; nothing is recomputed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from orca_cli import ALGORITHM_VERSION
+from orca_cli.immutable import immutable
 from orca_cli.routing.features import Delta, Difficulty
 from orca_cli.routing.intents import Intent
 from orca_cli.routing.route import RoutePlan
@@ -31,7 +31,7 @@ def _difficulty(d: Difficulty | None) -> dict[str, Any] | None:
     return None if d is None else d.to_json()
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TraceHead:
     """What the request was: ids, session, router, format, the name it asked for."""
 
@@ -46,7 +46,7 @@ class TraceHead:
     stream: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TraceResult:
     """What happened: what served, every attempt, usage and cost, the status."""
 

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from orca_cli.immutable import immutable
 from orca_cli.translate.model import Document, Message, Part, Reasoning, Request, Text
 from orca_cli.types import Api
 
@@ -32,7 +33,7 @@ __all__ = ["PolicyResult", "TranslationOptions", "apply_head", "apply_messages",
            "is_reasoning_model", "keep_reasoning"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TranslationOptions:
     anthropic_cache: Literal["auto", "off"] = "auto"
     foreign_reasoning: Literal["drop", "as_text"] = "drop"

@@ -13,6 +13,7 @@ from typing import Any
 
 from orca_cli.config.schema import RouterConfig
 from orca_cli.errors import Refusal
+from orca_cli.immutable import immutable
 from orca_cli.routing.auto.classify import Classification
 from orca_cli.routing.features import Delta, Difficulty
 from orca_cli.routing.modes import ProviderPrefs
@@ -28,7 +29,7 @@ from orca_cli.wire.usage import ResponseTap
 __all__ = ["Arrival", "AttemptRecord", "Outcome", "RequestHead", "Turn"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RequestHead:
     """What one pass over the request line and headers found."""
 
@@ -50,7 +51,7 @@ class RequestHead:
         return dict(self.headers)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Arrival:
     """One request as it arrived: its id, its body (raw bytes and parsed), and when.
     `raw` is empty and `body` empty when the body could not be read."""

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from orca_cli.errors import UnknownModel
+from orca_cli.immutable import immutable
 from orca_cli.routing.route_types import RoutePlan
 from orca_cli.routing.routes.budget import (
     BUDGET_OK,
@@ -57,7 +58,7 @@ BUDGET_NAMES = ("session_usd", "day_usd", "month_usd")
 _SESSION_ROUTER = "orca"  # the router name a derived session id of the route step hashes
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class LiveRoutes:
     table: RouteTable
     version: int  # 0 = the config's own [[routes]]

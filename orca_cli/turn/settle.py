@@ -8,12 +8,13 @@ trace; a degraded store gets the trace alone, held until the store answers again
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from orca_cli.config.schema import Config, EscalationConfig, RouterConfig
 from orca_cli.errors import Refusal
+from orca_cli.immutable import immutable
 from orca_cli.routing.candidates import key_fp as fingerprint
 from orca_cli.routing.candidates import model_config
 from orca_cli.routing.cost import request_cost
@@ -45,7 +46,7 @@ DEFAULT_WINDOW_S = 300.0
 STORED_RESPONSE_TTL_S = 30 * 86400.0
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Served:
     """The facts of the attempt that served, for the commit and the trace."""
 
@@ -55,7 +56,7 @@ class Served:
     key_fp: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Settled:
     batch: CommitBatch  # the trace rides on it
     follow_up: FollowUp | None = None  # what depends on the commit's result

@@ -18,15 +18,15 @@ replaced) and needs nothing from here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from orca_cli.immutable import immutable
 from orca_cli.types import Api
 
 __all__ = ["RequestFacts", "request_facts"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RequestFacts:
     stream: bool
     max_tokens: int | None

@@ -26,11 +26,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from orca_cli.immutable import immutable
 from orca_cli.types import Api
 from orca_cli.wire.hygiene import is_agent_context, strip_injected
 from orca_cli.wire.responses_input import input_items, item_kind
@@ -66,7 +66,7 @@ _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f{}]")
 _SESSION_MARK = "_session_"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SessionId:
     id: str  # safe for store keys
     raw: str | None  # the value as received (None for a derived id); for traces only

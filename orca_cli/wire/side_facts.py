@@ -10,9 +10,9 @@ raises on a junk body.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from orca_cli.immutable import immutable
 from orca_cli.types import Api
 
 __all__ = ["SideFacts", "side_facts"]
@@ -21,7 +21,7 @@ _SYSTEM_ROLES = ("system", "developer")
 _TEXT_TYPES = ("text", "input_text", "output_text")
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SideFacts:
     system_text: str
     first_instruction: str

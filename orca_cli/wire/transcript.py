@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from orca_cli.immutable import immutable
 from orca_cli.types import Api
 from orca_cli.wire.hygiene import strip_injected
 from orca_cli.wire.responses_input import (
@@ -67,7 +67,7 @@ _ANTHROPIC_BLOCKS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Turn:
     """The latest turn: what follows the last assistant message (SPEC §4 delta)."""
 
@@ -90,7 +90,7 @@ class Turn:
         return sum(map(len, self.user_texts)) + sum(map(len, self.tool_results))
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Transcript:
     """Everything the full-transcript scorer reads (SPEC §4)."""
 

@@ -18,11 +18,11 @@ counted in `bad_events` and otherwise ignored: a tap never raises into the relay
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
 
+from orca_cli.immutable import immutable
 from orca_cli.types import Api
 from orca_cli.wire.errors import stream_error_event
 from orca_cli.wire.sse import Pair, SSEDecoder
@@ -39,7 +39,7 @@ TRUNCATION_MIN_MAX_TOKENS = 1024  # SPEC §6.3: truncation strikes only on max_t
 _TRUNCATED = frozenset({"length", "max_tokens", "max_output_tokens"})
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Usage:
     """Normalised usage: `prompt_tokens` includes cached reads and cache writes."""
 

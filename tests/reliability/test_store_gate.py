@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -120,22 +121,35 @@ async def test_a_held_commits_follow_up_runs_on_its_result_after_the_resend(
 async def test_one_sessions_burst_of_commits_queues_instead_of_timing_out(
     farm: RedisFarm, prefix: str
 ) -> None:
+    # What is tested: waiting behind the same session's own commits does not count against
+    # the store's timeout. So the burst is sized (from a measured commit time) to make its
+    # last commit wait about four timeouts, and the timeout (400 ms) is far above what one
+    # call takes even on a loaded machine (a 100 ms stall of one call once failed this test).
+    timeout_s = 0.4
     redis = farm.server()
-    store = _store(redis, prefix, 100)
+    store = _store(redis, prefix, int(timeout_s * 1000))
     gate = StoreGate(store, SystemClock())
     try:
         await store.ping()
-        snap = await store.read(ReadRequest("coding", "burst"))  # all 800 resolved on this one
+        snap = await store.read(ReadRequest("coding", "burst"))  # all resolved on this one
 
         async def commit(i: int) -> object:
             write = SlotWrite(SESSION, mutate=_bump, expected_version=snap.tier_version,
                               base_doc=snap.tier, tier_ttl_s=600)
             return await gate.commit(CommitBatch(f"burst-{i}", (write,)))
 
-        results = await asyncio.gather(*[commit(i) for i in range(800)])
-        assert all(r is not None for r in results)  # none waited out the 100 ms in the queue
+        t0 = time.monotonic()
+        for i in range(100):
+            assert await commit(i) is not None
+        per_commit = (time.monotonic() - t0) / 100
+        n = min(20_000, max(800, int(4 * timeout_s / per_commit)))
+        t0 = time.monotonic()
+        results = await asyncio.gather(*[commit(100 + i) for i in range(n)])
+        waited = time.monotonic() - t0
+        assert all(r is not None for r in results)  # none waited out the timeout in the queue
+        assert waited > timeout_s, f"{n} commits took {waited:.3f} s: the burst proves nothing"
         assert gate.healthy and not gate.pending
         after = await store.read(ReadRequest("coding", "burst"))
-        assert after.tier is not None and after.tier["count"] == 800  # no lost update
+        assert after.tier is not None and after.tier["count"] == 100 + n  # no lost update
     finally:
         await gate.close()

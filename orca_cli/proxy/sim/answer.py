@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from orca_cli.immutable import immutable
+
 __all__ = ["Answer", "pieces", "sse_event"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Answer:
     id_hex: str
     model: str

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
 
 from orca_cli.clock import Clock
 from orca_cli.config.schema import ChannelConfig
+from orca_cli.immutable import immutable
 from orca_cli.proxy.sim import request as rq
 from orca_cli.proxy.sim.answer import Answer
 from orca_cli.proxy.sim.render import render_body, render_stream
@@ -39,7 +39,7 @@ class SimFormatError(RuntimeError):
     fallback could hide."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SimCall:
     key_fp: str
     model: str

@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from orca_cli.config.auto import WORKLOADS
+from orca_cli.immutable import immutable
 from orca_cli.routing.features import Delta, Difficulty
 
 __all__ = ["CUE_HEAD", "CUE_TAIL", "Classification", "classify_local", "hard_facts"]
@@ -83,7 +83,7 @@ def _cues(ask: str) -> set[str]:
     return seen
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Classification:
     """Workload types (strongest first), complexity in [0, 1], confidence in [0, 1]."""
 

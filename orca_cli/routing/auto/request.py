@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from orca_cli.immutable import immutable
 from orca_cli.routing.auto.classify import Classification
 from orca_cli.routing.features import Delta, Difficulty
 
 __all__ = ["AutoRequest"]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class AutoRequest:
     """The body (hard facts: tools, structured output), the §4 features already computed,
     and what the request path learned outside the pure core: a model classifier's answer

@@ -35,11 +35,11 @@ Highest score first; ties keep the pool order. The ranked list is the fallback o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from orca_cli.config.auto import AutoConfig, matches_patterns, price_caps
 from orca_cli.config.schema import Config, ModelConfig
+from orca_cli.immutable import immutable
 from orca_cli.routing.auto.classify import Classification
 from orca_cli.routing.candidates import Candidate
 
@@ -55,7 +55,7 @@ WEIGHTS: dict[str, dict[str, float]] = {
 NEUTRAL = 0.5
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Scored:
     model: str
     score: float
@@ -66,7 +66,7 @@ class Scored:
                 "factors": {k: round(v, 4) for k, v in self.factors.items()}}
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class AutoDecision:
     """The auto router's whole decision for the trace and `explain` (content-free)."""
 

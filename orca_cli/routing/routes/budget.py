@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+from orca_cli.immutable import immutable
 from orca_cli.routing.routes.facts import RequestFacts
 
 __all__ = [
@@ -38,7 +38,7 @@ Verdict = Literal["ok", "deny_strong", "refuse"]
 STRONG_DENIAL_SHARE = 0.8
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Spend:
     requests: int = 0
     usd: float = 0.0
@@ -118,7 +118,7 @@ def budget_refusal(name: str, spent: float, budget: float, who: str, window: str
             f"`orca budget raise {name} <usd>{key}`")
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class BudgetCheck:
     """The worst of the `[budgets]` verdicts for one request. `name` / `counter` say which
     budget decided (empty when `ok`); `message` is the 429 text when `refuse`."""

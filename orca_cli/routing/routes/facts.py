@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from orca_cli.immutable import immutable
 from orca_cli.types import Api, Headers
 
 __all__ = ["MISSING", "RequestFacts", "field_reader", "number_of", "text_of"]
@@ -19,7 +20,7 @@ __all__ = ["MISSING", "RequestFacts", "field_reader", "number_of", "text_of"]
 MISSING: Any = object()
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RequestFacts:
     """One request as a route sees it. `headers` keys are lower-case; `now` is epoch seconds
     (UTC) for budget windows; `request_id` is the split's last resort."""

@@ -15,10 +15,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from fnmatch import translate
 from typing import TYPE_CHECKING, Any, Literal
 
+from orca_cli.immutable import immutable
 from orca_cli.routing.routes.budget import NO_SPEND, Counters, counter_key, scope_id
 from orca_cli.routing.routes.facts import (
     MISSING,
@@ -36,7 +36,7 @@ __all__ = ["Decision", "DenySpec", "RouteTable", "TargetSpec", "compile_routes",
 Test = Callable[[RequestFacts], bool]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class TargetSpec:
     target: str  # orca/<router>, a model, or channel:model
     mode: str = ""  # "" = the router's / channel weights
@@ -46,13 +46,13 @@ class TargetSpec:
     affinity: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class DenySpec:
     status: int
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Decision:
     """The walk's outcome. `path` names the nodes visited; `bucket` is `<node>=<branch>` per
     split passed (comma-separated), for the trace."""
@@ -71,7 +71,7 @@ NO_ROUTE = Decision("none")
 Step = Callable[[RequestFacts, Counters, list[str]], int]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class _Node:
     """A compiled node: `step` gives the next node's index (None for target / deny)."""
 
@@ -83,7 +83,7 @@ class _Node:
     deny: DenySpec | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class _Route:
     name: str
     keys: frozenset[str]
@@ -206,7 +206,7 @@ def _sticky(f: RequestFacts) -> str:
     return "r:" + f.request_id
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RouteTable:
     routes: tuple[_Route, ...]
     max_steps: int = 64  # a validated graph is acyclic; this bounds a hand-built one

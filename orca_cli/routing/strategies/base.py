@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from orca_cli.config.schema import Config, RouterConfig
+from orca_cli.immutable import immutable
 from orca_cli.routing.auto.request import AutoRequest
 from orca_cli.routing.candidates import Candidate, model_config
 
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Ranking:
     """Models best first, each model's score (meaning per strategy), and a one-line note.
     `explain` is a strategy's structured, content-free detail for the trace (the auto
@@ -59,7 +59,7 @@ class Signals(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class StrategySignals:
     """A plain `Signals` implementation."""
 
