@@ -77,15 +77,29 @@ class ModelNameRewriter:
     Streams are rewritten line by line: bytes after a chunk's last newline wait for the next
     chunk, so a `model` field split across two chunks is still found."""
 
-    __slots__ = ("_pending", "_repl")
+    __slots__ = ("_field", "_name", "_new", "_pending")
 
     def __init__(self, requested: str) -> None:
-        name = orjson.dumps(requested)
-        self._repl = lambda m: b'"model"' + m.group(1) + b":" + m.group(2) + name
+        self._name = orjson.dumps(requested)
+        # The last `"model": "<served>"` field rewritten, exactly as sent, and what it became:
+        # a stream repeats it in every event, so later events take a plain bytes replace.
+        self._field = self._new = b""
         self._pending = b""
 
+    def _repl(self, m: re.Match[bytes]) -> bytes:
+        self._field = m.group(0)
+        self._new = b'"model"' + m.group(1) + b":" + m.group(2) + self._name
+        return self._new
+
     def body(self, data: bytes) -> bytes:
-        return _MODEL_FIELD.sub(self._repl, data) if b'"model"' in data else data
+        keys = data.count(b'"model"')
+        if not keys:
+            return data
+        # Every `"model"` key is followed by the field seen before (its closing quote included,
+        # so no longer name matches it): the same rewrite as the pattern, without the pattern.
+        if self._field and data.count(self._field) == keys:
+            return data.replace(self._field, self._new)
+        return _MODEL_FIELD.sub(self._repl, data)
 
     def feed(self, chunk: bytes) -> bytes:
         data = self._pending + chunk if self._pending else chunk
