@@ -144,14 +144,15 @@ def _direct(upstream: T.Proc) -> Target:
 
 
 def _orca(name: str, proc: T.Proc, *, responses: bool = True) -> Target:
-    """`responses` False: a revision from before the Responses API (no `/v1/responses`).
-    Router `coding` serves on the Chat Completions channel (it picks its cheapest model) and
-    `claude` on the Anthropic one only (`T.orca_config`): a Messages client of `claude` and a
-    Chat Completions client of `coding` go native, the other two pairs translated."""
-    models = {"openai": "orca/coding", "paced": "orca/paced", "anthropic": "orca/claude",
-              "anthropic>openai": "orca/coding", "openai>anthropic": "orca/claude"}
+    """`responses` False: a revision from before the Responses API and translation (no
+    `/v1/responses`, no translated scenario). Router `coding` serves on the Chat Completions
+    channel (it picks its cheapest model) and `claude` on the Anthropic one only
+    (`T.orca_config`): a Messages client of `claude` and a Chat Completions client of `coding`
+    go native, the other two pairs translated."""
+    models = {"openai": "orca/coding", "paced": "orca/paced", "anthropic": "orca/claude"}
     if responses:
-        models["responses"] = "orca/coding"
+        models.update({"responses": "orca/coding", "anthropic>openai": "orca/coding",
+                       "openai>anthropic": "orca/claude"})
     return Target(name, proc.port, proc, models=models)
 
 
