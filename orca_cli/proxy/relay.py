@@ -29,11 +29,14 @@ class UsageChunkFilter:
         data = self._pending + chunk if self._pending else chunk
         if b"\r\n" in data:
             data = data.replace(b"\r\n", b"\n")
-        end = data.rfind(_SEP)
-        if end < 0:
-            self._pending = data
-            return b""
-        head, self._pending = data[: end + 2], data[end + 2 :]
+        if data[-2:] == _SEP:  # the common chunk: whole events, nothing to keep back
+            head, self._pending = data, b""
+        else:
+            end = data.rfind(_SEP)
+            if end < 0:
+                self._pending = data
+                return b""
+            head, self._pending = data[: end + 2], data[end + 2 :]
         if b'"usage"' not in head or not _has_usage_object(head):
             return head
         kept = [b for b in head.split(_SEP) if b and not _is_usage_only(b)]
@@ -102,6 +105,8 @@ class ModelNameRewriter:
         return _MODEL_FIELD.sub(self._repl, data)
 
     def feed(self, chunk: bytes) -> bytes:
+        if not self._pending and chunk[-1:] == b"\n":  # whole lines: nothing to keep back
+            return self.body(chunk)
         data = self._pending + chunk if self._pending else chunk
         end = data.rfind(b"\n")
         if end < 0:
