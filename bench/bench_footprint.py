@@ -116,7 +116,7 @@ def footprint_config(upstream_port: int, ttl_s: int) -> str:
     edits = [
         (r'^(\[server\]\nhost = .*)$', rf"\1\ntrace_ttl_s = {ttl_s}", 1),
         (r"^(keys = \[.*\])$", rf"\1\ncache_ttl_s = {ttl_s}", 2),
-        (r"^(\[routers\.\w+\.escalation\])$", rf"\1\ntier_ttl_s = {ttl_s}", 2),
+        (r"^(\[routers\.\w+\.escalation\])$", rf"\1\ntier_ttl_s = {ttl_s}", 3),
     ]
     for pattern, repl, count in edits:
         text, n = re.subn(pattern, repl, text, flags=re.M)
