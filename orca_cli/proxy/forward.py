@@ -272,7 +272,7 @@ async def _answer_failure(inb: Inbound, send: Send, res: Outcome,
         res.own_error = untranslatable_message(inb.api, features, channels)
         body = error_body(inb.api, 400, res.own_error)
         await send_whole(send, 400, (("content-type", "application/json"),), body,
-                          inb.orca_headers(None) + [(b"x-should-retry", b"false")])
+                         inb.orca_headers(None) + [(b"x-should-retry", b"false")])
         return
     if last is not None:
         status, headers, body, att = last
@@ -290,13 +290,13 @@ async def _answer_failure(inb: Inbound, send: Send, res: Outcome,
                                           f"responding ({failure})")
         body = error_body(inb.api, status, res.own_error)
         await send_whole(send, status, (("content-type", "application/json"),), body,
-                          inb.orca_headers(None))
+                         inb.orca_headers(None))
         return
     res.status = 503
     res.own_error = "no upstream could be attempted (breakers open, retry budget or deadline spent)"
     body = error_body(inb.api, 503, res.own_error + "; retry later")
     await send_whole(send, 503, (("content-type", "application/json"),), body,
-                      inb.orca_headers(None) + [(b"x-should-retry", b"false")])
+                     inb.orca_headers(None) + [(b"x-should-retry", b"false")])
 
 
 def _request(rt: Runtime, inb: Inbound, att: Attempt,
