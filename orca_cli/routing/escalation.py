@@ -227,16 +227,9 @@ def _denial(st: TierState, caps: CapsView, esc: EscalationConfig, *, new: bool) 
     return ""
 
 
-def resolve_tier(
-    state: TierState | None,
-    sig: TurnSignals,
-    caps: CapsView,
-    esc: EscalationConfig,
-    *,
-    now: float,
-    t2: float,
-    strong_window_s: float,
-) -> TierDecision:
+def resolve_tier(state: TierState | None, sig: TurnSignals, caps: CapsView,
+                 esc: EscalationConfig, *, now: float, t2: float,
+                 strong_window_s: float) -> TierDecision:
     """Decide this request's tier. `t2` is the effective delta gate (`caps.effective_t2`);
     `strong_window_s` the cache window of the strong tier's channel (recorded at escalation);
     `caps.strong_available` whether the strong tier has a candidate for the request.
