@@ -47,7 +47,7 @@ class Attempting:
 
 async def relay_stream(t: Attempting, tap: ResponseTap, first: bytes, chunks: Any) -> None:
     """A stream of the inbound format, chunk by chunk as it arrives."""
-    inb, send, rt, att = t.inb, t.send, t.rt, t.att
+    inb, send = t.inb, t.send
     filt = UsageChunkFilter() if inb.add_include_usage else None
     names = ModelNameRewriter(inb.rename) if inb.rename is not None else None
     chunk: bytes | None = first
@@ -65,14 +65,21 @@ async def relay_stream(t: Attempting, tap: ResponseTap, first: bytes, chunks: An
     tail = filt.flush() if filt is not None else b""
     if names is not None:
         tail = names.feed(tail) + names.flush()
-    if not tap.completed and not tap.error_finish:
-        # The upstream closed without its clean end: say so in the stream's own error form.
-        # One that ended with its own in-band error already said so (the caller records it
-        # as error_finish): a second error event, and a second health count, would be wrong.
-        assert rt.health is not None
-        rt.health.record(att.channel, att.key_index, "stream_error")
+    if _ended_early(t, tap):
         tail += stream_failure(inb, tap, "upstream stream ended before its final event")
     await send({"type": "http.response.body", "body": tail, "more_body": False})
+
+
+def _ended_early(t: Attempting, tap: ResponseTap) -> bool:
+    """Whether the upstream closed its stream without its clean end, counted against the key
+    when it did. One that ended with its own in-band error already said so (the caller
+    records it as error_finish): a second error event, and a second health count, would be
+    wrong."""
+    if tap.completed or tap.error_finish:
+        return False
+    assert t.rt.health is not None
+    t.rt.health.record(t.att.channel, t.att.key_index, "stream_error")
+    return True
 
 
 def stream_failure(inb: Inbound, tap: ResponseTap | None, message: str) -> bytes:
@@ -100,7 +107,7 @@ async def relay_translated(t: Attempting, tap: ResponseTap, xl: ResponseTranslat
                            first: bytes, chunks: Any) -> None:
     """A stream of another format, translated event by event as it arrives (never buffered);
     the tap reads the upstream's own events for usage, billing and strikes."""
-    inb, send, rt, att = t.inb, t.send, t.rt, t.att
+    inb, send = t.inb, t.send
     frames = SSEDecoder()  # one framing for the tap and the translator
     chunk: bytes | None = first
     while chunk is not None:
@@ -114,11 +121,8 @@ async def relay_translated(t: Attempting, tap: ResponseTap, xl: ResponseTranslat
         except StopAsyncIteration:
             chunk = None
     tail = xl.close()  # an upstream that ended early: the inbound format's error event
-    if not tap.completed and not tap.error_finish:
-        assert rt.health is not None
-        rt.health.record(att.channel, att.key_index, "stream_error")
-        if xl.error is None:
-            tail += stream_error_event(inb.api, "upstream stream ended before its final event")
+    if _ended_early(t, tap) and xl.error is None:
+        tail += stream_error_event(inb.api, "upstream stream ended before its final event")
     await send({"type": "http.response.body", "body": tail, "more_body": False})
 
 
