@@ -51,6 +51,7 @@ from orca_cli.config.load import load  # noqa: E402
 from orca_cli.proxy.app import OrcaApp  # noqa: E402
 from orca_cli.proxy.runtime import Runtime  # noqa: E402
 from orca_cli.proxy.transport import Timeouts, UpstreamRequest  # noqa: E402
+from orca_cli.types import DISCONNECT_EXTENSION, DisconnectHook  # noqa: E402
 
 REDIS_URL = "redis://127.0.0.1:6379/15"  # the benchmark's database (bench_proxy.py)
 
@@ -128,7 +129,9 @@ def _scope(session: str, rid: int, path: str = "/v1/chat/completions") -> dict[s
             "headers": [(b"host", b"127.0.0.1:8787"), (b"content-type", b"application/json"),
                         (b"authorization", b"Bearer sk-client"),
                         (b"x-orca-session", session.encode()),
-                        (b"x-request-id", f"bench-{rid}".encode())]}
+                        (b"x-request-id", f"bench-{rid}".encode())],
+            # what orca's server puts in every scope (`proxy.server`)
+            "extensions": {DISCONNECT_EXTENSION: {"hook": DisconnectHook()}}}
 
 
 async def drive(app: OrcaApp, raw: bytes, n: int, sessions: int,

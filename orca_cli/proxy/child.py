@@ -7,7 +7,6 @@ carries its `purpose` and the parent's request id. The answer is captured instea
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +15,7 @@ import orjson
 from orca_cli.errors import OrcaError, Refusal
 from orca_cli.proxy.runtime import Runtime, new_request_id
 from orca_cli.turn import Arrival, RequestHead, prepare
-from orca_cli.types import Message
+from orca_cli.types import DisconnectHook, Message
 
 __all__ = ["ChildClassifier", "ChildFailed"]
 
@@ -42,11 +41,6 @@ class _Capture:
             self.body += message.get("body", b"")
 
 
-async def _no_disconnect() -> Message:
-    await asyncio.Event().wait()  # a child request's client never leaves; cancel ends it
-    return {"type": "http.disconnect"}
-
-
 class ChildClassifier:
     """`routing.auto.model_classifier.ModelClassifier` over the sidecar's own request path."""
 
@@ -66,7 +60,7 @@ class ChildClassifier:
             raise ChildFailed(f"the classifier request was refused: {prepared.message}")
         prepared.purpose, prepared.parent_request_id = purpose, parent_request_id
         capture = _Capture()
-        await serve_turn(rt, prepared, _no_disconnect, capture.send)
+        await serve_turn(rt, prepared, DisconnectHook(), capture.send)  # never leaves
         if capture.status != 200:
             raise ChildFailed(f"the classifier model answered {capture.status}")
         doc = orjson.loads(bytes(capture.body))

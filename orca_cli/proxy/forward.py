@@ -10,7 +10,7 @@ and allow-listed headers); orca's own 503 (`x-should-retry: false`) is only for 
 could be attempted. One deadline covers every attempt, and retries come out of a shared
 budget, so an outage does not multiply traffic.
 
-A client disconnect cancels the upstream request (a watcher task on `receive`).
+A client disconnect cancels the upstream request (the server's `DisconnectHook`).
 
 An attempt on a channel that does not speak the inbound format goes translated (SPEC §13.2,
 `proxy.xlate`): the body in the channel's first format, the answer back event by event, an
@@ -60,7 +60,7 @@ from orca_cli.proxy.transport import (
 from orca_cli.proxy.xlate import Crossing, cross, translated_error, untranslatable_message
 from orca_cli.routing.route import Attempt
 from orca_cli.turn.model import AttemptRecord, Outcome, Turn
-from orca_cli.types import Api, Receive, Send
+from orca_cli.types import Api, DisconnectHook, Send
 from orca_cli.wire.errors import error_body
 from orca_cli.wire.usage import ResponseTap
 
@@ -156,41 +156,36 @@ def _upstream_headers(rt: Runtime, inb: Inbound, att: Attempt) -> Headers:
     return tuple(out)
 
 
-async def _watch_disconnect(receive: Receive) -> None:
-    while True:
-        msg = await receive()
-        if msg.get("type") == "http.disconnect":
-            return
-
-
 async def forward(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Send,
-                  receive: Receive, res: Outcome, start_monotonic: float) -> Outcome:
+                  gone: DisconnectHook, res: Outcome, start_monotonic: float) -> Outcome:
     """Try `attempts` in order; relay the first usable answer to the client; fill `res`.
 
-    The attempts run in the request's own task; a watcher task waits for the client's
-    disconnect and cancels it (the upstream call with it). One extra task a request, not
-    two and an `asyncio.wait`."""
+    The attempts run in the request's own task; the client leaving (`gone` fires) cancels
+    it, and the upstream call with it."""
     me = asyncio.current_task()
     assert me is not None
-    gone = finished = False
+    left = finished = False
 
-    def on_disconnect(t: asyncio.Task[None]) -> None:
-        nonlocal gone
-        if not finished and not t.cancelled() and t.exception() is None:
-            gone = True
+    def on_gone() -> None:
+        nonlocal left
+        if not finished:
+            left = True
             me.cancel()
 
-    watcher = asyncio.ensure_future(_watch_disconnect(receive))
-    watcher.add_done_callback(on_disconnect)
+    if gone.lost:  # left before its answer started
+        on_gone()
+    else:
+        gone.call = on_gone
     try:
         await _run(rt, inb, attempts, send, res, start_monotonic)
     except asyncio.CancelledError:
-        if not gone or me.uncancel() > 0:
+        if not left or me.uncancel() > 0:
             raise  # cancelled from outside (server shutdown), not by the client leaving
         res.cancelled = True
     finally:
         finished = True  # a disconnect noticed from now on must not cancel the commit
-        watcher.cancel()
+        if gone.call is on_gone:
+            gone.call = None
     return res
 
 

@@ -10,6 +10,7 @@ leaves no state behind.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -21,7 +22,7 @@ from orca_cli.proxy.routes_live import deny_refusal, route_step
 from orca_cli.proxy.runtime import Runtime, new_request_id
 from orca_cli.routing.route import Attempt
 from orca_cli.turn import Arrival, RequestHead, Turn, decide, prepare, refused, settle
-from orca_cli.types import Receive, Send
+from orca_cli.types import DisconnectHook, Receive, Send
 
 __all__ = ["handle_generate", "serve_turn"]
 
@@ -50,7 +51,20 @@ async def handle_generate(rt: Runtime, policy: GuardPolicy, head: RequestHead, r
     prepared = prepare(rt.cfg, rt.scorer, head, arrival, routed=routed)
     if isinstance(prepared, Refusal):
         return await _refuse(rt, head, send, prepared, arrival)
-    await serve_turn(rt, prepared, receive, send)
+    if head.disconnect is not None:  # orca's own server
+        return await serve_turn(rt, prepared, head.disconnect, send)
+    gone = DisconnectHook()  # another ASGI server: a task waits for `http.disconnect`
+    watcher = asyncio.ensure_future(_watch_disconnect(receive, gone))
+    try:
+        await serve_turn(rt, prepared, gone, send)
+    finally:
+        watcher.cancel()
+
+
+async def _watch_disconnect(receive: Receive, gone: DisconnectHook) -> None:
+    while (await receive()).get("type") != "http.disconnect":
+        pass
+    gone.fire()
 
 
 async def _refuse(rt: Runtime, head: RequestHead, send: Send, refusal: Refusal,
@@ -79,7 +93,7 @@ async def _classify(rt: Runtime, turn: Turn) -> None:
                                                   turn.delta, parent_request_id=turn.request_id)
 
 
-async def serve_turn(rt: Runtime, turn: Turn, receive: Receive, send: Send) -> None:
+async def serve_turn(rt: Runtime, turn: Turn, gone: DisconnectHook, send: Send) -> None:
     """A prepared turn from the store read to its commit (a client's or a child request)."""
     await rt.gate.read_turn(turn)
     await _classify(rt, turn)
@@ -106,7 +120,7 @@ async def serve_turn(rt: Runtime, turn: Turn, receive: Receive, send: Send) -> N
         turn.outcome.own_kind = kind
     else:
         inb = Inbound.of(turn, rt.cfg.server, orca_headers, healthy)
-        await forward(rt, inb, plan.attempts, send, receive, turn.outcome, turn.started)
+        await forward(rt, inb, plan.attempts, send, gone, turn.outcome, turn.started)
     await _finish(rt, turn)
 
 

@@ -25,7 +25,7 @@ from orca_cli.proxy.guard import (
     verdict,
 )
 from orca_cli.turn.model import RequestHead
-from orca_cli.types import Api, Headers, Receive, Scope
+from orca_cli.types import DISCONNECT_EXTENSION, Api, Headers, Receive, Scope
 
 __all__ = ["GENERATE_PATHS", "IntakeError", "RequestHead", "api_of_path", "read_json",
            "scan_head", "scan_head_api"]
@@ -78,9 +78,12 @@ def scan_head(policy: GuardPolicy, scope: Scope) -> RequestHead:
         elif name == "anthropic-version" or name == "x-api-key":
             anthropic_hint = True
     api = _api_of(path, anthropic_hint)
+    ext = scope.get("extensions")
+    gone = ext.get(DISCONNECT_EXTENSION) if ext else None
     return RequestHead(method=scope.get("method", ""), path=path, api=api, headers=headers,
                        refusal=verdict(policy, scope, facts, api),
-                       client_request_id=client_rid, tier_ask=ask)
+                       client_request_id=client_rid, tier_ask=ask,
+                       disconnect=gone["hook"] if gone else None)
 
 
 def api_of_path(path: str) -> Api:

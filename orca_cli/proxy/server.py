@@ -25,6 +25,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from orca_cli.config.schema import ServerConfig
+from orca_cli.types import DISCONNECT_EXTENSION, DisconnectHook
 from orca_cli.wire.errors import error_body
 
 __all__ = [
@@ -94,6 +95,7 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
     _head_start: bytes = b""
 
     _discarding: bool = False
+    _gone: DisconnectHook
 
     def data_received(self, data: bytes) -> None:
         if self._discarding:
@@ -158,11 +160,20 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._gone = DisconnectHook()
+        # ASGI extension info is a dict: one per connection, shared by its requests' scopes
+        self._extensions: dict[str, dict[object, object]] = {
+            DISCONNECT_EXTENSION: {"hook": self._gone}}
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+        cycle = self.cycle
+        if cycle is None or not cycle.response_complete:
+            self._gone.fire()
+        else:  # answered: only a request still to start hears of it
+            self._gone.lost = True
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -177,6 +188,7 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm()
         self._in_head = False
+        self.scope["extensions"] = self._extensions
         super().on_headers_complete()
 
     def on_response_complete(self) -> None:

@@ -124,6 +124,40 @@ async def test_disconnect_while_waiting_for_a_non_streaming_answer_cancels_upstr
     assert await session_keys(sc, "r", sid) == []
 
 
+async def test_under_another_asgi_server_a_disconnect_on_receive_cancels_upstream(
+        sc: Sidecar, up: FakeUpstream) -> None:
+    """Without orca's server there is no `orca.disconnect` hook in the scope: the app waits
+    for `http.disconnect` on `receive` instead, with the same outcome."""
+    up.on("a", Act(stall_before_s=5.0))
+    path, body, headers = request("openai", f"cf-{next(_sessions)}", stream=False,
+                                  rid="plain-asgi-1")
+    left, sent = asyncio.Event(), False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await left.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(msg: Any) -> None:
+        return None
+
+    scope = {"type": "http", "method": "POST", "path": path, "raw_path": path.encode(),
+             "query_string": b"", "http_version": "1.1", "scheme": "http",
+             "server": ("127.0.0.1", sc.port), "client": ("127.0.0.1", 50000),
+             "headers": [(b"host", f"127.0.0.1:{sc.port}".encode()),
+                         *((k.encode(), v.encode()) for k, v in headers.items())]}
+    served = asyncio.create_task(sc.app(scope, receive, send))
+    await eventually(lambda: len(up.seen) == 1, 5, what="the upstream call")
+    left.set()
+    await asyncio.wait_for(served, 2.0)
+    await asyncio.wait_for(up.gone.wait(), 2.0)
+    trace = await wait_for_trace(sc, "plain-asgi-1")
+    assert trace["committed"] is False and trace["selected"] is None
+
+
 @pytest.mark.parametrize("rid", ["retry-7", None], ids=["x-request-id", "content-dedupe"])
 async def test_a_retried_request_does_not_strike_twice(
         sc: Sidecar, up: FakeUpstream, rid: str | None) -> None:
