@@ -51,7 +51,7 @@ from orca_cli.config.load import load  # noqa: E402
 from orca_cli.proxy.app import OrcaApp  # noqa: E402
 from orca_cli.proxy.runtime import Runtime  # noqa: E402
 from orca_cli.proxy.transport import Timeouts, UpstreamRequest  # noqa: E402
-from orca_cli.types import DISCONNECT_EXTENSION, DisconnectHook  # noqa: E402
+from orca_cli.types import CLIENT_EXTENSION, ClientLink  # noqa: E402
 
 REDIS_URL = "redis://127.0.0.1:6379/15"  # the benchmark's database (bench_proxy.py)
 
@@ -131,7 +131,7 @@ def _scope(session: str, rid: int, path: str = "/v1/chat/completions") -> dict[s
                         (b"x-orca-session", session.encode()),
                         (b"x-request-id", f"bench-{rid}".encode())],
             # what orca's server puts in every scope (`proxy.server`)
-            "extensions": {DISCONNECT_EXTENSION: {"hook": DisconnectHook()}}}
+            "extensions": {CLIENT_EXTENSION: {"link": ClientLink(body_complete=True)}}}
 
 
 async def drive(app: OrcaApp, raw: bytes, n: int, sessions: int,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Literal
 
-__all__ = ["APIS", "DISCONNECT_EXTENSION", "Api", "DisconnectHook", "Headers", "Message", "RawHeaders",
+__all__ = ["APIS", "CLIENT_EXTENSION", "Api", "ClientLink", "Headers", "Message", "RawHeaders",
            "Receive", "Scope", "Send", "Tier"]
 
 # The three inbound/upstream wire formats: OpenAI Chat Completions, Anthropic Messages and
@@ -29,24 +29,27 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-# `scope["extensions"][DISCONNECT_EXTENSION]["hook"]`: a `DisconnectHook`, set by orca's own
-# server (`proxy.server`).
-DISCONNECT_EXTENSION = "orca.disconnect"
+# `scope["extensions"][CLIENT_EXTENSION]["link"]`: a `ClientLink`, set by orca's own server
+# (`proxy.server`).
+CLIENT_EXTENSION = "orca.client"
 
 
-class DisconnectHook:
-    """A connection's word that its client left, without a task waiting on `receive`.
+class ClientLink:
+    """What orca's server tells the app about a client's connection, without a task waiting
+    on `receive` and without a timer per body read.
 
-    The request whose answer is in flight sets `call`; the server fires the hook once when
-    the connection is lost before that answer completed, and `lost` stays set for a request
-    that arms the hook later. Under another ASGI server the app feeds one from a task
+    `body_complete`: the request being read arrived whole (headers and body), so reading its
+    body cannot wait on the client. `call`, set by the request whose answer is in flight,
+    runs once when the connection is lost before that answer completed; `lost` stays set for
+    a request that looks later. Under another ASGI server the app feeds a link from a task
     that waits for `http.disconnect` (`proxy.handler`)."""
 
-    __slots__ = ("call", "lost")
+    __slots__ = ("body_complete", "call", "lost")
 
-    def __init__(self) -> None:
+    def __init__(self, *, body_complete: bool = False) -> None:
         self.call: Callable[[], None] | None = None
         self.lost = False
+        self.body_complete = body_complete
 
     def fire(self) -> None:
         self.lost = True

@@ -154,7 +154,7 @@ class OrcaApp:
         in `x-orca-estimated: true`. Forwarding upstream would spend a request of the
         provider's rate limit on every count an agent asks for."""
         try:
-            _, body = await read_json(receive, self.policy)
+            _, body = await read_json(receive, self.policy, head.client)
         except IntakeError as exc:
             await send_error(send, "anthropic", exc.status, str(exc), close=exc.close)
             return

@@ -15,7 +15,7 @@ import orjson
 from orca_cli.errors import OrcaError, Refusal
 from orca_cli.proxy.runtime import Runtime, new_request_id
 from orca_cli.turn import Arrival, RequestHead, prepare
-from orca_cli.types import DisconnectHook, Message
+from orca_cli.types import ClientLink, Message
 
 __all__ = ["ChildClassifier", "ChildFailed"]
 
@@ -60,7 +60,7 @@ class ChildClassifier:
             raise ChildFailed(f"the classifier request was refused: {prepared.message}")
         prepared.purpose, prepared.parent_request_id = purpose, parent_request_id
         capture = _Capture()
-        await serve_turn(rt, prepared, DisconnectHook(), capture.send)  # never leaves
+        await serve_turn(rt, prepared, ClientLink(), capture.send)  # never leaves
         if capture.status != 200:
             raise ChildFailed(f"the classifier model answered {capture.status}")
         doc = orjson.loads(bytes(capture.body))

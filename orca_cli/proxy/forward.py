@@ -10,7 +10,7 @@ and allow-listed headers); orca's own 503 (`x-should-retry: false`) is only for 
 could be attempted. One deadline covers every attempt, and retries come out of a shared
 budget, so an outage does not multiply traffic.
 
-A client disconnect cancels the upstream request (the server's `DisconnectHook`).
+A client disconnect cancels the upstream request (the server's `ClientLink`).
 
 An attempt on a channel that does not speak the inbound format goes translated (SPEC §13.2,
 `proxy.xlate`): the body in the channel's first format, the answer back event by event, an
@@ -60,7 +60,7 @@ from orca_cli.proxy.transport import (
 from orca_cli.proxy.xlate import Crossing, cross, translated_error, untranslatable_message
 from orca_cli.routing.route import Attempt
 from orca_cli.turn.model import AttemptRecord, Outcome, Turn
-from orca_cli.types import Api, DisconnectHook, Send
+from orca_cli.types import Api, ClientLink, Send
 from orca_cli.wire.errors import error_body
 from orca_cli.wire.usage import ResponseTap
 
@@ -157,10 +157,10 @@ def _upstream_headers(rt: Runtime, inb: Inbound, att: Attempt) -> Headers:
 
 
 async def forward(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Send,
-                  gone: DisconnectHook, res: Outcome, start_monotonic: float) -> Outcome:
+                  client: ClientLink, res: Outcome, start_monotonic: float) -> Outcome:
     """Try `attempts` in order; relay the first usable answer to the client; fill `res`.
 
-    The attempts run in the request's own task; the client leaving (`gone` fires) cancels
+    The attempts run in the request's own task; the client leaving (`client` fires) cancels
     it, and the upstream call with it."""
     me = asyncio.current_task()
     assert me is not None
@@ -172,10 +172,10 @@ async def forward(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: 
             left = True
             me.cancel()
 
-    if gone.lost:  # left before its answer started
+    if client.lost:  # left before its answer started
         on_gone()
     else:
-        gone.call = on_gone
+        client.call = on_gone
     try:
         await _run(rt, inb, attempts, send, res, start_monotonic)
     except asyncio.CancelledError:
@@ -184,8 +184,8 @@ async def forward(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: 
         res.cancelled = True
     finally:
         finished = True  # a disconnect noticed from now on must not cancel the commit
-        if gone.call is on_gone:
-            gone.call = None
+        if client.call is on_gone:
+            client.call = None
     return res
 
 

@@ -231,30 +231,39 @@ def verdict(policy: GuardPolicy, scope: Scope, facts: GuardFacts, api: Api) -> R
     return None
 
 
-async def read_body(receive: Receive, *, limit: int, deadline_s: float) -> bytes:
+async def read_body(receive: Receive, *, limit: int, deadline_s: float,
+                    buffered: bool = False) -> bytes:
     """The whole request body, or `BodyTooLarge` / `BodyTimeout` / `ClientGone`.
 
     The deadline covers the whole body (the ASGI server has none); the limit is checked per
     chunk, so a chunked body is refused as soon as it passes it, not after it is buffered.
+    `buffered`: the server holds the whole body already (`ClientLink.body_complete`), so no
+    read can wait on the client and no deadline timer is armed.
     """
-    chunks: list[bytes] = []
-    size = 0
+    if buffered:
+        return await _read_chunks(receive, limit)
     try:
         async with asyncio.timeout(deadline_s):
-            while True:
-                message = await receive()
-                if message["type"] != "http.request":
-                    raise ClientGone("the client disconnected before sending its whole body")
-                body: bytes = message.get("body", b"")
-                if body:
-                    size += len(body)
-                    if size > limit:
-                        raise BodyTooLarge(limit)
-                    chunks.append(body)
-                if not message.get("more_body", False):
-                    break
+            return await _read_chunks(receive, limit)
     except TimeoutError:
         raise BodyTimeout(deadline_s) from None
+
+
+async def _read_chunks(receive: Receive, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise ClientGone("the client disconnected before sending its whole body")
+        body: bytes = message.get("body", b"")
+        if body:
+            size += len(body)
+            if size > limit:
+                raise BodyTooLarge(limit)
+            chunks.append(body)
+        if not message.get("more_body", False):
+            break
     if len(chunks) == 1:
         return chunks[0]
     return b"".join(chunks)

@@ -22,7 +22,7 @@ from orca_cli.proxy.routes_live import deny_refusal, route_step
 from orca_cli.proxy.runtime import Runtime, new_request_id
 from orca_cli.routing.route import Attempt
 from orca_cli.turn import Arrival, RequestHead, Turn, decide, prepare, refused, settle
-from orca_cli.types import DisconnectHook, Receive, Send
+from orca_cli.types import ClientLink, Receive, Send
 
 __all__ = ["handle_generate", "serve_turn"]
 
@@ -34,7 +34,7 @@ async def handle_generate(rt: Runtime, policy: GuardPolicy, head: RequestHead, r
     start = rt.clock.monotonic()
     request_id = new_request_id()
     try:
-        raw, body = await read_json(receive, policy)
+        raw, body = await read_json(receive, policy, head.client)
     except IntakeError as exc:
         unread = Arrival(request_id, b"", {}, rt.clock.now(), start)
         return await _refuse(rt, head, send, Refusal(exc.status, str(exc)), unread,
@@ -51,20 +51,20 @@ async def handle_generate(rt: Runtime, policy: GuardPolicy, head: RequestHead, r
     prepared = prepare(rt.cfg, rt.scorer, head, arrival, routed=routed)
     if isinstance(prepared, Refusal):
         return await _refuse(rt, head, send, prepared, arrival)
-    if head.disconnect is not None:  # orca's own server
-        return await serve_turn(rt, prepared, head.disconnect, send)
-    gone = DisconnectHook()  # another ASGI server: a task waits for `http.disconnect`
-    watcher = asyncio.ensure_future(_watch_disconnect(receive, gone))
+    if head.client is not None:  # orca's own server
+        return await serve_turn(rt, prepared, head.client, send)
+    client = ClientLink()  # another ASGI server: a task waits for `http.disconnect`
+    watcher = asyncio.ensure_future(_watch_disconnect(receive, client))
     try:
-        await serve_turn(rt, prepared, gone, send)
+        await serve_turn(rt, prepared, client, send)
     finally:
         watcher.cancel()
 
 
-async def _watch_disconnect(receive: Receive, gone: DisconnectHook) -> None:
+async def _watch_disconnect(receive: Receive, client: ClientLink) -> None:
     while (await receive()).get("type") != "http.disconnect":
         pass
-    gone.fire()
+    client.fire()
 
 
 async def _refuse(rt: Runtime, head: RequestHead, send: Send, refusal: Refusal,
@@ -93,7 +93,7 @@ async def _classify(rt: Runtime, turn: Turn) -> None:
                                                   turn.delta, parent_request_id=turn.request_id)
 
 
-async def serve_turn(rt: Runtime, turn: Turn, gone: DisconnectHook, send: Send) -> None:
+async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) -> None:
     """A prepared turn from the store read to its commit (a client's or a child request)."""
     await rt.gate.read_turn(turn)
     await _classify(rt, turn)
@@ -120,7 +120,7 @@ async def serve_turn(rt: Runtime, turn: Turn, gone: DisconnectHook, send: Send) 
         turn.outcome.own_kind = kind
     else:
         inb = Inbound.of(turn, rt.cfg.server, orca_headers, healthy)
-        await forward(rt, inb, plan.attempts, send, gone, turn.outcome, turn.started)
+        await forward(rt, inb, plan.attempts, send, client, turn.outcome, turn.started)
     await _finish(rt, turn)
 
 

@@ -25,7 +25,7 @@ from orca_cli.proxy.guard import (
     verdict,
 )
 from orca_cli.turn.model import RequestHead
-from orca_cli.types import DISCONNECT_EXTENSION, Api, Headers, Receive, Scope
+from orca_cli.types import CLIENT_EXTENSION, Api, ClientLink, Headers, Receive, Scope
 
 __all__ = ["GENERATE_PATHS", "IntakeError", "RequestHead", "api_of_path", "read_json",
            "scan_head", "scan_head_api"]
@@ -79,11 +79,11 @@ def scan_head(policy: GuardPolicy, scope: Scope) -> RequestHead:
             anthropic_hint = True
     api = _api_of(path, anthropic_hint)
     ext = scope.get("extensions")
-    gone = ext.get(DISCONNECT_EXTENSION) if ext else None
+    link = ext.get(CLIENT_EXTENSION) if ext else None
     return RequestHead(method=scope.get("method", ""), path=path, api=api, headers=headers,
                        refusal=verdict(policy, scope, facts, api),
                        client_request_id=client_rid, tier_ask=ask,
-                       disconnect=gone["hook"] if gone else None)
+                       client=link["link"] if link else None)
 
 
 def api_of_path(path: str) -> Api:
@@ -97,13 +97,16 @@ def scan_head_api(scope: Scope) -> Api:
     return _api_of(scope.get("path", ""), hint)
 
 
-async def read_json(receive: Receive, policy: GuardPolicy) -> tuple[bytes, dict[str, Any]]:
-    """The body's bytes and its parsed JSON object, or `IntakeError` / `ClientGone`."""
+async def read_json(receive: Receive, policy: GuardPolicy, client: ClientLink | None = None
+                    ) -> tuple[bytes, dict[str, Any]]:
+    """The body's bytes and its parsed JSON object, or `IntakeError` / `ClientGone`. A body
+    the server's `client` link says arrived whole is read without a deadline timer."""
     from orca_cli.proxy.guard import read_body
 
     try:
         raw = await read_body(receive, limit=policy.max_body_bytes,
-                              deadline_s=policy.body_deadline_s)
+                              deadline_s=policy.body_deadline_s,
+                              buffered=client is not None and client.body_complete)
     except BodyTooLarge as exc:
         raise IntakeError(str(exc), status=413, close=True) from None
     except BodyTimeout as exc:

@@ -25,7 +25,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from orca_cli.config.schema import ServerConfig
-from orca_cli.types import DISCONNECT_EXTENSION, DisconnectHook
+from orca_cli.types import CLIENT_EXTENSION, ClientLink
 from orca_cli.wire.errors import error_body
 
 __all__ = [
@@ -95,7 +95,7 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
     _head_start: bytes = b""
 
     _discarding: bool = False
-    _gone: DisconnectHook
+    _link: ClientLink
 
     def data_received(self, data: bytes) -> None:
         if self._discarding:
@@ -150,6 +150,7 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
                                               f"{msg}")
 
     def on_message_complete(self) -> None:
+        self._link.body_complete = True
         super().on_message_complete()
         self._next_head()
 
@@ -160,10 +161,10 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._gone = DisconnectHook()
+        self._link = ClientLink()
         # ASGI extension info is a dict: one per connection, shared by its requests' scopes
         self._extensions: dict[str, dict[object, object]] = {
-            DISCONNECT_EXTENSION: {"hook": self._gone}}
+            CLIENT_EXTENSION: {"link": self._link}}
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -171,11 +172,12 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
         cycle = self.cycle
         if cycle is None or not cycle.response_complete:
-            self._gone.fire()
+            self._link.fire()
         else:  # answered: only a request still to start hears of it
-            self._gone.lost = True
+            self._link.lost = True
 
     def on_message_begin(self) -> None:
+        self._link.body_complete = False
         super().on_message_begin()
         if self._header_timer is None:
             self._arm()

@@ -22,7 +22,7 @@ from orca_cli.routing.target import Target
 from orca_cli.routing.tiers import Ask
 from orca_cli.state.base import ReadRequest, Snapshot
 from orca_cli.turn.routes import Routed
-from orca_cli.types import Api, DisconnectHook, Headers
+from orca_cli.types import Api, ClientLink, Headers
 from orca_cli.wire.session_id import SessionId
 from orca_cli.wire.usage import ResponseTap
 
@@ -40,7 +40,7 @@ class RequestHead:
     refusal: Refusal | None  # the guard's verdict (SPEC §11); None: admitted
     client_request_id: str | None = None
     tier_ask: str | None = None  # X-OrcaRouter-Tier as sent
-    disconnect: DisconnectHook | None = None  # the server's (`scope["extensions"]`), if any
+    client: ClientLink | None = None  # the server's (`scope["extensions"]`), if any
 
     def header(self, name: str) -> str | None:
         for k, v in self.headers:

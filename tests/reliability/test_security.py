@@ -238,6 +238,36 @@ async def test_a_trickled_body_is_closed_at_the_deadline_and_spends_nothing(
     assert sim_calls(sc) == 0 and await state_keys(sc.store) == {}
 
 
+async def test_a_trickled_body_after_a_whole_request_on_the_same_connection_still_times_out(
+        sc: Sidecar) -> None:
+    """The server tells the app that a body arrived whole (no deadline timer then); that word
+    must not carry over to the next request on a kept-alive connection."""
+    path, body = OPENAI
+    raw = orjson.dumps(body)
+    whole = (b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
+             b"Content-Length: %d\r\n\r\n" % (path.encode(), sc.port, len(raw))) + raw
+    reader, writer = await asyncio.open_connection("127.0.0.1", sc.port)
+    try:
+        writer.write(whole)
+        await writer.drain()
+        first = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        assert first.startswith(b"HTTP/1.1 200 "), first[:80]
+        length = int(next(line.split(b":", 1)[1] for line in first.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:")))
+        await asyncio.wait_for(reader.readexactly(length), 5)
+        writer.write(b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: 400\r\n\r\n "
+                     % sc.port)
+        await writer.drain()
+        t0 = time.monotonic()
+        got = await asyncio.wait_for(reader.read(4096), 3)
+        took = time.monotonic() - t0
+    finally:
+        writer.close()
+    assert 0.4 <= took < 1.5 and got.startswith(b"HTTP/1.1 408 "), (took, got[:80])
+    assert b'"type":"error"' in got
+
+
 # --- tokens -----------------------------------------------------------------------------------
 
 
