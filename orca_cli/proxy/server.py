@@ -75,7 +75,8 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
     bound on their size, and refusals in the inbound API's JSON shape (SPEC §11, §18).
 
     The timer is armed when the connection opens and again at the first byte of each later
-    request, and disarmed when the headers are complete. When it fires between requests the
+    request, and disarmed when the headers are complete; a head that arrives whole in one
+    chunk, as nearly every one does, arms no timer at all. When it fires between requests the
     connection gets a 408 and is closed; when a response is still in flight (a pipelined
     request stalled behind it) that response finishes and the connection closes after it.
 
@@ -95,6 +96,7 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
     _head_start: bytes = b""
 
     _discarding: bool = False
+    _head_open: bool = False  # a request's head has begun and is not complete
     _link: ClientLink
 
     def data_received(self, data: bytes) -> None:
@@ -106,6 +108,8 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
                          f"KiB and {MAX_HEADER_FIELDS} fields")
             return
         super().data_received(data)
+        if self._head_open and self._header_timer is None and not self._discarding:
+            self._arm()  # a request's head began in this chunk and is not complete yet
 
     def _head_fits(self, data: bytes) -> bool:
         if not self._head_start:
@@ -178,9 +182,8 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         self._link.body_complete = False
+        self._head_open = True  # the deadline is armed after the chunk, if still needed
         super().on_message_begin()
-        if self._header_timer is None:
-            self._arm()
 
     def on_url(self, url: bytes) -> None:
         super().on_url(url)
@@ -188,6 +191,7 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
             self._head_start = b"GET " + url
 
     def on_headers_complete(self) -> None:
+        self._head_open = False
         self._disarm()
         self._in_head = False
         self.scope["extensions"] = self._extensions
