@@ -8,16 +8,14 @@ upstream for `accept-encoding: identity` (dropping any accept-encoding it was gi
 the response taps must read SSE and usage in clear text; should an upstream compress anyway,
 `content-encoding` is on the response allow-list, so the client still gets bytes it can read.
 
-Timeouts: `connect` and `sock_connect` are `connect_s`; `sock_read` is `idle_s` (aiohttp's own
-per-read timer, which also bounds each chunk wait); the wait for the response headers is
-`asyncio.timeout(min(first_byte_s, time left))`. The deadline bounds body reads too: once less
-than `idle_s` remains, each read is wrapped in `asyncio.timeout(time left)`, so the common path
-costs no extra timer per chunk.
+Timeouts: `connect` and `sock_connect` are aiohttp's, `connect_s`. The wait for the response
+headers is bounded by `min(first_byte_s, idle_s, time left)`, and each wait for a body chunk
+by `min(idle_s, time left)`, on the transport's `Deadlines` (`proxy.deadlines`), where
+`asyncio.timeout` and aiohttp's `sock_read` would arm and cancel a loop timer for every wait.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Literal
 
@@ -25,6 +23,7 @@ import aiohttp
 from yarl import URL
 
 from orca_cli.clock import Clock, SystemClock
+from orca_cli.proxy.deadlines import Deadlines
 from orca_cli.proxy.transport import (
     Headers,
     Timeouts,
@@ -59,7 +58,8 @@ class AiohttpTransport:
         self._clock: Clock = clock or SystemClock()
         self._sessions: dict[str, aiohttp.ClientSession] = {}
         self._urls: dict[str, URL] = {}
-        self._timeouts: dict[tuple[float, float], aiohttp.ClientTimeout] = {}
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
+        self._deadlines = Deadlines()
 
     def _session(self, origin: str) -> aiohttp.ClientSession:
         session = self._sessions.get(origin)
@@ -89,13 +89,12 @@ class AiohttpTransport:
         return parsed
 
     def _client_timeout(self, t: Timeouts) -> aiohttp.ClientTimeout:
-        key = (t.connect_s, t.idle_s)
-        found = self._timeouts.get(key)
+        found = self._timeouts.get(t.connect_s)
         if found is None:
             if len(self._timeouts) >= 64:
                 self._timeouts.clear()
-            found = self._timeouts[key] = aiohttp.ClientTimeout(
-                total=None, connect=t.connect_s, sock_connect=t.connect_s, sock_read=t.idle_s
+            found = self._timeouts[t.connect_s] = aiohttp.ClientTimeout(
+                total=None, connect=t.connect_s, sock_connect=t.connect_s, sock_read=None
             )
         return found
 
@@ -103,14 +102,13 @@ class AiohttpTransport:
         remaining = timeouts.deadline_monotonic - self._clock.monotonic()
         if remaining <= 0:
             raise UpstreamTimeout("total", retryable=False)
-        phase: Literal["first_byte", "total"] = (
-            "first_byte" if timeouts.first_byte_s <= remaining else "total"
-        )
+        wait = min(timeouts.first_byte_s, timeouts.idle_s)
+        phase: Literal["first_byte", "total"] = "first_byte" if wait <= remaining else "total"
         headers = [(k, v) for k, v in req.headers if k.lower() != "accept-encoding"]
         headers.append(("accept-encoding", "identity"))
         session = self._session(_origin(req.url))
         try:
-            async with asyncio.timeout(min(timeouts.first_byte_s, remaining)):
+            async with self._deadlines.after(min(wait, remaining)):
                 resp = await session.request(
                     req.method,
                     self._url(req.url),
@@ -121,8 +119,6 @@ class AiohttpTransport:
                 )
         except aiohttp.ConnectionTimeoutError:
             raise UpstreamTimeout("connect") from None
-        except aiohttp.ServerTimeoutError:
-            raise UpstreamTimeout("first_byte") from None
         except TimeoutError:
             raise UpstreamTimeout(phase, retryable=phase == "first_byte") from None
         except aiohttp.ClientConnectorError as exc:
@@ -135,7 +131,7 @@ class AiohttpTransport:
             raise UpstreamConnectError(
                 f"upstream failed before responding: {type(exc).__name__}"
             ) from None
-        return AiohttpResponse(resp, timeouts, self._clock)
+        return AiohttpResponse(resp, timeouts, self._clock, self._deadlines)
 
     async def aclose(self) -> None:
         sessions, self._sessions = self._sessions, {}
@@ -148,6 +144,7 @@ class AiohttpResponse:
         "_clock",
         "_closed",
         "_deadline",
+        "_deadlines",
         "_eof",
         "_idle",
         "_resp",
@@ -156,7 +153,8 @@ class AiohttpResponse:
         "status",
     )
 
-    def __init__(self, resp: aiohttp.ClientResponse, timeouts: Timeouts, clock: Clock) -> None:
+    def __init__(self, resp: aiohttp.ClientResponse, timeouts: Timeouts, clock: Clock,
+                 deadlines: Deadlines) -> None:
         self.status = resp.status
         self.headers: Headers = tuple(
             (k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in resp.raw_headers
@@ -165,57 +163,41 @@ class AiohttpResponse:
         self._deadline = timeouts.deadline_monotonic
         self._idle = timeouts.idle_s
         self._clock = clock
+        self._deadlines = deadlines
         self._eof = False
         self._closed = False
         self._yielded = False
 
-    async def chunks(self) -> AsyncIterator[bytes]:
-        content = self._resp.content
-        clock = self._clock
-        deadline = self._deadline
-        idle = self._idle
-        while True:
-            remaining = deadline - clock.monotonic()
-            try:
-                if remaining < idle:
-                    if remaining <= 0:
-                        raise TimeoutError
-                    async with asyncio.timeout(remaining):
-                        data = await content.readany()
-                else:
-                    data = await content.readany()
-            except aiohttp.ServerTimeoutError:
-                raise UpstreamTimeout("idle", retryable=not self._yielded) from None
-            except TimeoutError:
-                raise UpstreamTimeout("total", retryable=False) from None
-            except (aiohttp.ClientError, OSError) as exc:
-                raise UpstreamStreamError(
-                    f"upstream connection broke mid-body: {type(exc).__name__}",
-                    retryable=not self._yielded,
-                ) from None
-            if not data:
-                self._eof = True
-                return
-            self._yielded = True
-            yield data
-
-    async def read(self) -> bytes:
+    async def _next_chunk(self) -> bytes:
+        """One `readany`, bounded by `idle_s` and the time left; errors as the transport's."""
         remaining = self._deadline - self._clock.monotonic()
+        if remaining <= 0:
+            raise UpstreamTimeout("total", retryable=False)
         try:
-            if remaining <= 0:
-                raise TimeoutError
-            async with asyncio.timeout(remaining):
-                body = await self._resp.read()
-        except aiohttp.ServerTimeoutError:
-            raise UpstreamTimeout("idle", retryable=True) from None
+            async with self._deadlines.after(min(remaining, self._idle)):
+                return await self._resp.content.readany()
         except TimeoutError:
-            raise UpstreamTimeout("total", retryable=False) from None
+            if remaining < self._idle:
+                raise UpstreamTimeout("total", retryable=False) from None
+            raise UpstreamTimeout("idle", retryable=not self._yielded) from None
         except (aiohttp.ClientError, OSError) as exc:
             raise UpstreamStreamError(
-                f"upstream connection broke mid-body: {type(exc).__name__}", retryable=True
+                f"upstream connection broke mid-body: {type(exc).__name__}",
+                retryable=not self._yielded,
             ) from None
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        while data := await self._next_chunk():
+            self._yielded = True
+            yield data
         self._eof = True
-        return body
+
+    async def read(self) -> bytes:
+        parts: list[bytes] = []
+        while data := await self._next_chunk():
+            parts.append(data)
+        self._eof = True
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     async def aclose(self) -> None:
         if self._closed:
