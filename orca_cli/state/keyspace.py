@@ -12,7 +12,7 @@ from orca_cli.clock import Clock
 from orca_cli.state.base import HIncrManyOp, HIncrOp, IncrOp, PushOp, WindowIncrOp, ZAddOp
 from orca_cli.state.codec import decode_doc, decode_value
 
-__all__ = ["KIND_OF_OP", "Entry", "Keyspace", "Value", "ZSet", "decode_view", "floats", "kind_of", "num"]
+__all__ = ["KIND_OF_OP", "KIND_OF_VALUE", "Entry", "Keyspace", "Value", "ZSet", "decode_view", "floats", "kind_of", "num"]
 
 class ZSet:
     """A sorted set ordered like Redis's: by score, then member.
@@ -68,6 +68,9 @@ class ZSet:
 Value: TypeAlias = str | float | dict[str, float] | list[str] | ZSet
 KIND_OF_OP: dict[type, str] = {IncrOp: "string", HIncrOp: "hash", HIncrManyOp: "hash",
                                PushOp: "list", ZAddOp: "zset", WindowIncrOp: "hash"}
+# `kind_of` of the exact types a value is stored as.
+KIND_OF_VALUE: dict[type, str] = {str: "string", float: "string", dict: "hash", list: "list",
+                                  ZSet: "zset"}
 
 
 UNDECODED: Any = object()
