@@ -81,7 +81,7 @@ class Entry:
     value: Value
     expires_at: float | None
     # The JSON document a text value decodes to, kept from a read until the key is written
-    # again (a write replaces the whole entry). Readers share it and treat it as read-only.
+    # again (`Keyspace._put` resets it). Readers share it and treat it as read-only.
     doc: Any = UNDECODED
 
 
@@ -147,7 +147,14 @@ class Keyspace:
         return e.doc  # type: ignore[no-any-return]
 
     def _put(self, key: str, value: Value, ttl_s: float | None, now: float) -> None:
-        self._data[key] = Entry(value, None if not ttl_s else now + ttl_s)
+        # An entry already there is reused (its value, expiry and decoded document replaced):
+        # no allocation for the keys every commit rewrites.
+        expires_at = None if not ttl_s else now + ttl_s
+        e = self._data.get(key)
+        if e is None:
+            self._data[key] = Entry(value, expires_at)
+        else:
+            e.value, e.expires_at, e.doc = value, expires_at, UNDECODED
 
     def _expire(self, key: str, ttl_s: float, now: float) -> None:
         e = self._entry(key, now)
