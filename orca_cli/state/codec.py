@@ -43,6 +43,7 @@ AUDIT_FIELDS = ("ts", "router", "session", "request_id", "event", "trigger", "re
 
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _VERSION = re.compile(rb'^\{"v":(\d+)')
+_VERSION_TEXT = re.compile(r'^\{"v":([0-9]+)')  # the same on text, with no encode first
 
 
 def dumps(value: Any) -> str:
@@ -57,8 +58,9 @@ def dumps_bytes(value: Any) -> bytes:
 
 def encode_doc(doc: Mapping[str, Any], version: int) -> str:
     """The stored tier document: `v` first, then the caller's fields (any `v` it set is dropped)."""
-    body: dict[str, Any] = {"v": version}
-    body.update((k, val) for k, val in doc.items() if k != "v")
+    # A `v` of the caller's keeps its first place and takes `version`.
+    body: dict[str, Any] = {"v": version, **doc}
+    body["v"] = version
     return dumps(body)
 
 
@@ -76,11 +78,10 @@ def doc_version(text: str | bytes | None) -> int:
     """The stored version, read the way the Lua script reads it (0 when absent)."""
     if not text:
         return 0
-    raw = text.encode() if isinstance(text, str) else text
-    m = _VERSION.match(raw)
+    m = _VERSION_TEXT.match(text) if isinstance(text, str) else _VERSION.match(text)
     if m:
         return int(m.group(1))
-    doc = decode_doc(raw)
+    doc = decode_doc(text)
     v = doc.get("v") if doc else None
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
 
