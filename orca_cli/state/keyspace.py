@@ -156,11 +156,6 @@ class Keyspace:
         else:
             e.value, e.expires_at, e.doc = value, expires_at, UNDECODED
 
-    def _expire(self, key: str, ttl_s: float, now: float) -> None:
-        e = self._entry(key, now)
-        if e is not None:
-            e.expires_at = now + ttl_s
-
     def sweep(self) -> int:
         """Drop every expired key now; returns how many were dropped."""
         now = self._clock.now()

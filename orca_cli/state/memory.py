@@ -272,24 +272,31 @@ class MemoryStore(Keyspace):
             return SlotResult(w.slot, "duplicate", self._text(tkey, now) if session else None)
         keys = [tag + op.key for op in ops]
         self._check_types(tkey, keys, ops, now)
-        doc_text = self._text(tkey, now) if session else None
-        if w.mutate is not None:
-            new = w.mutate(self._doc(tkey, now))
-            if new is None:
-                self._data.pop(tkey, None)
-                doc_text = None
-            else:
-                doc_text = encode_doc(new, doc_version(doc_text) + 1)
-                self._put(tkey, doc_text, w.tier_ttl_s or None, now)
-        elif session and doc_text is not None and w.tier_ttl_s > 0:
-            self._expire(tkey, w.tier_ttl_s, now)
+        doc_text = self._write_tier(tkey, w, now) if session else None
         for key, op in zip(keys, ops):
             _APPLY[type(op)](self, key, op, now)
         for op in ops:
             if op.key == K.SHARE_KEY:
                 self._share_written(tag, op, now)
         self._put(marker, "1", MARKER_TTL_S, now)
-        return SlotResult(w.slot, "applied", doc_text if session else None)
+        return SlotResult(w.slot, "applied", doc_text)
+
+    def _write_tier(self, tkey: str, w: SlotWrite, now: float) -> str | None:
+        """The session slot's tier document after the write: `mutate` applied onto the stored
+        one (its version + 1), or the stored one with its TTL slid."""
+        e = self._entry(tkey, now)
+        text = e.value if e is not None and isinstance(e.value, str) else None
+        if w.mutate is None:
+            if e is not None and text is not None and w.tier_ttl_s > 0:
+                e.expires_at = now + w.tier_ttl_s
+            return text
+        new = w.mutate(self._doc(tkey, now))
+        if new is None:
+            self._data.pop(tkey, None)
+            return None
+        text = encode_doc(new, doc_version(text) + 1)
+        self._put(tkey, text, w.tier_ttl_s or None, now)
+        return text
 
     def _check_types(self, tkey: str, keys: list[str], ops: tuple[Op, ...],
                      now: float) -> None:
@@ -362,7 +369,9 @@ class MemoryStore(Keyspace):
         tag = K.slot_tag(self._prefix, K.TRACES)
         tid = K.safe_component(request_id)
         ttl = self._trace_ttl_s
-        self._put(tag + K.trace_key(tid), dumps(dict(trace)), ttl, now)
+        # orjson encodes a dict only: another Mapping is copied into one.
+        self._put(tag + K.trace_key(tid), dumps(trace if type(trace) is dict else dict(trace)),
+                  ttl, now)
         member = tid
         cid = trace.get("client_request_id")
         if isinstance(cid, str) and cid:
