@@ -18,7 +18,6 @@ then transitions, then the pending-ask bookkeeping.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from orca_cli.config.schema import EscalationConfig
@@ -73,7 +72,7 @@ def apply_to_state(state: TierState | None, intents: Sequence[Intent], now: floa
     # swallowed, and a `once` re-sent counts against `max_per_session` again.
     repeated = record is not None and st.seen(record.dedupe_key)
     if repeated:
-        st = replace(st, last_success=max(st.last_success, now))
+        st = st.with_(last_success=max(st.last_success, now))
     elif record is not None:
         st = _record_turn(st, record, now, esc)
     for intent in main:
@@ -85,7 +84,7 @@ def apply_to_state(state: TierState | None, intents: Sequence[Intent], now: floa
             sh = _record_turn(sh, srec, now, esc)
         for intent in shadow:
             sh = _transition(sh, intent, now, esc)
-        st = replace(st, shadow=sh)
+        st = st.with_(shadow=sh)
     return st
 
 
@@ -109,9 +108,9 @@ def _record_turn(st: TierState, rec: RecordTurn, now: float, esc: EscalationConf
     clean = st.clean_turns
     if st.tier == "strong":
         clean = 0 if kind else clean + 1
-    return replace(st, turn=turn, streak=streak, strikes=strikes,
-                   signatures=sigs[-MAX_SIGNATURES:], dedupe=ring, clean_turns=clean,
-                   last_success=max(st.last_success, now), history=st.history or rec.history)
+    return st.with_(turn=turn, streak=streak, strikes=strikes,
+                    signatures=sigs[-MAX_SIGNATURES:], dedupe=ring, clean_turns=clean,
+                    last_success=max(st.last_success, now), history=st.history or rec.history)
 
 
 def _transition(st: TierState, intent: Intent, now: float, esc: EscalationConfig) -> TierState:
@@ -120,31 +119,31 @@ def _transition(st: TierState, intent: Intent, now: float, esc: EscalationConfig
             return st  # racing identical escalations merge
         if st.escalation_count >= esc.max_per_session:
             return st  # the cap was used meanwhile: never exceeded
-        return replace(st, tier="strong", escalation_count=st.escalation_count + 1,
-                       trigger=intent.trigger, reason=intent.trigger, escalated_at=now,
-                       window_s=intent.window_s, clean_turns=0, streak=0, strikes=())
+        return st.with_(tier="strong", escalation_count=st.escalation_count + 1,
+                        trigger=intent.trigger, reason=intent.trigger, escalated_at=now,
+                        window_s=intent.window_s, clean_turns=0, streak=0, strikes=())
     if isinstance(intent, OnceBoost):
         if st.escalation_count >= esc.max_per_session:
             return st
-        return replace(st, escalation_count=st.escalation_count + 1, reason="once")
+        return st.with_(escalation_count=st.escalation_count + 1, reason="once")
     if isinstance(intent, Deescalate):
         if st.tier != "strong":
             return st
-        return replace(st, tier="base", trigger="", reason="deescalated", clean_turns=0,
-                       streak=0, strikes=())
+        return st.with_(tier="base", trigger="", reason="deescalated", clean_turns=0,
+                        streak=0, strikes=())
     if isinstance(intent, Reset):
-        return replace(st, tier="base", trigger="", reason="reset", streak=0, strikes=(),
-                       signatures=(), clean_turns=0, pending=None)
+        return st.with_(tier="base", trigger="", reason="reset", streak=0, strikes=(),
+                        signatures=(), clean_turns=0, pending=None)
     if isinstance(intent, SetPending):
-        return replace(st, pending=Pending(intent.ask, intent.actor, intent.reason, now,
-                                           intent.id))
+        return st.with_(pending=Pending(intent.ask, intent.actor, intent.reason, now,
+                                        intent.id))
     if isinstance(intent, ConsumePending):
         if st.pending is not None and st.pending.id == intent.id:
-            return replace(st, pending=None)
+            return st.with_(pending=None)
         return st
     if isinstance(intent, BaseConversation):
         if intent.fingerprint in st.conversations:
             return st
-        return replace(st, conversations=(*st.conversations,
-                                          intent.fingerprint)[-MAX_CONVERSATIONS:])
+        return st.with_(conversations=(*st.conversations,
+                                       intent.fingerprint)[-MAX_CONVERSATIONS:])
     return st  # RecordTurn is handled before transitions

@@ -12,12 +12,25 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
 
-from orca_cli.state.base import HIncrManyOp, Op, SlotRef, TierDoc, WindowIncrOp
+from orca_cli.state.base import (
+    DelOp,
+    ExpireAtLeastOp,
+    HIncrManyOp,
+    HIncrOp,
+    IncrOp,
+    Op,
+    PushOp,
+    SetOp,
+    SlotRef,
+    TierDoc,
+    WindowIncrOp,
+    ZAddOp,
+)
 
 __all__ = [
     "AUDIT_FIELDS",
@@ -43,6 +56,7 @@ AUDIT_FIELDS = ("ts", "router", "session", "request_id", "event", "trigger", "re
 
 _NUMBER = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _VERSION = re.compile(rb'^\{"v":(\d+)')
+_VERSION_TEXT = re.compile(r'^\{"v":([0-9]+)')  # the same on text, with no encode first
 
 
 def dumps(value: Any) -> str:
@@ -57,8 +71,9 @@ def dumps_bytes(value: Any) -> bytes:
 
 def encode_doc(doc: Mapping[str, Any], version: int) -> str:
     """The stored tier document: `v` first, then the caller's fields (any `v` it set is dropped)."""
-    body: dict[str, Any] = {"v": version}
-    body.update((k, val) for k, val in doc.items() if k != "v")
+    # A `v` of the caller's keeps its first place and takes `version`.
+    body: dict[str, Any] = {"v": version, **doc}
+    body["v"] = version
     return dumps(body)
 
 
@@ -76,11 +91,10 @@ def doc_version(text: str | bytes | None) -> int:
     """The stored version, read the way the Lua script reads it (0 when absent)."""
     if not text:
         return 0
-    raw = text.encode() if isinstance(text, str) else text
-    m = _VERSION.match(raw)
+    m = _VERSION_TEXT.match(text) if isinstance(text, str) else _VERSION.match(text)
     if m:
         return int(m.group(1))
-    doc = decode_doc(raw)
+    doc = decode_doc(text)
     v = doc.get("v") if doc else None
     return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
 
@@ -90,49 +104,72 @@ def ttl_ms(ttl_s: float) -> int:
     return max(1, round(ttl_s * 1000))
 
 
-_OP_FIELDS: dict[type, tuple[bool, tuple[str, ...], bool]] = {}
-
-
-def _op_fields(kind: type) -> tuple[bool, tuple[str, ...], bool]:
-    """Which checked fields an op type has: (ttl_s, numeric fields, maxlen); per type, once."""
-    got = _OP_FIELDS.get(kind)
-    if got is None:
-        names = set(getattr(kind, "__slots__", ())) | set(getattr(kind, "__dataclass_fields__", ()))
-        got = ("ttl_s" in names, tuple(n for n in ("amount", "score") if n in names),
-               "maxlen" in names)
-        _OP_FIELDS[kind] = got
-    return got
-
-
 def check_ops(ops: Sequence[Op]) -> None:
     """Reject what neither backend can store: non-positive TTLs, non-finite numbers, maxlen < 1,
     a window of less than one hour or a bucket kind other than s / t."""
-    fields = _OP_FIELDS
+    checks = _CHECKS
     for op in ops:
-        kind = type(op)
-        if type(op) is WindowIncrOp and (op.window_h < 1 or op.kind not in ("s", "t")):
-            raise ValueError(f"WindowIncrOp({op.key!r}) needs window_h >= 1 and kind 's' or "
-                             f"'t', got {op.window_h!r} and {op.kind!r}")
-        has_ttl, numbers, has_maxlen = fields.get(kind) or _op_fields(kind)
-        if has_ttl:
-            ttl = op.ttl_s  # type: ignore[union-attr]
-            if ttl is not None and not ttl > 0:
-                raise ValueError(f"{kind.__name__}({op.key!r}).ttl_s must be > 0, got {ttl!r}")
-        for name in numbers:
-            value = getattr(op, name)
-            if not math.isfinite(value):
-                raise ValueError(f"{kind.__name__}.{name} must be a finite number, "
-                                 f"got {value!r}")
-        if has_maxlen:
-            maxlen = op.maxlen  # type: ignore[union-attr]
-            if maxlen is not None and maxlen < 1:
-                raise ValueError(f"{kind.__name__}({op.key!r}).maxlen must be >= 1, "
-                                 f"got {maxlen!r}")
-        if kind is HIncrManyOp:
-            for name, value in op.fields:  # type: ignore[union-attr]
-                if not math.isfinite(value):
-                    raise ValueError(f"HIncrManyOp field {name!r} must be a finite number, "
-                                     f"got {value!r}")
+        checks[type(op)](op)
+
+
+# One check per op type, each whole (TTL first, then its numbers, then maxlen): a commit
+# checks every op, and one call per op costs less than asking each op which fields it has.
+def _check_ttl(op: SetOp | ExpireAtLeastOp) -> None:
+    if op.ttl_s is not None and not op.ttl_s > 0:
+        raise _ttl_error(op)
+
+
+def _check_amount(op: IncrOp | HIncrOp | WindowIncrOp) -> None:
+    if op.ttl_s is not None and not op.ttl_s > 0:
+        raise _ttl_error(op)
+    if not math.isfinite(op.amount):
+        raise _number_error(op, "amount", op.amount)
+
+
+def _check_window(op: WindowIncrOp) -> None:
+    if op.window_h < 1 or op.kind not in ("s", "t"):
+        raise ValueError(f"WindowIncrOp({op.key!r}) needs window_h >= 1 and kind 's' or "
+                         f"'t', got {op.window_h!r} and {op.kind!r}")
+    _check_amount(op)
+
+
+def _check_fields(op: HIncrManyOp) -> None:
+    if op.ttl_s is not None and not op.ttl_s > 0:
+        raise _ttl_error(op)
+    for name, value in op.fields:
+        if not math.isfinite(value):
+            raise ValueError(f"HIncrManyOp field {name!r} must be a finite number, "
+                             f"got {value!r}")
+
+
+def _check_capped(op: PushOp | ZAddOp) -> None:
+    if op.ttl_s is not None and not op.ttl_s > 0:
+        raise _ttl_error(op)
+    if isinstance(op, ZAddOp) and not math.isfinite(op.score):
+        raise _number_error(op, "score", op.score)
+    if op.maxlen is not None and op.maxlen < 1:
+        raise ValueError(f"{type(op).__name__}({op.key!r}).maxlen must be >= 1, "
+                         f"got {op.maxlen!r}")
+
+
+def _check_nothing(op: DelOp) -> None:
+    return None
+
+
+def _ttl_error(op: Op) -> ValueError:
+    ttl = getattr(op, "ttl_s", None)
+    return ValueError(f"{type(op).__name__}({op.key!r}).ttl_s must be > 0, got {ttl!r}")
+
+
+def _number_error(op: Op, name: str, value: float) -> ValueError:
+    return ValueError(f"{type(op).__name__}.{name} must be a finite number, got {value!r}")
+
+
+_CHECKS: dict[type, Callable[[Any], None]] = {
+    SetOp: _check_ttl, ExpireAtLeastOp: _check_ttl, IncrOp: _check_amount,
+    HIncrOp: _check_amount, WindowIncrOp: _check_window, HIncrManyOp: _check_fields,
+    PushOp: _check_capped, ZAddOp: _check_capped, DelOp: _check_nothing,
+}
 
 
 def decode_value(text: str) -> Any:

@@ -97,6 +97,12 @@ def check_name(name: str, what: str = "router name") -> str:
 
 def safe_component(raw: str) -> str:
     """The SPEC §1.4 rule for any free-form key part: too long or unsafe -> `h:` + sha256 hex."""
+    # Request and session ids are short printable ASCII: for ASCII, a character is a byte and
+    # the unsafe ones are exactly the non-printable (\x00-\x1f, \x7f) and the braces, checked
+    # here without the encode and the regex.
+    if (raw.isascii() and len(raw) <= _MAX_COMPONENT_BYTES and raw.isprintable()
+            and "{" not in raw and "}" not in raw):
+        return raw
     data = raw.encode("utf-8", "surrogatepass")
     if len(data) > _MAX_COMPONENT_BYTES or _UNSAFE_COMPONENT.search(raw):
         return "h:" + hashlib.sha256(data).hexdigest()

@@ -12,7 +12,8 @@ from orca_cli.clock import Clock
 from orca_cli.state.base import HIncrManyOp, HIncrOp, IncrOp, PushOp, WindowIncrOp, ZAddOp
 from orca_cli.state.codec import decode_doc, decode_value
 
-__all__ = ["KIND_OF_OP", "Entry", "Keyspace", "Value", "ZSet", "decode_view", "floats", "kind_of", "num"]
+__all__ = ["KIND_OF_OP", "KIND_OF_VALUE", "Entry", "Keyspace", "Value", "ZSet", "decode_view",
+           "floats", "kind_of", "num"]
 
 class ZSet:
     """A sorted set ordered like Redis's: by score, then member.
@@ -68,6 +69,9 @@ class ZSet:
 Value: TypeAlias = str | float | dict[str, float] | list[str] | ZSet
 KIND_OF_OP: dict[type, str] = {IncrOp: "string", HIncrOp: "hash", HIncrManyOp: "hash",
                                PushOp: "list", ZAddOp: "zset", WindowIncrOp: "hash"}
+# `kind_of` of the exact types a value is stored as.
+KIND_OF_VALUE: dict[type, str] = {str: "string", float: "string", dict: "hash", list: "list",
+                                  ZSet: "zset"}
 
 
 UNDECODED: Any = object()
@@ -78,7 +82,7 @@ class Entry:
     value: Value
     expires_at: float | None
     # The JSON document a text value decodes to, kept from a read until the key is written
-    # again (a write replaces the whole entry). Readers share it and treat it as read-only.
+    # again (`Keyspace._put` resets it). Readers share it and treat it as read-only.
     doc: Any = UNDECODED
 
 
@@ -144,12 +148,14 @@ class Keyspace:
         return e.doc  # type: ignore[no-any-return]
 
     def _put(self, key: str, value: Value, ttl_s: float | None, now: float) -> None:
-        self._data[key] = Entry(value, None if not ttl_s else now + ttl_s)
-
-    def _expire(self, key: str, ttl_s: float, now: float) -> None:
-        e = self._entry(key, now)
-        if e is not None:
-            e.expires_at = now + ttl_s
+        # An entry already there is reused (its value, expiry and decoded document replaced):
+        # no allocation for the keys every commit rewrites.
+        expires_at = None if not ttl_s else now + ttl_s
+        e = self._data.get(key)
+        if e is None:
+            self._data[key] = Entry(value, expires_at)
+        else:
+            e.value, e.expires_at, e.doc = value, expires_at, UNDECODED
 
     def sweep(self) -> int:
         """Drop every expired key now; returns how many were dropped."""

@@ -55,6 +55,7 @@ from orca_cli.state.codec import (
 )
 from orca_cli.state.keyspace import (
     KIND_OF_OP,
+    KIND_OF_VALUE,
     Entry,
     Keyspace,
     ZSet,
@@ -266,45 +267,53 @@ class MemoryStore(Keyspace):
         ops = w.ops
         check_ops(ops)
         tag = K.slot_tag(self._prefix, w.slot)
-        marker, tkey = tag + marker_suffix, tag + K.tier_key()
+        marker, tkey = tag + marker_suffix, tag + K.tier_key() if session else ""
         if self._entry(marker, now) is not None:
             return SlotResult(w.slot, "duplicate", self._text(tkey, now) if session else None)
         keys = [tag + op.key for op in ops]
-        self._check_types(tkey if session else None, keys, ops, now)
-        doc_text = self._text(tkey, now) if session else None
-        if w.mutate is not None:
-            new = w.mutate(self._doc(tkey, now))
-            if new is None:
-                self._data.pop(tkey, None)
-                doc_text = None
-            else:
-                doc_text = encode_doc(new, doc_version(doc_text) + 1)
-                self._put(tkey, doc_text, w.tier_ttl_s or None, now)
-        elif session and doc_text is not None and w.tier_ttl_s > 0:
-            self._expire(tkey, w.tier_ttl_s, now)
-        apply = self._apply_op
+        self._check_types(tkey, keys, ops, now)
+        doc_text = self._write_tier(tkey, w, now) if session else None
         for key, op in zip(keys, ops):
-            apply(key, op, now)
+            _APPLY[type(op)](self, key, op, now)
         for op in ops:
             if op.key == K.SHARE_KEY:
                 self._share_written(tag, op, now)
         self._put(marker, "1", MARKER_TTL_S, now)
-        return SlotResult(w.slot, "applied", doc_text if session else None)
+        return SlotResult(w.slot, "applied", doc_text)
 
-    def _check_types(self, tkey: str | None, keys: list[str], ops: tuple[Op, ...],
+    def _write_tier(self, tkey: str, w: SlotWrite, now: float) -> str | None:
+        """The session slot's tier document after the write: `mutate` applied onto the stored
+        one (its version + 1), or the stored one with its TTL slid."""
+        e = self._entry(tkey, now)
+        text = e.value if e is not None and isinstance(e.value, str) else None
+        if w.mutate is None:
+            if e is not None and text is not None and w.tier_ttl_s > 0:
+                e.expires_at = now + w.tier_ttl_s
+            return text
+        new = w.mutate(self._doc(tkey, now))
+        if new is None:
+            self._data.pop(tkey, None)
+            return None
+        text = encode_doc(new, doc_version(text) + 1)
+        self._put(tkey, text, w.tier_ttl_s or None, now)
+        return text
+
+    def _check_types(self, tkey: str, keys: list[str], ops: tuple[Op, ...],
                      now: float) -> None:
-        """WRONGTYPE before anything is written, as the Redis script checks first."""
+        """WRONGTYPE before anything is written, as the Redis script checks first (`tkey`: the
+        tier document's key, "" for a slot without one)."""
         data = self._data
-        if tkey is not None:
-            _check_kind(data.get(tkey), tkey, "string", now)
+        # A value of the op's own kind passes at one lookup; only a mismatch (or a subclass)
+        # goes to `_check_kind`, where an expired key still takes any type.
+        of_value = KIND_OF_VALUE
+        if tkey and (e := data.get(tkey)) is not None and of_value.get(type(e.value)) != "string":
+            _check_kind(e, tkey, "string", now)
         kinds = KIND_OF_OP
         for key, op in zip(keys, ops):
             kind = kinds.get(type(op))
-            if kind is not None:
-                _check_kind(data.get(key), key, kind, now)
-
-    def _apply_op(self, key: str, op: Op, now: float) -> None:
-        _APPLY[type(op)](self, key, op, now)
+            if (kind is not None and (e := data.get(key)) is not None
+                    and of_value.get(type(e.value)) != kind):
+                _check_kind(e, key, kind, now)
 
     def _set(self, key: str, op: SetOp, now: float) -> None:
         self._put(key, op.value, op.ttl_s, now)
@@ -360,7 +369,9 @@ class MemoryStore(Keyspace):
         tag = K.slot_tag(self._prefix, K.TRACES)
         tid = K.safe_component(request_id)
         ttl = self._trace_ttl_s
-        self._put(tag + K.trace_key(tid), dumps(dict(trace)), ttl, now)
+        # orjson encodes a dict only: another Mapping is copied into one.
+        self._put(tag + K.trace_key(tid), dumps(trace if type(trace) is dict else dict(trace)),
+                  ttl, now)
         member = tid
         cid = trace.get("client_request_id")
         if isinstance(cid, str) and cid:
@@ -461,8 +472,8 @@ def _is_router_audit(prefix: str, key: str) -> bool:
 
 
 
-def _check_kind(e: Entry | None, key: str, kind: str, now: float) -> None:
-    if e is None or (e.expires_at is not None and e.expires_at <= now):
+def _check_kind(e: Entry, key: str, kind: str, now: float) -> None:
+    if e.expires_at is not None and e.expires_at <= now:
         return  # absent or expired: any type may be written
     got = kind_of(e.value)
     if got != kind:
