@@ -199,6 +199,10 @@ class CommitBatch:
     audit: tuple[Mapping[str, Any], ...] = ()
     trace: Mapping[str, Any] | None = None
 
+    def with_trace(self, trace: Mapping[str, Any] | None) -> CommitBatch:
+        """This batch carrying `trace` (every request's one copy: `replace` costs twice this)."""
+        return CommitBatch(self.request_id, self.writes, self.audit, trace)
+
 
 @immutable
 class SlotResult:

@@ -124,7 +124,7 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
     trace = _trace(turn, sv, committed=billed and bool(batch.writes), latency_ms=latency_ms)
     # Racing identical escalations merge: only the commit that changed the tier audits it.
     # The settle runs once the result is known, after a re-send too if the commit is held.
-    return Settled(replace(batch, trace=trace), follow_up=partial(settle_batch, ctx, batch),
+    return Settled(batch.with_trace(trace), follow_up=partial(settle_batch, ctx, batch),
                    usage=usage, cost=sv.cost)
 
 

@@ -104,3 +104,15 @@ async def test_linucb_and_affinity_writes_read_back_under_unsafe_and_long_arm_na
     snap = await store.read(ReadRequest("coding", linucb_arms=arms, affinity_key="p" * 300))
     assert {a: list(v) for a, v in snap.linucb.items()} == {a: [1.0, 0.0, 2.5] for a in arms}
     assert snap.affinity is not None and snap.affinity["model"] == "x"
+
+
+def test_a_batch_with_its_trace_keeps_every_other_field() -> None:
+    from dataclasses import fields, replace
+
+    from orca_cli.state.base import CommitBatch, SetOp, SlotRef, SlotWrite
+
+    batch = CommitBatch("req-1", (SlotWrite(SlotRef.of_session("r", "s"), (SetOp("k", "v", 60),)),),
+                        ({"event": "escalated"},))
+    assert batch.with_trace({"status": 200}) == replace(batch, trace={"status": 200})
+    # A field added to CommitBatch must be carried by `with_trace` too.
+    assert [f.name for f in fields(CommitBatch)] == ["request_id", "writes", "audit", "trace"]
