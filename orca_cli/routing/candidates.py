@@ -221,6 +221,18 @@ class _Serving:
     excluded: str | None  # no_channel | format_mismatch, or None
     reason: str
     window: int
+    # The candidate of the common case, one channel with at most one key slot, built once
+    # here: a request whose slot is healthy gets it as it is (candidates are values).
+    solo: Candidate | None = None
+
+
+def _usable(model: str, fitting: tuple[ChannelConfig, ...],
+            filtered: tuple[tuple[str, str], ...], window: int) -> _Serving:
+    solo = None
+    if len(fitting) == 1 and len(fitting[0].keys) <= 1:
+        c = fitting[0]
+        solo = Candidate(model, (ChannelChoice(c.name, c.weight, (0,)),), None, "ok", filtered)
+    return _Serving(fitting, filtered, None, "ok", window, solo)
 
 
 def _serving(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
@@ -248,7 +260,7 @@ def _serving_uncached(model: str, api: Api, cfg: Config, only: str | None) -> _S
     if filtered and cfg.translation.enabled:
         fitting, filtered = _with_translation(model, api, cfg, fitting, filtered)
     if fitting:
-        return _Serving(fitting, filtered, None, "ok", window)
+        return _usable(model, fitting, filtered, window)
     if any(why == "format_mismatch" for _, why in filtered):
         why = f"no enabled channel serving {model!r} speaks the {api} format"
         return _Serving((), filtered, "format_mismatch", why, window)
@@ -285,13 +297,10 @@ def _candidate(model: str, api: Api, est_tokens: int, cfg: Config, o: Sourcing) 
         why = f"context_window {sv.window} < estimated {est_tokens} tokens"
         return Candidate(model, (), "context_window", why, sv.filtered)
     healthy, rng = o.healthy, o.rng
-    if len(sv.fitting) == 1 and len(sv.fitting[0].keys) <= 1:  # the common case, short path
-        c = sv.fitting[0]
-        if healthy(c.name, 0):
-            if rng is not None and o.mode == "balanced":
-                rng.random()  # the draw `order_channels` makes for one channel: same stream
-            return Candidate(model, (ChannelChoice(c.name, c.weight, (0,)),), None, "ok",
-                             sv.filtered)
+    if sv.solo is not None and healthy(sv.fitting[0].name, 0):  # the common case
+        if rng is not None and o.mode == "balanced":
+            rng.random()  # the draw `order_channels` makes for one channel: same stream
+        return sv.solo
     filtered = list(sv.filtered)
     slots = cfg.compiled.key_slots
     alive = []
@@ -340,7 +349,7 @@ def _narrowed(sv: _Serving, model: str, policy: ChannelPolicy) -> _Serving:
         return sv
     filtered = sv.filtered + out
     if kept:
-        return _Serving(kept, filtered, None, "ok", sv.window)
+        return _usable(model, kept, filtered, sv.window)
     by = ("the request's provider preferences" if any(w == "provider_request" for _, w in out)
           else "the router's providers_allow / providers_ignore")
     why = f"{by} leave no channel serving {model!r} (left out: {', '.join(n for n, _ in out)})"

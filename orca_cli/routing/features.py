@@ -143,7 +143,7 @@ class _Lexicon:
     probe runs only when all its trigger codes were seen.
     """
 
-    __slots__ = ("_caret", "_kinds", "_probes", "_symbols")
+    __slots__ = ("_caret", "_kinds", "_probes", "_symbols", "_words")
 
     def __init__(self) -> None:
         self._kinds: dict[bytes, int] = {}
@@ -158,6 +158,7 @@ class _Lexicon:
         if clash:
             raise ValueError(f"vocabulary tokens used both as terms and triggers: {sorted(clash)}")
         self._kinds.update(triggers)
+        self._words = frozenset(self._kinds)
 
     def _add(self, feature: int, term: Term, triggers: dict[bytes, int]) -> None:
         if term.kind == "word":
@@ -187,7 +188,14 @@ class _Lexicon:
         """(cues, code keywords, math markers) in `text`, in one tokenising pass."""
         raw = text.encode("utf-8", "surrogatepass")
         tokens = raw.translate(_TOKEN_TABLE)
-        hits = list(filter(None, map(self._kinds.get, tokens.split())))
+        words = tokens.split()
+        # Most tool output (test logs, listings) holds no vocabulary token at all: one C-level
+        # membership pass proves it and skips the per-token lookups; it stops at the first
+        # vocabulary token, whose hash the lookups below then reuse.
+        if self._words.isdisjoint(words):
+            hits: list[int] = []
+        else:
+            hits = list(filter(None, map(self._kinds.get, words)))
         counts = [0, hits.count(_CUE), hits.count(_CODE), hits.count(_MATH)]
         if len(hits) > counts[1] + counts[2] + counts[3]:
             seen = set(hits)

@@ -20,10 +20,10 @@ eslint lines carry the generic markers and normalise well as they are.
 Response side: malformed tool-call JSON, an empty answer, a refusal, truncation on a request
 that allowed ≥ 1,024 output tokens. These come from `wire/usage.py`'s tap after the response.
 
-Cost: markers are found with `str.find` on a lowercased, bounded copy (about 20 markers,
-≈ 12 µs each per 32 KB) and lint codes with one regex scan; the templates' regexes run only
-on the lines that carry a marker, each on at most 600 characters of the line. A 32 KB tool
-result without any error costs ≈ 0.3 ms.
+Cost: markers are found with `str.find` on a lowercased, bounded copy (17 passes: markers
+with a shared stem share one; ≈ 12 µs each per 32 KB) and lint codes with one regex scan;
+the templates' regexes run only on the lines that carry a marker, each on at most 600
+characters of the line. A 32 KB tool result without any error costs ≈ 0.3 ms.
 """
 
 from __future__ import annotations
@@ -178,24 +178,45 @@ _FIND_MARKERS: tuple[str, ...] = tuple(dict.fromkeys((
     *ERROR_MARKERS, "cannot", "not used", "missing return", "arguments in call", "expect(",
     "\u25cf ", "panicked at", "string to replace not found", "tool use was rejected",
     "exit")))
+# Each `str.find` pass costs about the same per character whatever it looks for, so markers
+# that start with a shared stem rare in ordinary output ("fail", "panic") are found in one
+# pass over the stem, each hit then checked for the markers; and "cannot find" needs no pass:
+# every line with it has "cannot". The lines found are exactly those holding a marker of
+# `_FIND_MARKERS` (tests/routing/test_strike_scan.py). Commoner stems ("ex", "not") were
+# measured to cost more in checks than the passes they save.
+_SHARED_STEMS = ("fail", "panic")
+
+
+def _stem_scans(markers: Sequence[str], stems: Sequence[str]
+                ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(substring to find, the markers starting with it; () when it is the marker itself)."""
+    kept = [m for m in markers if not any(o != m and o in m for o in markers)]
+    scans = [(stem, tuple(m for m in kept if m.startswith(stem))) for stem in stems]
+    kept = [m for m in kept if not m.startswith(tuple(stems))]
+    return (*scans, *((m, ()) for m in kept))
+
+
+_SCANS = _stem_scans(_FIND_MARKERS, _SHARED_STEMS)
 _LINT_CODE = re.compile(r":\d+:\d+: [A-Z]{1,4}\d{3,4}\b")
 
 
 def _marked_lines(chunk: str, low: str) -> list[int]:
     """Indices (in `str.splitlines` terms) of the lines that carry a marker or a lint code,
-    found with `str.find` per marker and one regex scan for lint codes (its literal first
-    character lets `re` skip ahead): per-line work runs only on those lines, and the line
-    table is built only once something was found."""
+    found with one `str.find` pass per scan of `_SCANS` and one regex scan for lint codes
+    (its literal first character lets `re` skip ahead): per-line work runs only on those
+    lines, and the line table is built only once something was found."""
     starts: list[int] = []
     hit: set[int] = set()
-    for m in _FIND_MARKERS:
-        i = low.find(m)
-        if i != -1 and not starts:
-            starts = _line_starts(low)
+    for stem, markers in _SCANS:
+        i = low.find(stem)
         while i != -1:
+            if markers and not low.startswith(markers, i):
+                i = low.find(stem, i + 1)
+                continue
+            starts = starts or _line_starts(low)
             k = bisect_right(starts, i) - 1
             hit.add(k)
-            i = low.find(m, starts[k + 1]) if k + 1 < len(starts) else -1
+            i = low.find(stem, starts[k + 1]) if k + 1 < len(starts) else -1
     i = 0 if low.startswith("e: ") else low.find("\ne: ")
     if i != -1 and not starts:
         starts = _line_starts(low)

@@ -1,0 +1,72 @@
+"""`_marked_lines` finds markers shared-stem by shared-stem (SPEC §6.3 cost note): the lines it
+finds must be exactly the lines one `str.find` pass per marker of `_FIND_MARKERS` finds, on
+the strike corpus and on texts built to trip the stem checks (a stem without its marker, a
+marker at the very start, overlapping stems, line breaks `str.splitlines` knows)."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from pathlib import Path
+
+import pytest
+
+from orca_cli.routing.strikes import (
+    _FIND_MARKERS,
+    _LINT_CODE,
+    _line_starts,
+    _marked_lines,
+    unwrap_exec_output,
+)
+from tests.routing import bodies as B
+
+FIXTURES = Path(__file__).parent / "fixtures" / "strikes"
+
+
+def one_pass_per_marker(chunk: str, low: str) -> list[int]:
+    """The reference: every marker found by its own pass, the lines holding one, plus the
+    Kotlin `e: ` line starts and the lint codes, as `_marked_lines` documents them."""
+    starts = _line_starts(low)
+    hit: set[int] = set()
+    for m in _FIND_MARKERS:
+        i = low.find(m)
+        while i != -1:
+            hit.add(bisect_right(starts, i) - 1)
+            i = low.find(m, i + 1)
+    i = 0 if low.startswith("e: ") else low.find("\ne: ")
+    while i != -1:
+        hit.add(bisect_right(starts, i + (low[i] == "\n")) - 1)
+        i = low.find("\ne: ", i + 1)
+    cstarts = _line_starts(chunk)
+    hit.update(bisect_right(cstarts, m.start()) - 1 for m in _LINT_CODE.finditer(chunk))
+    return sorted(k for k in hit if k < len(starts) - 1)
+
+
+TRICKY = [
+    "cannot open\nnot used here\nnothing to see\nannotation only",
+    "not\ncannot\nstring to replace not found\nno t used",
+    "notnot used\ncan not\ncannotnot",
+    "exit\nexample text\nindex next\nexpect(x)\nexceptional\nexpected 3",
+    "fail\nfailure\nfail:\nfailed\nfaill:\n--- FAIL: x",
+    "panic\npanicked\npanicked at 'x'\npanic: boom\npanics:",
+    "ex\rexit\x0bnot used\u2028fail:\x1cpanic:\x85cannot",
+    "İİ not used\nİ exit 1\nfine",
+    "e: x.kt:1:2 boom\ne: y\n pass",
+    "a.py:1:2: E501 long\nnot a lint: 1:2: X\n",
+    "",
+    "n",
+    "not",
+]
+
+
+def corpus() -> list[str]:
+    texts = [p.read_text() for p in sorted(FIXTURES.glob("*.txt"))]
+    texts += [B.goroutine_dump(), B.python_traceback(), B.source_excerpt(), B.HARD_PROSE,
+              B.SYSTEM_PROMPT, B.compile_error(), *TRICKY]
+    return texts
+
+
+@pytest.mark.parametrize("text", corpus())
+def test_the_stem_scan_finds_exactly_the_lines_one_pass_per_marker_finds(text: str) -> None:
+    chunk = unwrap_exec_output(text)
+    low = chunk.lower()
+    assert _marked_lines(chunk, low) == one_pass_per_marker(chunk, low)
