@@ -38,13 +38,14 @@ class Deadline:
         self.when = math.inf
 
     async def __aenter__(self) -> Self:
-        task = asyncio.current_task()
+        owner = self._owner
+        task = asyncio.current_task(owner.running_loop())
         if task is None:
             raise RuntimeError("a Deadline is entered inside a task")
         self._task = task
         self._cancelling = task.cancelling()
         self.expired = False
-        self._owner.enter(self, self._seconds)
+        owner.enter(self, self._seconds)
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
@@ -76,11 +77,19 @@ class Deadlines:
         """A deadline `seconds` after its block is entered."""
         return Deadline(self, seconds)
 
-    def enter(self, d: Deadline, seconds: float) -> None:
-        loop = asyncio.get_running_loop()
-        if loop is not self._loop:  # a first use, or a new loop (tests): the old one's go
+    def running_loop(self) -> asyncio.AbstractEventLoop:
+        """The loop this runs on. Known once seen running: `asyncio.get_running_loop()` (and
+        `current_task()` without its loop) makes a `getpid` syscall on every call."""
+        loop = self._loop
+        if loop is None or not loop.is_running():  # a first use, or a new loop (tests)
+            loop = asyncio.get_running_loop()
             self._loop, self._timer, self._timer_at = loop, None, math.inf
-            self._live.clear()
+            self._live.clear()  # the old loop's deadlines went with it
+        return loop
+
+    def enter(self, d: Deadline, seconds: float) -> None:
+        loop = self._loop
+        assert loop is not None  # `running_loop` ran first
         self._live.add(d)
         d.when = when = loop.time() + seconds
         if when < self._timer_at:  # earlier than the armed timer: arm it here instead
