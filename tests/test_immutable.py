@@ -42,3 +42,29 @@ def test_assigning_a_field_is_a_type_error(tmp_path: Path) -> None:
     assert 'Property "x" defined in "P" is read-only' in out
     assert 'Property "status" defined in "Refusal" is read-only' in out
 
+
+
+def test_replaced_is_dataclasses_replace_built_by_position() -> None:
+    from dataclasses import replace
+
+    import pytest
+
+    from orca_cli.immutable import immutable, replaced
+
+    @immutable
+    class Three:
+        a: int
+        b: str = "b"
+        c: tuple[int, ...] = ()
+
+    @immutable
+    class One:
+        a: int
+
+    v = Three(1, "x", (2,))
+    assert replaced(v, b="y", c=()) == replace(v, b="y", c=()) == Three(1, "y", ())
+    assert replaced(v) == v and replaced(One(1), a=2) == One(2)
+    with pytest.raises(TypeError, match="no field 'd'"):
+        replaced(v, d=1)
+    with pytest.raises(TypeError):
+        replaced(One(1), d=1)

@@ -9,11 +9,9 @@ field `v`. It expires with a sliding TTL (`tier_ttl_s`); expiry starts a new epi
 
 from __future__ import annotations
 
-from dataclasses import fields
-from operator import attrgetter
 from typing import Any, Literal
 
-from orca_cli.immutable import immutable
+from orca_cli.immutable import immutable, replaced
 
 __all__ = [
     "DEDUPE_RING",
@@ -109,17 +107,8 @@ class TierState:
     def seen(self, dedupe_key: str) -> bool:
         return dedupe_key in self.dedupe
 
-    def with_(self, **changes: Any) -> TierState:
-        """`dataclasses.replace(self, **changes)`, built positionally: a commit copies the state
-        once or twice, and `replace` matched all twenty fields by keyword (four times the cost).
-        An unknown field name raises, as it does with `replace`."""
-        values = list(_FIELD_VALUES(self))
-        for name, value in changes.items():
-            try:
-                values[_FIELD_INDEX[name]] = value
-            except KeyError:
-                raise TypeError(f"TierState has no field {name!r}") from None
-        return TierState(*values)
+    # This state with `changes` (a commit copies it once or twice: `immutable.replaced`).
+    with_ = replaced
 
     # --- codec --------------------------------------------------------------------------
     def to_doc(self) -> dict[str, Any]:
@@ -182,10 +171,6 @@ class TierState:
             return None
 
 
-# Every field is an `__init__` parameter, in this order (`with_` passes them by position).
-_FIELD_NAMES = tuple(f.name for f in fields(TierState))
-_FIELD_INDEX = {name: i for i, name in enumerate(_FIELD_NAMES)}
-_FIELD_VALUES = attrgetter(*_FIELD_NAMES)
 _EMPTY = TierState()
 
 

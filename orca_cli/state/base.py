@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import orjson
 
-from orca_cli.immutable import immutable
+from orca_cli.immutable import immutable, replaced
 
 # The routing side owns what a read hands over; re-exported here for the store backends.
 from orca_cli.routing.snapshot import ShareCounts, Snapshot, TierDoc
@@ -200,8 +200,8 @@ class CommitBatch:
     trace: Mapping[str, Any] | None = None
 
     def with_trace(self, trace: Mapping[str, Any] | None) -> CommitBatch:
-        """This batch carrying `trace` (every request's one copy: `replace` costs twice this)."""
-        return CommitBatch(self.request_id, self.writes, self.audit, trace)
+        """This batch carrying `trace` (every request's one copy: `immutable.replaced`)."""
+        return replaced(self, trace=trace)
 
 
 @immutable
