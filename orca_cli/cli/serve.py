@@ -196,6 +196,7 @@ def _serve(cfg: object, sock: object, token: str, host: str, port: int, log_leve
     sink = _trace_sinks(log_format, otlp_endpoint)
     if sink is not None:
         app.rt.trace_sinks.append(sink.emit)
+        app.rt.on_close.append(sink.close)  # the log's queued lines, the last spans
     server = build_server(app, cfg.server, host=host, port=port, log_level=log_level)
     # What start-up built (config, modules, the runtime) lives as long as the process: out
     # of the collector's scans. A request allocates a few hundred objects and frees nearly

@@ -327,6 +327,8 @@ class Runtime:
     # Who sees each finished request's trace besides the store (the request log, telemetry);
     # called after the response was sent. A sink's fault is logged, never the request's.
     trace_sinks: list[Callable[[Mapping[str, Any]], None]] = field(default_factory=list)
+    # Run last when the sidecar stops (the request log's queued lines, the last spans).
+    on_close: list[Callable[[], None]] = field(default_factory=list)
     # SPEC §20: measured first-byte latency and throughput per (channel, model).
     measured: Measurements = field(init=False, repr=False)
     _housekeeping: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
@@ -425,3 +427,8 @@ class Runtime:
                 with contextlib.suppress(Exception):
                     await t.aclose()
         await self.gate.close()
+        for close in self.on_close:
+            try:
+                close()
+            except Exception:
+                log.warning("a trace sink failed to close", exc_info=True)

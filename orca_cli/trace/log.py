@@ -12,9 +12,12 @@ that served, the status, the wall time, the share of prompt tokens read from cac
 A refused or failed request shows orca's own error message instead of the cache and cost.
 Nothing from the prompt or the response ever appears, nor a key value.
 
-`RequestLog` is the sink: `emit(trace)` formats the line and queues it; the lines queued in
-one turn of the event loop are written together by a callback scheduled after it, so the
-handler that finished the response never waits on the terminal.
+`RequestLog` is the sink: `emit(trace)` formats the line and queues it; the lines queued
+within `FLUSH_AFTER_S` are written together, in one write, by a timer on the event loop, so
+the handler that finished the response never waits on the terminal and a busy sidecar makes
+one write for many requests. `flush()` writes what is queued at once (`orca serve` calls it
+when it stops); a process killed outright loses at most the last `FLUSH_AFTER_S` of lines,
+which its traces still hold.
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ __all__ = ["LogFormat", "RequestLog", "Tee", "TraceSink", "format_json", "format
 
 LogFormat = Literal["text", "json"]
 
+FLUSH_AFTER_S = 0.05  # the most a line waits for the write that carries it
+FLUSH_LINES = 512  # a queue this long is written at once: memory stays bounded
+
 SESSION_WIDTH = 12
 _RESET = "\x1b[0m"
 _DIM = "\x1b[2m"
@@ -49,6 +55,9 @@ class TraceSink(Protocol):
 
     def emit(self, trace: Mapping[str, Any]) -> None: ...
 
+    def close(self) -> None:
+        """Write or export what is still queued (the sidecar is stopping)."""
+
 
 class Tee:
     """Several sinks behind one `emit` (the request log and OpenTelemetry together)."""
@@ -59,6 +68,10 @@ class Tee:
     def emit(self, trace: Mapping[str, Any]) -> None:
         for sink in self.sinks:
             sink.emit(trace)
+
+    def close(self) -> None:
+        for sink in self.sinks:
+            sink.close()
 
 
 def short_id(request_id: Any) -> str:
@@ -199,8 +212,8 @@ class RequestLog:
     """Writes one line per trace to `stream` (stdout by default), text or JSON lines.
 
     `emit` formats at once (a few microseconds; the trace is not kept) and queues the line;
-    the queue is written by one callback per event-loop turn, after the handler returned. With
-    no running loop (a test, a script) the line is written at once.
+    the queue is written `FLUSH_AFTER_S` after its first line, or at once when it reaches
+    `FLUSH_LINES`. With no running loop (a test, a script) the line is written at once.
     """
 
     def __init__(self, stream: TextIO | None = None, *, fmt: LogFormat = "text",
@@ -215,7 +228,7 @@ class RequestLog:
         else:
             self._format = format_line
         self._pending: list[str] = []
-        self._scheduled = False
+        self._timer: asyncio.TimerHandle | None = None
         self.written = 0
 
     def emit(self, trace: Mapping[str, Any]) -> None:
@@ -224,19 +237,24 @@ class RequestLog:
             line = self._format(trace)
         except Exception:  # noqa: BLE001 - a malformed trace costs its line, never the request
             return
-        self._pending.append(line)
-        if self._scheduled:
+        pending = self._pending
+        pending.append(line)
+        if self._timer is not None:
+            if len(pending) >= FLUSH_LINES:
+                self.flush()
             return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()
             return
-        self._scheduled = True
-        loop.call_soon(self.flush)
+        self._timer = loop.call_later(FLUSH_AFTER_S, self.flush)
 
     def flush(self) -> None:
-        self._scheduled = False
+        """Write the queued lines now, in one write."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if not self._pending:
             return
         lines, self._pending = self._pending, []
@@ -246,6 +264,9 @@ class RequestLog:
         except (OSError, ValueError):  # a closed or broken pipe: the log goes quiet
             return
         self.written += len(lines)
+
+    def close(self) -> None:
+        self.flush()
 
 
 def _colour_line(trace: Mapping[str, Any]) -> str:

@@ -107,6 +107,8 @@ class OtelSink:
         """Flush what is still batched (on sidecar shutdown)."""
         self._provider.shutdown()
 
+    close = shutdown
+
 
 def otlp_sink(endpoint: str, *, service_name: str = "orca") -> OtelSink:
     """A sink exporting over OTLP/HTTP to `endpoint` (e.g. `http://127.0.0.1:4318`; the

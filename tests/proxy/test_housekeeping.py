@@ -55,3 +55,31 @@ async def test_the_lifespan_runs_housekeeping_that_sweeps_an_idle_store(
     await asyncio.wait_for(life, 5)
     assert sent == ["lifespan.startup.complete", "lifespan.shutdown.complete"]
     assert task.cancelled() and rt._housekeeping is None
+
+
+async def test_the_lifespan_shutdown_writes_the_request_logs_queued_lines() -> None:
+    import io
+
+    from orca_cli.trace.build import refusal_trace
+    from orca_cli.trace.log import RequestLog
+
+    app = create_app(Config(), store=MemoryStore(clock=FakeClock()), transports={}, port=8787)
+    out = io.StringIO()
+    sink = RequestLog(out, fmt="json")
+    app.rt.trace_sinks.append(sink.emit)
+    app.rt.on_close.append(sink.close)
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    sent: list[str] = []
+
+    async def send(msg: dict[str, Any]) -> None:
+        sent.append(msg["type"])
+
+    life = asyncio.create_task(app({"type": "lifespan"}, inbox.get, send))
+    await inbox.put({"type": "lifespan.startup"})
+    await eventually(lambda: sent, 5, what="the lifespan startup")
+    app.rt.emit_trace(refusal_trace(request_id="req_0123456789abcdef", client_request_id=None,
+                                    ts=0.0, inbound_api="openai", status=400, error="bad"))
+    assert out.getvalue() == ""  # queued for the next write
+    await inbox.put({"type": "lifespan.shutdown"})  # before the log's flush period ends
+    await asyncio.wait_for(life, 5)
+    assert '"request_id":"req_0123456789abcdef"' in out.getvalue()

@@ -9,7 +9,14 @@ import time
 from typing import Any
 
 from orca_cli.trace.build import refusal_trace
-from orca_cli.trace.log import RequestLog, format_json, format_line, short_id
+from orca_cli.trace.log import (
+    FLUSH_AFTER_S,
+    FLUSH_LINES,
+    RequestLog,
+    format_json,
+    format_line,
+    short_id,
+)
 
 SECRET_PROMPT = "please refactor the secret module"
 
@@ -73,26 +80,50 @@ def test_control_characters_in_a_session_id_cannot_forge_lines() -> None:
     assert "\n" not in line and "\x1b" not in line
 
 
-def test_sink_writes_after_the_turn_of_the_loop_in_one_write() -> None:
-    writes: list[str] = []
+class _Writes(io.StringIO):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[str] = []
 
-    class Stream(io.StringIO):
-        def write(self, s: str) -> int:
-            writes.append(s)
-            return len(s)
+    def write(self, s: str) -> int:
+        self.writes.append(s)
+        return len(s)
 
-    log = RequestLog(Stream(), fmt="json")
+
+def test_sink_writes_the_lines_of_a_flush_period_in_one_write() -> None:
+    stream = _Writes()
+    log = RequestLog(stream, fmt="json")
 
     async def main() -> None:
         log.emit(_trace())
         log.emit(_trace(status=502, error="every upstream failed"))
-        assert writes == []  # not written inside the handler's turn
         await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        assert stream.writes == []  # not written inside the handler's turn, nor the next
+        await asyncio.sleep(FLUSH_AFTER_S * 2)
 
     asyncio.run(main())
+    writes = stream.writes
     assert len(writes) == 1 and writes[0].count("\n") == 2 and log.written == 2
     assert [json.loads(x)["status"] for x in writes[0].splitlines()] == [200, 502]
+
+
+def test_close_writes_what_is_queued_and_a_full_queue_is_written_at_once() -> None:
+    stream = _Writes()
+    log = RequestLog(stream, fmt="json")
+
+    async def main() -> None:
+        for _ in range(FLUSH_LINES - 1):
+            log.emit(_trace())
+        assert stream.writes == []
+        log.emit(_trace())  # the queue is full: written now, without waiting for the timer
+        assert len(stream.writes) == 1 and log.written == FLUSH_LINES
+        log.emit(_trace(status=503))
+        log.close()  # the sidecar stops: the last line is not left behind
+        assert len(stream.writes) == 2 and log.written == FLUSH_LINES + 1
+        await asyncio.sleep(FLUSH_AFTER_S * 2)  # the cancelled timer writes nothing more
+        assert len(stream.writes) == 2
+
+    asyncio.run(main())
 
 
 def test_a_broken_stream_never_raises() -> None:
