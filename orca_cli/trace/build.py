@@ -12,23 +12,28 @@ from typing import Any
 
 from orca_cli import ALGORITHM_VERSION
 from orca_cli.immutable import immutable
-from orca_cli.routing.features import Delta, Difficulty
+from orca_cli.routing.features import Delta
 from orca_cli.routing.intents import Intent
 from orca_cli.routing.route import RoutePlan
 
 __all__ = ["TraceHead", "TraceResult", "build_trace", "intent_json", "refusal_trace"]
 
 
+# Per intent class: its trace name and field names, read once.
+_INTENT_FIELDS: dict[type, tuple[str, tuple[str, ...]]] = {}
+
+
 def intent_json(intent: Intent) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": type(intent).__name__}
-    for name in getattr(intent, "__dataclass_fields__", {}):
+    cls = type(intent)
+    layout = _INTENT_FIELDS.get(cls)
+    if layout is None:
+        layout = _INTENT_FIELDS[cls] = (cls.__name__,
+                                        tuple(getattr(cls, "__dataclass_fields__", ())))
+    out: dict[str, Any] = {"type": layout[0]}
+    for name in layout[1]:
         value = getattr(intent, name)
-        out[name] = list(value) if isinstance(value, tuple) else value
+        out[name] = list(value) if type(value) is tuple else value
     return out
-
-
-def _difficulty(d: Difficulty | None) -> dict[str, Any] | None:
-    return None if d is None else d.to_json()
 
 
 @immutable
@@ -64,9 +69,10 @@ class TraceResult:
 
 def build_trace(head: TraceHead, delta: Delta | None, plan: RoutePlan | None,
                 result: TraceResult) -> dict[str, Any]:
-    """The trace document (the keys of `orca explain --json`)."""
-    decision = plan.decision if plan is not None else None
-    return {
+    """The trace document (the keys of `orca explain --json`), built in one dict: it is made
+    for every request, so the decided and the undecided parts are separate paths rather than
+    a test of `plan` per key."""
+    doc: dict[str, Any] = {
         "request_id": head.request_id,
         "client_request_id": head.client_request_id,
         "ts": head.ts,
@@ -79,67 +85,90 @@ def build_trace(head: TraceHead, delta: Delta | None, plan: RoutePlan | None,
         "status": result.status,
         "error": result.error,
         "latency_ms": round(result.latency_ms, 3),
-        **_decision(plan, delta),
-        "selected": result.selected,
-        "attempts": list(result.attempts),
-        "usage": result.usage,
-        "cost_usd": round(result.cost_usd, 8),
-        "cache": result.cache,
-        "intents": [intent_json(i) for i in decision.intents] if decision else [],
-        "committed": result.committed,
-        "degraded": result.degraded,
-        "algorithm_version": ALGORITHM_VERSION,
     }
+    if plan is None:
+        _undecided(doc, delta)
+    else:
+        _decided(doc, plan, delta)
+    doc["selected"] = result.selected
+    doc["attempts"] = list(result.attempts)
+    doc["usage"] = result.usage
+    doc["cost_usd"] = round(result.cost_usd, 8)
+    doc["cache"] = result.cache
+    doc["intents"] = [intent_json(i) for i in plan.decision.intents] if plan else []
+    doc["committed"] = result.committed
+    doc["degraded"] = result.degraded
+    doc["algorithm_version"] = ALGORITHM_VERSION
+    return doc
 
 
-def _decision(plan: RoutePlan | None, delta: Delta | None) -> dict[str, Any]:
+def _decided(doc: dict[str, Any], plan: RoutePlan, delta: Delta | None) -> None:
     """The routing decision's part: tier, difficulty, caps, pins, candidates, strategy."""
-    decision = plan.decision if plan is not None else None
-    full = plan.full if plan is not None else None
-    ranking = plan.ranking if plan is not None else None
-    return {
-        "tier": {
-            "decision": decision.tier if decision else None,
-            "reason": decision.reason if decision else None,
-            "trigger": (decision.trigger or None) if decision else None,
-            "denied": (decision.denied or None) if decision else None,
-            "evaluations": decision.evaluations if decision else {},
-            "shadow": decision.shadow if decision else None,
-            "t2": decision.t2 if decision else None,
-        },
-        "difficulty": {
-            "delta": _difficulty(delta.difficulty) if delta is not None else None,
-            "full": _difficulty(full),
-            **({"full_skipped": plan.full_skipped} if plan and full is None else {}),
-            "user_turn": delta.is_user_turn if delta is not None else None,
-            "tool_continuation": delta.is_tool_continuation if delta is not None else None,
-        },
-        "caps": _caps(plan),
-        "pins": [p.to_json() for p in plan.pins] if plan else [],
-        "candidates": [
-            {"model": c.model, "channel": c.channels[0].channel if c.channels else None,
-             "score": ranking.scores.get(c.model) if ranking else None,
-             "excluded": c.excluded, "reason": c.reason,
-             "filtered": [list(f) for f in c.filtered]}
-            for c in (plan.candidates if plan else ())
-        ],
-        "strategy_note": ranking.note if ranking else None,
-        # The channel-ordering mode when the request set it (suffix, provider.sort,
-        # routing.mode) rather than the router's (SPEC §20).
-        **({"mode": plan.evidence["mode"]} if plan and "mode" in plan.evidence else {}),
-        # The auto router's decision (SPEC §16), only when a strategy explained itself.
-        **({"auto": ranking.explain} if ranking and ranking.explain else {}),
+    decision = plan.decision
+    full = plan.full
+    ranking = plan.ranking
+    doc["tier"] = {
+        "decision": decision.tier,
+        "reason": decision.reason,
+        "trigger": decision.trigger or None,
+        "denied": decision.denied or None,
+        "evaluations": decision.evaluations,
+        "shadow": decision.shadow,
+        "t2": decision.t2,
     }
+    difficulty: dict[str, Any] = {
+        "delta": delta.difficulty.to_json() if delta is not None else None,
+        "full": full.to_json() if full is not None else None,
+    }
+    if full is None:
+        difficulty["full_skipped"] = plan.full_skipped
+    difficulty["user_turn"] = delta.is_user_turn if delta is not None else None
+    difficulty["tool_continuation"] = delta.is_tool_continuation if delta is not None else None
+    doc["difficulty"] = difficulty
+    doc["caps"] = _caps(plan)
+    doc["pins"] = [p.to_json() for p in plan.pins]
+    scores = ranking.scores if ranking else None
+    doc["candidates"] = [
+        {"model": c.model, "channel": c.channels[0].channel if c.channels else None,
+         "score": scores.get(c.model) if scores is not None else None,
+         "excluded": c.excluded, "reason": c.reason,
+         "filtered": [list(f) for f in c.filtered] if c.filtered else []}
+        for c in plan.candidates
+    ]
+    doc["strategy_note"] = ranking.note if ranking else None
+    # The channel-ordering mode when the request set it (suffix, provider.sort,
+    # routing.mode) rather than the router's (SPEC §20).
+    if "mode" in plan.evidence:
+        doc["mode"] = plan.evidence["mode"]
+    # The auto router's decision (SPEC §16), only when a strategy explained itself.
+    if ranking and ranking.explain:
+        doc["auto"] = ranking.explain
 
 
-def _caps(plan: RoutePlan | None) -> dict[str, Any]:
-    if plan is None or plan.caps is None:
+def _undecided(doc: dict[str, Any], delta: Delta | None) -> None:
+    """A request refused before routing: the decision's keys, all empty."""
+    doc["tier"] = {"decision": None, "reason": None, "trigger": None, "denied": None,
+                   "evaluations": {}, "shadow": None, "t2": None}
+    doc["difficulty"] = {
+        "delta": delta.difficulty.to_json() if delta is not None else None,
+        "full": None,
+        "user_turn": delta.is_user_turn if delta is not None else None,
+        "tool_continuation": delta.is_tool_continuation if delta is not None else None,
+    }
+    doc["caps"] = {"session_count": None, "share": None, "workspace_share": None,
+                   "warmup": None}
+    doc["pins"] = []
+    doc["candidates"] = []
+    doc["strategy_note"] = None
+
+
+def _caps(plan: RoutePlan) -> dict[str, Any]:
+    if plan.caps is None:
         return {"session_count": None, "share": None, "workspace_share": None, "warmup": None}
-    doc = plan.caps.to_trace()
-    evals = plan.decision.evaluations.get("caps", {}) if plan.decision else {}
-    return {"session_count": evals.get("session_count"), "share": doc.get("share"),
-            "workspace_share": doc.get("workspace_share"), "warmup": doc.get("warmup"),
-            "enabled": doc.get("enabled")}
+    # `to_trace` gives share, workspace_share, warmup and enabled, in that order
+    evals = plan.decision.evaluations.get("caps")
+    return {"session_count": evals.get("session_count") if evals else None,
+            **plan.caps.to_trace()}
 
 
 def refusal_trace(*, request_id: str, client_request_id: str | None, ts: float,
