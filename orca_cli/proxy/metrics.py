@@ -47,10 +47,8 @@ class Metrics:
         self._durations: dict[Key, _Histogram] = {}
         self._served: dict[Key, list[int]] = {}  # router -> [total, strong]
         self._upstream: dict[Key, int] = {}
-        self._prompt: dict[Key, int] = {}
-        self._cached: dict[Key, int] = {}
-        self._cache_hits: dict[Key, int] = {}  # billed responses that read the cache
-        self._cost: dict[Key, float] = {}
+        # router -> [prompt tokens, cached tokens, billed responses that read the cache, cost]
+        self._usage: dict[Key, list[float]] = {}
         self._degraded = False
 
     def request(self, path_api: str, router: str, status: int, latency_s: float, tier: str) -> None:
@@ -94,10 +92,18 @@ class Metrics:
         """Usage of one billed response: prompt tokens, the cached part of them (a response
         with any counts as a cache hit) and its cost."""
         key: Key = (router,)
-        _bump(self._prompt, key, prompt, self._max)
-        _bump(self._cached, key, cached, self._max)
-        _bump(self._cache_hits, key, 1 if cached > 0 else 0, self._max)
-        _bump(self._cost, key, cost_usd, self._max)
+        sums = self._usage.get(key)
+        if sums is None:
+            if len(self._usage) >= self._max:
+                key = (_OTHER,)
+                sums = self._usage.get(key)
+            if sums is None:
+                sums = self._usage[key] = [0, 0, 0, 0.0]
+        sums[0] += prompt
+        sums[1] += cached
+        if cached > 0:
+            sums[2] += 1
+        sums[3] += cost_usd
 
     def store_degraded(self, flag: bool) -> None:
         """Whether the state store is currently unreachable (serving degraded)."""
@@ -126,16 +132,16 @@ class Metrics:
                 ("channel", "status"), self._upstream.items())
         _family(out, "orca_prompt_tokens_total", "counter",
                 "Prompt tokens reported by upstreams, by router.",
-                ("router",), self._prompt.items())
+                ("router",), ((k, int(v[0])) for k, v in self._usage.items()))
         _family(out, "orca_cached_tokens_total", "counter",
                 "Prompt tokens read from the provider's cache, by router.",
-                ("router",), self._cached.items())
+                ("router",), ((k, int(v[1])) for k, v in self._usage.items()))
         _family(out, "orca_cache_hits_total", "counter",
                 "Billed responses that read prompt tokens from the provider's cache, by router.",
-                ("router",), self._cache_hits.items())
+                ("router",), ((k, int(v[2])) for k, v in self._usage.items()))
         _family(out, "orca_cost_usd_total", "counter",
                 "Estimated cost of billed responses in US dollars, by router.",
-                ("router",), ((k, _num(v)) for k, v in self._cost.items()))
+                ("router",), ((k, _num(v[3])) for k, v in self._usage.items()))
         out.append("# HELP orca_strong_share Share of requests served on the strong tier, by "
                    "router.")
         out.append("# TYPE orca_strong_share gauge")
