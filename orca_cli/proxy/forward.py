@@ -24,7 +24,6 @@ same-format attempt keeps the raw-bytes path (only `model` swapped).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -351,8 +350,10 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Out
         return await _transport_failure(t, exc)
     finally:
         if resp is not None:
-            with contextlib.suppress(Exception):
+            try:
                 await resp.aclose()
+            except Exception:  # noqa: BLE001, S110 - a close that fails loses nothing
+                pass
 
 
 async def _answer_stream(t: Attempting, resp: UpstreamResponse, tap: ResponseTap) -> None:
