@@ -91,8 +91,9 @@ class MemoryStore(Keyspace):
         self._trace_max = max(1, trace_max)
         self._trace_ttl_s = trace_ttl_s
         self._audit_max = audit_max
-        # The share window's sums per slot tag and (first, last) hour, valid until the tag's
-        # `share` hash is written otherwise than by a count into it, or expires.
+        # The share window's sums per `share` hash key and (first, last) hour, valid until the
+        # hash is written otherwise than by a count into it (`_window_incr` keeps them), or
+        # expires.
         self._share_sums: dict[str, dict[tuple[int, int], tuple[ShareCounts, float]]] = {}
         self.reads = 0
         self.commits = 0
@@ -186,15 +187,16 @@ class MemoryStore(Keyspace):
         """The sum of the `share` hash's buckets from hours[0] through hours[-1]."""
         if not hours:
             return ShareCounts()
-        sums = self._share_sums.get(tag)
+        key = tag + K.SHARE_KEY
+        sums = self._share_sums.get(key)
         if sums is None:
-            sums = self._share_sums[tag] = {}
+            sums = self._share_sums[key] = {}
         window = (hours[0], hours[-1])
         hit = sums.get(window)
         if hit is not None and now < hit[1]:
             return hit[0]
         strong = total = 0.0
-        e = self._entry(tag + K.SHARE_KEY, now)
+        e = self._entry(key, now)
         until = float("inf")
         if e is not None and isinstance(e.value, dict):
             until = e.expires_at if e.expires_at is not None else until
@@ -212,27 +214,9 @@ class MemoryStore(Keyspace):
         sums[window] = (counts, until)
         return counts
 
-    def _share_written(self, tag: str, op: Op, now: float) -> None:
-        """Keep the cached window sums of `tag` true after `op` wrote its `share` hash."""
-        sums = self._share_sums.get(tag)
-        if not sums:
-            return
-        e = self._entry(tag + K.SHARE_KEY, now)
-        if not isinstance(op, WindowIncrOp) or e is None or not isinstance(e.value, dict):
-            sums.clear()
-            return
-        until = e.expires_at if e.expires_at is not None else float("inf")
-        pruned_to = op.hour - int(e.value.get("w", 0))
-        for (lo, hi), (counts, valid_until) in list(sums.items()):
-            if lo <= pruned_to or valid_until <= now:  # pruned buckets, or a stale sum
-                del sums[(lo, hi)]
-            elif lo <= op.hour <= hi:
-                sums[(lo, hi)] = ((ShareCounts(counts.strong + op.amount, counts.total)
-                                   if op.kind == "s" else
-                                   ShareCounts(counts.strong, counts.total + op.amount)), until)
-
     def _window_incr(self, key: str, op: WindowIncrOp, now: float) -> None:
-        """`WindowIncrOp`, as SLOT_COMMIT's op 'w' does it on Redis."""
+        """`WindowIncrOp`, as SLOT_COMMIT's op 'w' does it on Redis; the window sums kept for
+        reads of `key` follow it."""
         e = self._entry(key, now)
         if e is None or not isinstance(e.value, dict):
             e = self._data[key] = Entry({}, None)
@@ -244,8 +228,21 @@ class MemoryStore(Keyspace):
         if len(h) > 2 * w + 1:
             for f in [f for f in h if (b := K.parse_share_field(f)) and b[0] <= op.hour - w]:
                 del h[f]
-        if e.expires_at is None or e.expires_at < now + op.ttl_s:
-            e.expires_at = now + op.ttl_s
+        until = now + op.ttl_s
+        if e.expires_at is not None and e.expires_at > until:
+            until = e.expires_at  # never shortened
+        e.expires_at = until
+        sums = self._share_sums.get(key)
+        if sums:
+            _count_into(sums, op, op.hour - w, until, now)
+
+    def _share_overwritten(self, tag: str, ops: tuple[Op, ...]) -> None:
+        """Forget the window sums of `tag`'s `share` hash when an op other than a count wrote
+        it (the next read sums the hash again)."""
+        for op in ops:
+            if op.key == K.SHARE_KEY and type(op) is not WindowIncrOp:
+                self._share_sums.pop(tag + K.SHARE_KEY, None)
+                return
 
     async def commit(self, batch: CommitBatch) -> CommitResult:
         self.commits += 1
@@ -275,9 +272,7 @@ class MemoryStore(Keyspace):
         doc_text = self._write_tier(tkey, w, now) if session else None
         for key, op in zip(keys, ops):
             _APPLY[type(op)](self, key, op, now)
-        for op in ops:
-            if op.key == K.SHARE_KEY:
-                self._share_written(tag, op, now)
+        self._share_overwritten(tag, ops)
         self._put(marker, "1", MARKER_TTL_S, now)
         return SlotResult(w.slot, "applied", doc_text)
 
@@ -470,6 +465,20 @@ def _is_router_audit(prefix: str, key: str) -> bool:
     return parsed is not None and parsed[0].kind == "router" and parsed[1] == K.AUDIT_KEY
 
 
+
+
+def _count_into(sums: dict[tuple[int, int], tuple[ShareCounts, float]], op: WindowIncrOp,
+                pruned_to: int, until: float, now: float) -> None:
+    """Keep the window sums of a `share` hash true after `op` counted into it: windows reaching
+    pruned hours (<= `pruned_to`) or past their validity are dropped, the ones holding
+    `op.hour` take its amount, and all stay valid until the hash's expiry `until`."""
+    for (lo, hi), (counts, valid_until) in list(sums.items()):
+        if lo <= pruned_to or valid_until <= now:
+            del sums[(lo, hi)]
+        elif lo <= op.hour <= hi:
+            sums[(lo, hi)] = ((ShareCounts(counts.strong + op.amount, counts.total)
+                               if op.kind == "s" else
+                               ShareCounts(counts.strong, counts.total + op.amount)), until)
 
 
 def _check_kind(e: Entry, key: str, kind: str, now: float) -> None:
