@@ -9,18 +9,21 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from orca_cli.clock import Clock
+from orca_cli.errors import StoreUnavailable
 from orca_cli.state.base import HIncrManyOp, HIncrOp, IncrOp, PushOp, WindowIncrOp, ZAddOp
 from orca_cli.state.codec import decode_doc, decode_value
 
-__all__ = ["KIND_OF_OP", "KIND_OF_VALUE", "Entry", "Keyspace", "Value", "ZSet", "decode_view",
-           "floats", "kind_of", "num"]
+__all__ = ["KIND_OF_OP", "KIND_OF_VALUE", "Entry", "Keyspace", "Value", "ZSet", "check_kind",
+           "decode_view", "floats", "kind_of", "num"]
 
 class ZSet:
     """A sorted set ordered like Redis's: by score, then member.
 
     Popping the lowest members (the trace index and audit streams trim their oldest on
     every write once full) advances a head offset instead of shifting the list; the dead
-    prefix is dropped once it is the larger half, so a trim costs O(1) amortised."""
+    prefix is dropped once it is the larger half, so a trim costs O(1) amortised. A member
+    scored at or above the highest (a trace, an audit event or a session's latest activity,
+    stamped now) is appended without a search."""
 
     __slots__ = ("_head", "_items", "scores")
 
@@ -43,7 +46,11 @@ class ZSet:
                 return
             del self._items[bisect.bisect_left(self._items, (old, member), self._head)]
         self.scores[member] = score
-        bisect.insort(self._items, (score, member), self._head)
+        items, entry = self._items, (score, member)
+        if len(items) == self._head or items[-1] < entry:
+            items.append(entry)
+        else:
+            bisect.insort(items, entry, self._head)
 
     def pop_lowest(self, n: int) -> list[str]:
         if n <= 0:
@@ -59,6 +66,8 @@ class ZSet:
         return gone
 
     def remove_below(self, score: float) -> list[str]:
+        if len(self._items) == self._head or self._items[self._head][0] >= score:
+            return []  # the lowest is not below: nothing to search for
         below = bisect.bisect_left(self._items, (score, ""), self._head)
         return self.pop_lowest(below - self._head)
 
@@ -94,6 +103,16 @@ def kind_of(value: Value) -> str:
     if isinstance(value, list):
         return "list"
     return "zset"
+
+
+def check_kind(e: Entry, key: str, kind: str, now: float) -> None:
+    """WRONGTYPE: raise unless `e` holds a value of `kind`, or has expired (then any type may
+    be written)."""
+    if e.expires_at is not None and e.expires_at <= now:
+        return
+    got = kind_of(e.value)
+    if got != kind:
+        raise StoreUnavailable(f"store key {key} is a {got}, not a {kind}; nothing applied")
 
 
 def decode_view(value: Value) -> Any:

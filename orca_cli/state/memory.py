@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from orca_cli.clock import Clock
-from orca_cli.errors import StoreUnavailable
 from orca_cli.routing.routes.budget import Spend
 from orca_cli.state import keys as K
 from orca_cli.state.base import (
@@ -59,9 +58,9 @@ from orca_cli.state.keyspace import (
     Entry,
     Keyspace,
     ZSet,
+    check_kind,
     decode_view,
     floats,
-    kind_of,
     num,
 )
 from orca_cli.state.route_versions import MemoryRouteVersions
@@ -88,6 +87,9 @@ class MemoryStore(Keyspace):
     ) -> None:
         super().__init__(clock, sweep_every, sweep_interval_s)
         self._prefix = K.check_name(key_prefix, "state.key_prefix")
+        # The tags every request writes under, spelled once.
+        self._workspace_tag = K.slot_tag(self._prefix, K.WORKSPACE)
+        self._traces_tag = K.slot_tag(self._prefix, K.TRACES)
         self._trace_max = max(1, trace_max)
         self._trace_ttl_s = trace_ttl_s
         self._audit_max = audit_max
@@ -112,8 +114,7 @@ class MemoryStore(Keyspace):
                 self._read_session(req.router, req.session, now, got)
             self._read_router(req, req.router, now, got)
         if req.workspace:
-            got["workspace_share"] = self._share(K.slot_tag(self._prefix, K.WORKSPACE),
-                                                 req.share_hours, now)
+            got["workspace_share"] = self._share(self._workspace_tag, req.share_hours, now)
         if req.budget_counters or req.budget_limits:
             got["budgets"] = self._counters(req.budget_counters, now)
             got["budget_limits"] = self._limits(req.budget_limits, now)
@@ -299,16 +300,16 @@ class MemoryStore(Keyspace):
         tier document's key, "" for a slot without one)."""
         data = self._data
         # A value of the op's own kind passes at one lookup; only a mismatch (or a subclass)
-        # goes to `_check_kind`, where an expired key still takes any type.
+        # goes to `check_kind`, where an expired key still takes any type.
         of_value = KIND_OF_VALUE
         if tkey and (e := data.get(tkey)) is not None and of_value.get(type(e.value)) != "string":
-            _check_kind(e, tkey, "string", now)
+            check_kind(e, tkey, "string", now)
         kinds = KIND_OF_OP
         for key, op in zip(keys, ops):
             kind = kinds.get(type(op))
             if (kind is not None and (e := data.get(key)) is not None
                     and of_value.get(type(e.value)) != kind):
-                _check_kind(e, key, kind, now)
+                check_kind(e, key, kind, now)
 
     def _set(self, key: str, op: SetOp, now: float) -> None:
         self._put(key, op.value, op.ttl_s, now)
@@ -361,7 +362,7 @@ class MemoryStore(Keyspace):
         self._put(key, zs, AUDIT_MAX_AGE_S, now)
 
     def _write_trace(self, request_id: str, trace: Mapping[str, Any], now: float) -> None:
-        tag = K.slot_tag(self._prefix, K.TRACES)
+        tag = self._traces_tag
         tid = K.safe_component(request_id)
         ttl = self._trace_ttl_s
         # orjson encodes a dict only: another Mapping is copied into one.
@@ -465,8 +466,6 @@ def _is_router_audit(prefix: str, key: str) -> bool:
     return parsed is not None and parsed[0].kind == "router" and parsed[1] == K.AUDIT_KEY
 
 
-
-
 def _count_into(sums: dict[tuple[int, int], tuple[ShareCounts, float]], op: WindowIncrOp,
                 pruned_to: int, until: float, now: float) -> None:
     """Keep the window sums of a `share` hash true after `op` counted into it: windows reaching
@@ -479,14 +478,6 @@ def _count_into(sums: dict[tuple[int, int], tuple[ShareCounts, float]], op: Wind
             sums[(lo, hi)] = ((ShareCounts(counts.strong + op.amount, counts.total)
                                if op.kind == "s" else
                                ShareCounts(counts.strong, counts.total + op.amount)), until)
-
-
-def _check_kind(e: Entry, key: str, kind: str, now: float) -> None:
-    if e.expires_at is not None and e.expires_at <= now:
-        return  # absent or expired: any type may be written
-    got = kind_of(e.value)
-    if got != kind:
-        raise StoreUnavailable(f"store key {key} is a {got}, not a {kind}; nothing applied")
 
 
 # One applier per op type (a dict lookup instead of an isinstance chain per op).
