@@ -14,7 +14,7 @@ from orca_cli.state.base import HIncrManyOp, HIncrOp, IncrOp, PushOp, WindowIncr
 from orca_cli.state.codec import decode_doc, decode_value
 
 __all__ = ["KIND_OF_OP", "KIND_OF_VALUE", "Entry", "Keyspace", "Value", "ZSet", "check_kind",
-           "decode_view", "floats", "kind_of", "num"]
+           "decode_view", "entry_doc", "floats", "kind_of", "num"]
 
 class ZSet:
     """A sorted set ordered like Redis's: by score, then member.
@@ -95,6 +95,13 @@ class Entry:
     doc: Any = UNDECODED
 
 
+def entry_doc(e: Entry) -> dict[str, Any] | None:
+    """`decode_doc` of the entry's text (None for another value), decoded once."""
+    if e.doc is UNDECODED:
+        e.doc = decode_doc(e.value) if isinstance(e.value, str) else None
+    return e.doc  # type: ignore[no-any-return]
+
+
 def kind_of(value: Value) -> str:
     if isinstance(value, (str, float)):
         return "string"
@@ -154,17 +161,13 @@ class Keyspace:
         return None if e is None else e.value
 
     def _text(self, key: str, now: float) -> str | None:
-        v = self._value(key, now)
-        return v if isinstance(v, str) else None
+        e = self._entry(key, now)
+        return e.value if e is not None and isinstance(e.value, str) else None
 
     def _doc(self, key: str, now: float) -> dict[str, Any] | None:
         """`decode_doc` of a text key, cached on its entry until the key is written again."""
         e = self._entry(key, now)
-        if e is None:
-            return None
-        if e.doc is UNDECODED:
-            e.doc = decode_doc(e.value) if isinstance(e.value, str) else None
-        return e.doc  # type: ignore[no-any-return]
+        return None if e is None else entry_doc(e)
 
     def _put(self, key: str, value: Value, ttl_s: float | None, now: float) -> None:
         # An entry already there is reused (its value, expiry and decoded document replaced):

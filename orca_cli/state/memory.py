@@ -60,6 +60,7 @@ from orca_cli.state.keyspace import (
     ZSet,
     check_kind,
     decode_view,
+    entry_doc,
     floats,
     num,
 )
@@ -67,6 +68,9 @@ from orca_cli.state.route_versions import MemoryRouteVersions
 
 __all__ = ["MemoryStore"]
 
+_TIER_KEY = K.tier_key()
+# A session's pins per tier: (tier, model pin key, channel pin key).
+_PIN_KEYS = tuple((tier, K.pin_key(tier), K.chan_key(tier)) for tier in ("base", "strong"))
 
 
 class MemoryStore(Keyspace):
@@ -122,17 +126,18 @@ class MemoryStore(Keyspace):
 
     def _read_session(self, router: str, session: str, now: float, got: dict[str, Any]) -> None:
         """The session slot: tier document and version, model and channel pins per tier."""
-        tag = K.slot_tag(self._prefix, SlotRef.of_session(router, session))
-        tier_key = tag + K.tier_key()
-        got["tier"] = self._doc(tier_key, now)
-        got["tier_version"] = doc_version(self._text(tier_key, now))
+        tag = K.session_tag(self._prefix, router, session)
+        e = self._entry(tag + _TIER_KEY, now)
+        if e is not None:
+            got["tier"] = entry_doc(e)
+            got["tier_version"] = doc_version(e.value if isinstance(e.value, str) else None)
         pins: dict[str, str] = {}
         chans: dict[str, Mapping[str, Any]] = {}
-        for tier in ("base", "strong"):
-            model = self._text(tag + K.pin_key(tier), now)
+        for tier, pin_key, chan_key in _PIN_KEYS:
+            model = self._text(tag + pin_key, now)
             if model is not None:
                 pins[tier] = model
-            chan = self._doc(tag + K.chan_key(tier), now)
+            chan = self._doc(tag + chan_key, now)
             if chan is not None:
                 chans[tier] = chan
         got["pins"], got["channel_pins"] = pins, chans
@@ -140,7 +145,7 @@ class MemoryStore(Keyspace):
     def _read_router(self, req: ReadRequest, router: str, now: float,
                      got: dict[str, Any]) -> None:
         """The router slot: the share window, an affinity pin, bandit arms, percentile samples."""
-        rtag = K.slot_tag(self._prefix, SlotRef.of_router(router))
+        rtag = K.router_tag(self._prefix, router)
         got["share"] = self._share(rtag, req.share_hours, now)
         if req.affinity_key:
             got["affinity"] = self._doc(rtag + K.affinity_key(req.affinity_key), now)
@@ -265,7 +270,7 @@ class MemoryStore(Keyspace):
         ops = w.ops
         check_ops(ops)
         tag = K.slot_tag(self._prefix, w.slot)
-        marker, tkey = tag + marker_suffix, tag + K.tier_key() if session else ""
+        marker, tkey = tag + marker_suffix, tag + _TIER_KEY if session else ""
         if self._entry(marker, now) is not None:
             return SlotResult(w.slot, "duplicate", self._text(tkey, now) if session else None)
         keys = [tag + op.key for op in ops]
