@@ -242,14 +242,6 @@ class MemoryStore(Keyspace):
         if sums:
             _count_into(sums, op, op.hour - w, until, now)
 
-    def _share_overwritten(self, tag: str, ops: tuple[Op, ...]) -> None:
-        """Forget the window sums of `tag`'s `share` hash when an op other than a count wrote
-        it (the next read sums the hash again)."""
-        for op in ops:
-            if op.key == K.SHARE_KEY and type(op) is not WindowIncrOp:
-                self._share_sums.pop(tag + K.SHARE_KEY, None)
-                return
-
     async def commit(self, batch: CommitBatch) -> CommitResult:
         self.commits += 1
         now = self._clock.now()
@@ -273,12 +265,10 @@ class MemoryStore(Keyspace):
         marker, tkey = tag + marker_suffix, tag + _TIER_KEY if session else ""
         if self._entry(marker, now) is not None:
             return SlotResult(w.slot, "duplicate", self._text(tkey, now) if session else None)
-        keys = [tag + op.key for op in ops]
-        self._check_types(tkey, keys, ops, now)
+        keys = self._slot_keys(tag, tkey, ops, now)
         doc_text = self._write_tier(tkey, w, now) if session else None
         for key, op in zip(keys, ops):
             _APPLY[type(op)](self, key, op, now)
-        self._share_overwritten(tag, ops)
         self._put(marker, "1", MARKER_TTL_S, now)
         return SlotResult(w.slot, "applied", doc_text)
 
@@ -291,7 +281,7 @@ class MemoryStore(Keyspace):
             if e is not None and text is not None and w.tier_ttl_s > 0:
                 e.expires_at = now + w.tier_ttl_s
             return text
-        new = w.mutate(self._doc(tkey, now))
+        new = w.mutate(None if e is None else entry_doc(e))
         if new is None:
             self._data.pop(tkey, None)
             return None
@@ -299,10 +289,11 @@ class MemoryStore(Keyspace):
         self._put(tkey, text, w.tier_ttl_s or None, now)
         return text
 
-    def _check_types(self, tkey: str, keys: list[str], ops: tuple[Op, ...],
-                     now: float) -> None:
-        """WRONGTYPE before anything is written, as the Redis script checks first (`tkey`: the
-        tier document's key, "" for a slot without one)."""
+    def _slot_keys(self, tag: str, tkey: str, ops: tuple[Op, ...], now: float) -> list[str]:
+        """The full keys of a slot's ops, checked for WRONGTYPE before anything is written, as
+        the Redis script checks first (`tkey`: the tier document's key, "" for a slot without
+        one). A `share` hash an op other than a count is about to write loses its kept window
+        sums: the next read sums the hash again."""
         data = self._data
         # A value of the op's own kind passes at one lookup; only a mismatch (or a subclass)
         # goes to `check_kind`, where an expired key still takes any type.
@@ -310,27 +301,36 @@ class MemoryStore(Keyspace):
         if tkey and (e := data.get(tkey)) is not None and of_value.get(type(e.value)) != "string":
             check_kind(e, tkey, "string", now)
         kinds = KIND_OF_OP
-        for key, op in zip(keys, ops):
+        keys = []
+        for op in ops:
+            key = tag + op.key
+            keys.append(key)
             kind = kinds.get(type(op))
             if (kind is not None and (e := data.get(key)) is not None
                     and of_value.get(type(e.value)) != kind):
                 check_kind(e, key, kind, now)
+            if op.key == K.SHARE_KEY and type(op) is not WindowIncrOp:
+                self._share_sums.pop(key, None)
+        return keys
 
     def _set(self, key: str, op: SetOp, now: float) -> None:
         self._put(key, op.value, op.ttl_s, now)
 
+    # The read-modify-write appliers look their entry up once (`_entry`, not `_value`): a
+    # commit applies several ops a request.
     def _incr(self, key: str, op: IncrOp, now: float) -> None:
-        self._put(key, num(self._value(key, now)) + op.amount, op.ttl_s, now)
+        e = self._entry(key, now)
+        self._put(key, num(None if e is None else e.value) + op.amount, op.ttl_s, now)
 
     def _hincr(self, key: str, op: HIncrOp, now: float) -> None:
-        h = self._value(key, now)
-        fields: dict[str, float] = h if isinstance(h, dict) else {}
+        e = self._entry(key, now)
+        fields: dict[str, float] = e.value if e is not None and isinstance(e.value, dict) else {}
         fields[op.field] = fields.get(op.field, 0.0) + op.amount
         self._put(key, fields, op.ttl_s, now)
 
     def _hincr_many(self, key: str, op: HIncrManyOp, now: float) -> None:
-        h = self._value(key, now)
-        fields: dict[str, float] = h if isinstance(h, dict) else {}
+        e = self._entry(key, now)
+        fields: dict[str, float] = e.value if e is not None and isinstance(e.value, dict) else {}
         for name, amount in op.fields:
             fields[name] = fields.get(name, 0.0) + amount
         self._put(key, fields, op.ttl_s, now)
@@ -339,15 +339,15 @@ class MemoryStore(Keyspace):
         self._data.pop(key, None)
 
     def _push(self, key: str, op: PushOp, now: float) -> None:
-        items = self._value(key, now)
-        lst: list[str] = items if isinstance(items, list) else []
+        e = self._entry(key, now)
+        lst: list[str] = e.value if e is not None and isinstance(e.value, list) else []
         lst.insert(0, op.value)
         del lst[op.maxlen :]
         self._put(key, lst, op.ttl_s, now)
 
     def _zadd(self, key: str, op: ZAddOp, now: float) -> None:
-        z = self._value(key, now)
-        zs = z if isinstance(z, ZSet) else ZSet()
+        e = self._entry(key, now)
+        zs = e.value if e is not None and isinstance(e.value, ZSet) else ZSet()
         zs.add(op.member, float(op.score))
         zs.pop_lowest(len(zs) - op.maxlen)
         self._put(key, zs, op.ttl_s, now)
