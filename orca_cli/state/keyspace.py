@@ -11,10 +11,10 @@ from typing import Any, TypeAlias
 from orca_cli.clock import Clock
 from orca_cli.errors import StoreUnavailable
 from orca_cli.state.base import HIncrManyOp, HIncrOp, IncrOp, PushOp, WindowIncrOp, ZAddOp
-from orca_cli.state.codec import decode_doc, decode_value
+from orca_cli.state.codec import decode_doc, decode_value, doc_version
 
 __all__ = ["KIND_OF_OP", "KIND_OF_VALUE", "Entry", "Keyspace", "Value", "ZSet", "check_kind",
-           "decode_view", "entry_doc", "floats", "kind_of", "num"]
+           "decode_view", "entry_doc", "entry_version", "floats", "kind_of", "num"]
 
 class ZSet:
     """A sorted set ordered like Redis's: by score, then member.
@@ -93,6 +93,9 @@ class Entry:
     # The JSON document a text value decodes to, kept from a read until the key is written
     # again (`Keyspace._put` resets it). Readers share it and treat it as read-only.
     doc: Any = UNDECODED
+    # The tier document version of a text value (`codec.doc_version`), kept the same way: a
+    # session's read and its commit both ask, and the commit that writes it knows it.
+    version: int | None = None
 
 
 def entry_doc(e: Entry) -> dict[str, Any] | None:
@@ -100,6 +103,13 @@ def entry_doc(e: Entry) -> dict[str, Any] | None:
     if e.doc is UNDECODED:
         e.doc = decode_doc(e.value) if isinstance(e.value, str) else None
     return e.doc  # type: ignore[no-any-return]
+
+
+def entry_version(e: Entry) -> int:
+    """`doc_version` of the entry's text (0 for another value), read once."""
+    if e.version is None:
+        e.version = doc_version(e.value if isinstance(e.value, str) else None)
+    return e.version
 
 
 def kind_of(value: Value) -> str:
@@ -169,15 +179,16 @@ class Keyspace:
         e = self._entry(key, now)
         return None if e is None else entry_doc(e)
 
-    def _put(self, key: str, value: Value, ttl_s: float | None, now: float) -> None:
-        # An entry already there is reused (its value, expiry and decoded document replaced):
-        # no allocation for the keys every commit rewrites.
+    def _put(self, key: str, value: Value, ttl_s: float | None, now: float) -> Entry:
+        # An entry already there is reused (its value, expiry and what was read of it
+        # replaced): no allocation for the keys every commit rewrites.
         expires_at = None if not ttl_s else now + ttl_s
         e = self._data.get(key)
         if e is None:
-            self._data[key] = Entry(value, expires_at)
+            e = self._data[key] = Entry(value, expires_at)
         else:
-            e.value, e.expires_at, e.doc = value, expires_at, UNDECODED
+            e.value, e.expires_at, e.doc, e.version = value, expires_at, UNDECODED, None
+        return e
 
     def sweep(self) -> int:
         """Drop every expired key now; returns how many were dropped."""

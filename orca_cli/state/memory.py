@@ -46,7 +46,6 @@ from orca_cli.state.codec import (
     audit_slot,
     check_ops,
     decode_doc,
-    doc_version,
     dumps,
     encode_doc,
     vector_from_hash,
@@ -61,6 +60,7 @@ from orca_cli.state.keyspace import (
     check_kind,
     decode_view,
     entry_doc,
+    entry_version,
     floats,
     num,
 )
@@ -130,7 +130,7 @@ class MemoryStore(Keyspace):
         e = self._entry(tag + _TIER_KEY, now)
         if e is not None:
             got["tier"] = entry_doc(e)
-            got["tier_version"] = doc_version(e.value if isinstance(e.value, str) else None)
+            got["tier_version"] = entry_version(e)
         pins: dict[str, str] = {}
         chans: dict[str, Mapping[str, Any]] = {}
         for tier, pin_key, chan_key in _PIN_KEYS:
@@ -285,8 +285,9 @@ class MemoryStore(Keyspace):
         if new is None:
             self._data.pop(tkey, None)
             return None
-        text = encode_doc(new, doc_version(text) + 1)
-        self._put(tkey, text, w.tier_ttl_s or None, now)
+        version = (0 if e is None else entry_version(e)) + 1
+        text = encode_doc(new, version)
+        self._put(tkey, text, w.tier_ttl_s or None, now).version = version
         return text
 
     def _slot_keys(self, tag: str, tkey: str, ops: tuple[Op, ...], now: float) -> list[str]:

@@ -17,6 +17,7 @@ from orca_cli.state.base import (
     SlotWrite,
     WindowIncrOp,
 )
+from orca_cli.state.codec import doc_version
 from orca_cli.state.memory import MemoryStore
 from tests.state.test_store_contract import ROUTER, WORKSPACE, bump
 
@@ -104,3 +105,25 @@ async def test_the_kept_share_sums_equal_a_fresh_sum_after_any_writes() -> None:
             fresh = await store.read(ReadRequest("coding", share_hours=hours))
             store._share_sums = sums
             assert (kept.share, kept.workspace_share) == (fresh.share, fresh.workspace_share)
+
+
+async def test_the_kept_tier_version_is_the_stored_texts() -> None:
+    """The version a read reports and a commit counts from is `doc_version` of the text the
+    tier key holds, whoever wrote it last: a mutate, a plain set, a delete."""
+    clock = FakeClock()
+    store = MemoryStore(clock=clock)
+    session = SlotRef.of_session("coding", "s1")
+    read = ReadRequest("coding", "s1")
+    writes = [SlotWrite(session, mutate=bump, tier_ttl_s=60),
+              SlotWrite(session, (SetOp("tier", '{"v":41,"n":1}', 60),)),
+              SlotWrite(session, mutate=bump, tier_ttl_s=60),
+              SlotWrite(session, (SetOp("tier", '{"n":1,"v":7}', 60),)),
+              SlotWrite(session, mutate=bump, tier_ttl_s=60),
+              SlotWrite(session, (DelOp("tier"),)),
+              SlotWrite(session, mutate=bump, tier_ttl_s=60)]
+    for i, write in enumerate(writes):
+        await store.commit(CommitBatch(f"r{i}", (write,)))
+        snap = await store.read(read)
+        text = store._text(K.session_tag("orca", "coding", "s1") + "tier", clock.now())
+        assert snap.tier_version == doc_version(text)
+        assert snap.tier_version == [1, 41, 42, 7, 8, 0, 1][i]
