@@ -146,29 +146,44 @@ class TierState:
             return None
         try:
             shadow_doc = doc.get("shadow")
+            # By position, in field order: matching nineteen keywords costs about three times
+            # the construction itself, on every request that reads a session.
             return TierState(
-                tier="strong" if doc.get("tier") == "strong" else "base",
-                escalation_count=int(doc.get("count", 0)),
-                trigger=str(doc.get("trigger", "")),
-                reason=str(doc.get("reason", "default")),
-                escalated_at=float(doc.get("esc_at", 0.0)),
-                window_s=float(doc.get("window", 0.0)),
-                last_success=float(doc.get("last_ok", 0.0)),
-                clean_turns=int(doc.get("clean", 0)),
-                streak=int(doc.get("streak", 0)),
-                turn=int(doc.get("turn", 0)),
-                strikes=tuple(map(Strike.from_doc, doc.get("strikes", ()))),
-                signatures=tuple(map(str, doc.get("sigs", ()))),
-                dedupe=tuple(map(str, doc.get("dedupe", ()))),
-                pending=Pending.from_doc(doc.get("pending")),
-                conversations=tuple(map(str, doc.get("convs", ()))),
-                history=doc.get("hist") is True,
-                episode_started=float(doc.get("started", 0.0)),
-                shadow=TierState.from_doc(shadow_doc) if isinstance(shadow_doc, dict) else None,
-                version=int(doc.get("v", 0)),
+                "strong" if doc.get("tier") == "strong" else "base",  # tier
+                int(doc.get("count", 0)),  # escalation_count
+                str(doc.get("trigger", "")),  # trigger
+                str(doc.get("reason", "default")),  # reason
+                float(doc.get("esc_at", 0.0)),  # escalated_at
+                float(doc.get("window", 0.0)),  # window_s
+                float(doc.get("last_ok", 0.0)),  # last_success
+                int(doc.get("clean", 0)),  # clean_turns
+                int(doc.get("streak", 0)),  # streak
+                int(doc.get("turn", 0)),  # turn
+                tuple(map(Strike.from_doc, doc.get("strikes", ()))),  # strikes
+                _texts(doc.get("sigs", ())),  # signatures
+                _texts(doc.get("dedupe", ())),  # dedupe
+                Pending.from_doc(doc.get("pending")),  # pending
+                _texts(doc.get("convs", ())),  # conversations
+                doc.get("hist") is True,  # history
+                float(doc.get("started", 0.0)),  # episode_started
+                # shadow
+                TierState.from_doc(shadow_doc) if isinstance(shadow_doc, dict) else None,
+                int(doc.get("v", 0)),  # version
             )
         except (TypeError, ValueError, IndexError):
             return None
+
+
+def _texts(items: Any) -> tuple[str, ...]:
+    """`tuple(map(str, items))`, where the items of a decoded document are text already:
+    `str.join` checks them all in C (the dedupe ring holds 64) and raises on anything else,
+    which then goes through `str`."""
+    values = tuple(items)
+    try:
+        "".join(values)
+    except TypeError:
+        return tuple(map(str, values))
+    return values
 
 
 _EMPTY = TierState()

@@ -63,8 +63,14 @@ def apply_intents(doc: dict[str, Any] | None, intents: Sequence[Intent], now: fl
 def apply_to_state(state: TierState | None, intents: Sequence[Intent], now: float,
                    esc: EscalationConfig) -> TierState:
     st = state if state is not None else TierState(episode_started=now)
-    main = [i for i in intents if getattr(i, "scope", "main") == "main"]
-    shadow = [i for i in intents if getattr(i, "scope", "main") == "shadow"]
+    main: list[Intent] = []
+    shadow: list[Intent] = []
+    for i in intents:
+        scope = getattr(i, "scope", "main")
+        if scope == "main":
+            main.append(i)
+        elif scope == "shadow":
+            shadow.append(i)
     record = next((i for i in main if isinstance(i, RecordTurn)), None)
     # A repeated turn (its dedupe key already in the ring): its first attempt already counted
     # its evidence, so the turn records are skipped (streaks and strikes cannot be farmed by
@@ -76,14 +82,16 @@ def apply_to_state(state: TierState | None, intents: Sequence[Intent], now: floa
     elif record is not None:
         st = _record_turn(st, record, now, esc)
     for intent in main:
-        st = _transition(st, intent, now, esc)
+        if not isinstance(intent, RecordTurn):  # recorded above
+            st = _transition(st, intent, now, esc)
     if shadow:
         sh = st.shadow if st.shadow is not None else TierState(episode_started=now)
         srec = next((i for i in shadow if isinstance(i, RecordTurn)), None)
         if srec is not None and not repeated:
             sh = _record_turn(sh, srec, now, esc)
         for intent in shadow:
-            sh = _transition(sh, intent, now, esc)
+            if not isinstance(intent, RecordTurn):
+                sh = _transition(sh, intent, now, esc)
         st = st.with_(shadow=sh)
     return st
 

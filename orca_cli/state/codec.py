@@ -66,7 +66,13 @@ def dumps(value: Any) -> str:
 
 def dumps_bytes(value: Any) -> bytes:
     """`dumps` as UTF-8 bytes, the form a Redis argument is sent in (no decode, no re-encode)."""
-    return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
+    # OPT_NON_STR_KEYS triples orjson's time on a trace, and only changes what a dict with a
+    # key other than an exact `str` encodes to, which without it raises: documents whose keys
+    # are all text (every trace and tier document orca builds) take the fast encode.
+    try:
+        return orjson.dumps(value, default=str)
+    except orjson.JSONEncodeError:
+        return orjson.dumps(value, default=str, option=orjson.OPT_NON_STR_KEYS)
 
 
 def encode_doc(doc: Mapping[str, Any], version: int) -> str:

@@ -56,8 +56,10 @@ __all__ = [
     "parse_share_field",
     "parse_share_key",
     "pin_key",
+    "router_tag",
     "safe_component",
     "scan_pattern",
+    "session_tag",
     "share_field",
     "share_key",
     "slot_tag",
@@ -112,9 +114,9 @@ def safe_component(raw: str) -> str:
 def slot_tag(prefix: str, slot: SlotRef) -> str:
     """`<prefix>:{...}:` — everything before the suffix."""
     if slot.kind == "session":
-        return f"{prefix}:{{r:{slot.router}:s:{safe_component(slot.session)}}}:"
+        return session_tag(prefix, slot.router, slot.session)
     if slot.kind == "router":
-        return f"{prefix}:{{r:{slot.router}}}:"
+        return router_tag(prefix, slot.router)
     if slot.kind == "workspace":
         return f"{prefix}:{{w}}:"
     if slot.kind == "traces":
@@ -122,6 +124,16 @@ def slot_tag(prefix: str, slot: SlotRef) -> str:
     if slot.kind == "budgets":
         return f"{prefix}:{{budgets}}:"
     raise ValueError(f"unknown slot kind {slot.kind!r}; valid: {', '.join(SLOT_KINDS)}")
+
+
+def session_tag(prefix: str, router: str, session: str) -> str:
+    """`slot_tag` of `SlotRef.of_session(router, session)`, with no SlotRef built."""
+    return f"{prefix}:{{r:{router}:s:{safe_component(session)}}}:"
+
+
+def router_tag(prefix: str, router: str) -> str:
+    """`slot_tag` of `SlotRef.of_router(router)`, with no SlotRef built."""
+    return f"{prefix}:{{r:{router}}}:"
 
 
 def full_key(prefix: str, slot: SlotRef, suffix: str) -> str:

@@ -9,18 +9,21 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from orca_cli.clock import Clock
+from orca_cli.errors import StoreUnavailable
 from orca_cli.state.base import HIncrManyOp, HIncrOp, IncrOp, PushOp, WindowIncrOp, ZAddOp
-from orca_cli.state.codec import decode_doc, decode_value
+from orca_cli.state.codec import decode_doc, decode_value, doc_version
 
-__all__ = ["KIND_OF_OP", "KIND_OF_VALUE", "Entry", "Keyspace", "Value", "ZSet", "decode_view",
-           "floats", "kind_of", "num"]
+__all__ = ["KIND_OF_OP", "KIND_OF_VALUE", "Entry", "Keyspace", "Value", "ZSet", "check_kind",
+           "decode_view", "entry_doc", "entry_version", "floats", "kind_of", "num"]
 
 class ZSet:
     """A sorted set ordered like Redis's: by score, then member.
 
     Popping the lowest members (the trace index and audit streams trim their oldest on
     every write once full) advances a head offset instead of shifting the list; the dead
-    prefix is dropped once it is the larger half, so a trim costs O(1) amortised."""
+    prefix is dropped once it is the larger half, so a trim costs O(1) amortised. A member
+    scored at or above the highest (a trace, an audit event or a session's latest activity,
+    stamped now) is appended without a search."""
 
     __slots__ = ("_head", "_items", "scores")
 
@@ -43,7 +46,11 @@ class ZSet:
                 return
             del self._items[bisect.bisect_left(self._items, (old, member), self._head)]
         self.scores[member] = score
-        bisect.insort(self._items, (score, member), self._head)
+        items, entry = self._items, (score, member)
+        if len(items) == self._head or items[-1] < entry:
+            items.append(entry)
+        else:
+            bisect.insort(items, entry, self._head)
 
     def pop_lowest(self, n: int) -> list[str]:
         if n <= 0:
@@ -59,6 +66,8 @@ class ZSet:
         return gone
 
     def remove_below(self, score: float) -> list[str]:
+        if len(self._items) == self._head or self._items[self._head][0] >= score:
+            return []  # the lowest is not below: nothing to search for
         below = bisect.bisect_left(self._items, (score, ""), self._head)
         return self.pop_lowest(below - self._head)
 
@@ -84,6 +93,23 @@ class Entry:
     # The JSON document a text value decodes to, kept from a read until the key is written
     # again (`Keyspace._put` resets it). Readers share it and treat it as read-only.
     doc: Any = UNDECODED
+    # The tier document version of a text value (`codec.doc_version`), kept the same way: a
+    # session's read and its commit both ask, and the commit that writes it knows it.
+    version: int | None = None
+
+
+def entry_doc(e: Entry) -> dict[str, Any] | None:
+    """`decode_doc` of the entry's text (None for another value), decoded once."""
+    if e.doc is UNDECODED:
+        e.doc = decode_doc(e.value) if isinstance(e.value, str) else None
+    return e.doc  # type: ignore[no-any-return]
+
+
+def entry_version(e: Entry) -> int:
+    """`doc_version` of the entry's text (0 for another value), read once."""
+    if e.version is None:
+        e.version = doc_version(e.value if isinstance(e.value, str) else None)
+    return e.version
 
 
 def kind_of(value: Value) -> str:
@@ -94,6 +120,16 @@ def kind_of(value: Value) -> str:
     if isinstance(value, list):
         return "list"
     return "zset"
+
+
+def check_kind(e: Entry, key: str, kind: str, now: float) -> None:
+    """WRONGTYPE: raise unless `e` holds a value of `kind`, or has expired (then any type may
+    be written)."""
+    if e.expires_at is not None and e.expires_at <= now:
+        return
+    got = kind_of(e.value)
+    if got != kind:
+        raise StoreUnavailable(f"store key {key} is a {got}, not a {kind}; nothing applied")
 
 
 def decode_view(value: Value) -> Any:
@@ -135,27 +171,24 @@ class Keyspace:
         return None if e is None else e.value
 
     def _text(self, key: str, now: float) -> str | None:
-        v = self._value(key, now)
-        return v if isinstance(v, str) else None
+        e = self._entry(key, now)
+        return e.value if e is not None and isinstance(e.value, str) else None
 
     def _doc(self, key: str, now: float) -> dict[str, Any] | None:
         """`decode_doc` of a text key, cached on its entry until the key is written again."""
         e = self._entry(key, now)
-        if e is None:
-            return None
-        if e.doc is UNDECODED:
-            e.doc = decode_doc(e.value) if isinstance(e.value, str) else None
-        return e.doc  # type: ignore[no-any-return]
+        return None if e is None else entry_doc(e)
 
-    def _put(self, key: str, value: Value, ttl_s: float | None, now: float) -> None:
-        # An entry already there is reused (its value, expiry and decoded document replaced):
-        # no allocation for the keys every commit rewrites.
+    def _put(self, key: str, value: Value, ttl_s: float | None, now: float) -> Entry:
+        # An entry already there is reused (its value, expiry and what was read of it
+        # replaced): no allocation for the keys every commit rewrites.
         expires_at = None if not ttl_s else now + ttl_s
         e = self._data.get(key)
         if e is None:
-            self._data[key] = Entry(value, expires_at)
+            e = self._data[key] = Entry(value, expires_at)
         else:
-            e.value, e.expires_at, e.doc = value, expires_at, UNDECODED
+            e.value, e.expires_at, e.doc, e.version = value, expires_at, UNDECODED, None
+        return e
 
     def sweep(self) -> int:
         """Drop every expired key now; returns how many were dropped."""

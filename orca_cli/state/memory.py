@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from orca_cli.clock import Clock
-from orca_cli.errors import StoreUnavailable
 from orca_cli.routing.routes.budget import Spend
 from orca_cli.state import keys as K
 from orca_cli.state.base import (
@@ -47,7 +46,6 @@ from orca_cli.state.codec import (
     audit_slot,
     check_ops,
     decode_doc,
-    doc_version,
     dumps,
     encode_doc,
     vector_from_hash,
@@ -59,15 +57,20 @@ from orca_cli.state.keyspace import (
     Entry,
     Keyspace,
     ZSet,
+    check_kind,
     decode_view,
+    entry_doc,
+    entry_version,
     floats,
-    kind_of,
     num,
 )
 from orca_cli.state.route_versions import MemoryRouteVersions
 
 __all__ = ["MemoryStore"]
 
+_TIER_KEY = K.tier_key()
+# A session's pins per tier: (tier, model pin key, channel pin key).
+_PIN_KEYS = tuple((tier, K.pin_key(tier), K.chan_key(tier)) for tier in ("base", "strong"))
 
 
 class MemoryStore(Keyspace):
@@ -88,11 +91,15 @@ class MemoryStore(Keyspace):
     ) -> None:
         super().__init__(clock, sweep_every, sweep_interval_s)
         self._prefix = K.check_name(key_prefix, "state.key_prefix")
+        # The tags every request writes under, spelled once.
+        self._workspace_tag = K.slot_tag(self._prefix, K.WORKSPACE)
+        self._traces_tag = K.slot_tag(self._prefix, K.TRACES)
         self._trace_max = max(1, trace_max)
         self._trace_ttl_s = trace_ttl_s
         self._audit_max = audit_max
-        # The share window's sums per slot tag and (first, last) hour, valid until the tag's
-        # `share` hash is written otherwise than by a count into it, or expires.
+        # The share window's sums per `share` hash key and (first, last) hour, valid until the
+        # hash is written otherwise than by a count into it (`_window_incr` keeps them), or
+        # expires.
         self._share_sums: dict[str, dict[tuple[int, int], tuple[ShareCounts, float]]] = {}
         self.reads = 0
         self.commits = 0
@@ -111,8 +118,7 @@ class MemoryStore(Keyspace):
                 self._read_session(req.router, req.session, now, got)
             self._read_router(req, req.router, now, got)
         if req.workspace:
-            got["workspace_share"] = self._share(K.slot_tag(self._prefix, K.WORKSPACE),
-                                                 req.share_hours, now)
+            got["workspace_share"] = self._share(self._workspace_tag, req.share_hours, now)
         if req.budget_counters or req.budget_limits:
             got["budgets"] = self._counters(req.budget_counters, now)
             got["budget_limits"] = self._limits(req.budget_limits, now)
@@ -120,17 +126,18 @@ class MemoryStore(Keyspace):
 
     def _read_session(self, router: str, session: str, now: float, got: dict[str, Any]) -> None:
         """The session slot: tier document and version, model and channel pins per tier."""
-        tag = K.slot_tag(self._prefix, SlotRef.of_session(router, session))
-        tier_key = tag + K.tier_key()
-        got["tier"] = self._doc(tier_key, now)
-        got["tier_version"] = doc_version(self._text(tier_key, now))
+        tag = K.session_tag(self._prefix, router, session)
+        e = self._entry(tag + _TIER_KEY, now)
+        if e is not None:
+            got["tier"] = entry_doc(e)
+            got["tier_version"] = entry_version(e)
         pins: dict[str, str] = {}
         chans: dict[str, Mapping[str, Any]] = {}
-        for tier in ("base", "strong"):
-            model = self._text(tag + K.pin_key(tier), now)
+        for tier, pin_key, chan_key in _PIN_KEYS:
+            model = self._text(tag + pin_key, now)
             if model is not None:
                 pins[tier] = model
-            chan = self._doc(tag + K.chan_key(tier), now)
+            chan = self._doc(tag + chan_key, now)
             if chan is not None:
                 chans[tier] = chan
         got["pins"], got["channel_pins"] = pins, chans
@@ -138,7 +145,7 @@ class MemoryStore(Keyspace):
     def _read_router(self, req: ReadRequest, router: str, now: float,
                      got: dict[str, Any]) -> None:
         """The router slot: the share window, an affinity pin, bandit arms, percentile samples."""
-        rtag = K.slot_tag(self._prefix, SlotRef.of_router(router))
+        rtag = K.router_tag(self._prefix, router)
         got["share"] = self._share(rtag, req.share_hours, now)
         if req.affinity_key:
             got["affinity"] = self._doc(rtag + K.affinity_key(req.affinity_key), now)
@@ -186,15 +193,16 @@ class MemoryStore(Keyspace):
         """The sum of the `share` hash's buckets from hours[0] through hours[-1]."""
         if not hours:
             return ShareCounts()
-        sums = self._share_sums.get(tag)
+        key = tag + K.SHARE_KEY
+        sums = self._share_sums.get(key)
         if sums is None:
-            sums = self._share_sums[tag] = {}
+            sums = self._share_sums[key] = {}
         window = (hours[0], hours[-1])
         hit = sums.get(window)
         if hit is not None and now < hit[1]:
             return hit[0]
         strong = total = 0.0
-        e = self._entry(tag + K.SHARE_KEY, now)
+        e = self._entry(key, now)
         until = float("inf")
         if e is not None and isinstance(e.value, dict):
             until = e.expires_at if e.expires_at is not None else until
@@ -212,27 +220,9 @@ class MemoryStore(Keyspace):
         sums[window] = (counts, until)
         return counts
 
-    def _share_written(self, tag: str, op: Op, now: float) -> None:
-        """Keep the cached window sums of `tag` true after `op` wrote its `share` hash."""
-        sums = self._share_sums.get(tag)
-        if not sums:
-            return
-        e = self._entry(tag + K.SHARE_KEY, now)
-        if not isinstance(op, WindowIncrOp) or e is None or not isinstance(e.value, dict):
-            sums.clear()
-            return
-        until = e.expires_at if e.expires_at is not None else float("inf")
-        pruned_to = op.hour - int(e.value.get("w", 0))
-        for (lo, hi), (counts, valid_until) in list(sums.items()):
-            if lo <= pruned_to or valid_until <= now:  # pruned buckets, or a stale sum
-                del sums[(lo, hi)]
-            elif lo <= op.hour <= hi:
-                sums[(lo, hi)] = ((ShareCounts(counts.strong + op.amount, counts.total)
-                                   if op.kind == "s" else
-                                   ShareCounts(counts.strong, counts.total + op.amount)), until)
-
     def _window_incr(self, key: str, op: WindowIncrOp, now: float) -> None:
-        """`WindowIncrOp`, as SLOT_COMMIT's op 'w' does it on Redis."""
+        """`WindowIncrOp`, as SLOT_COMMIT's op 'w' does it on Redis; the window sums kept for
+        reads of `key` follow it."""
         e = self._entry(key, now)
         if e is None or not isinstance(e.value, dict):
             e = self._data[key] = Entry({}, None)
@@ -244,8 +234,13 @@ class MemoryStore(Keyspace):
         if len(h) > 2 * w + 1:
             for f in [f for f in h if (b := K.parse_share_field(f)) and b[0] <= op.hour - w]:
                 del h[f]
-        if e.expires_at is None or e.expires_at < now + op.ttl_s:
-            e.expires_at = now + op.ttl_s
+        until = now + op.ttl_s
+        if e.expires_at is not None and e.expires_at > until:
+            until = e.expires_at  # never shortened
+        e.expires_at = until
+        sums = self._share_sums.get(key)
+        if sums:
+            _count_into(sums, op, op.hour - w, until, now)
 
     async def commit(self, batch: CommitBatch) -> CommitResult:
         self.commits += 1
@@ -267,17 +262,13 @@ class MemoryStore(Keyspace):
         ops = w.ops
         check_ops(ops)
         tag = K.slot_tag(self._prefix, w.slot)
-        marker, tkey = tag + marker_suffix, tag + K.tier_key() if session else ""
+        marker, tkey = tag + marker_suffix, tag + _TIER_KEY if session else ""
         if self._entry(marker, now) is not None:
             return SlotResult(w.slot, "duplicate", self._text(tkey, now) if session else None)
-        keys = [tag + op.key for op in ops]
-        self._check_types(tkey, keys, ops, now)
+        keys = self._slot_keys(tag, tkey, ops, now)
         doc_text = self._write_tier(tkey, w, now) if session else None
         for key, op in zip(keys, ops):
             _APPLY[type(op)](self, key, op, now)
-        for op in ops:
-            if op.key == K.SHARE_KEY:
-                self._share_written(tag, op, now)
         self._put(marker, "1", MARKER_TTL_S, now)
         return SlotResult(w.slot, "applied", doc_text)
 
@@ -290,46 +281,57 @@ class MemoryStore(Keyspace):
             if e is not None and text is not None and w.tier_ttl_s > 0:
                 e.expires_at = now + w.tier_ttl_s
             return text
-        new = w.mutate(self._doc(tkey, now))
+        new = w.mutate(None if e is None else entry_doc(e))
         if new is None:
             self._data.pop(tkey, None)
             return None
-        text = encode_doc(new, doc_version(text) + 1)
-        self._put(tkey, text, w.tier_ttl_s or None, now)
+        version = (0 if e is None else entry_version(e)) + 1
+        text = encode_doc(new, version)
+        self._put(tkey, text, w.tier_ttl_s or None, now).version = version
         return text
 
-    def _check_types(self, tkey: str, keys: list[str], ops: tuple[Op, ...],
-                     now: float) -> None:
-        """WRONGTYPE before anything is written, as the Redis script checks first (`tkey`: the
-        tier document's key, "" for a slot without one)."""
+    def _slot_keys(self, tag: str, tkey: str, ops: tuple[Op, ...], now: float) -> list[str]:
+        """The full keys of a slot's ops, checked for WRONGTYPE before anything is written, as
+        the Redis script checks first (`tkey`: the tier document's key, "" for a slot without
+        one). A `share` hash an op other than a count is about to write loses its kept window
+        sums: the next read sums the hash again."""
         data = self._data
         # A value of the op's own kind passes at one lookup; only a mismatch (or a subclass)
-        # goes to `_check_kind`, where an expired key still takes any type.
+        # goes to `check_kind`, where an expired key still takes any type.
         of_value = KIND_OF_VALUE
         if tkey and (e := data.get(tkey)) is not None and of_value.get(type(e.value)) != "string":
-            _check_kind(e, tkey, "string", now)
+            check_kind(e, tkey, "string", now)
         kinds = KIND_OF_OP
-        for key, op in zip(keys, ops):
+        keys = []
+        for op in ops:
+            key = tag + op.key
+            keys.append(key)
             kind = kinds.get(type(op))
             if (kind is not None and (e := data.get(key)) is not None
                     and of_value.get(type(e.value)) != kind):
-                _check_kind(e, key, kind, now)
+                check_kind(e, key, kind, now)
+            if op.key == K.SHARE_KEY and type(op) is not WindowIncrOp:
+                self._share_sums.pop(key, None)
+        return keys
 
     def _set(self, key: str, op: SetOp, now: float) -> None:
         self._put(key, op.value, op.ttl_s, now)
 
+    # The read-modify-write appliers look their entry up once (`_entry`, not `_value`): a
+    # commit applies several ops a request.
     def _incr(self, key: str, op: IncrOp, now: float) -> None:
-        self._put(key, num(self._value(key, now)) + op.amount, op.ttl_s, now)
+        e = self._entry(key, now)
+        self._put(key, num(None if e is None else e.value) + op.amount, op.ttl_s, now)
 
     def _hincr(self, key: str, op: HIncrOp, now: float) -> None:
-        h = self._value(key, now)
-        fields: dict[str, float] = h if isinstance(h, dict) else {}
+        e = self._entry(key, now)
+        fields: dict[str, float] = e.value if e is not None and isinstance(e.value, dict) else {}
         fields[op.field] = fields.get(op.field, 0.0) + op.amount
         self._put(key, fields, op.ttl_s, now)
 
     def _hincr_many(self, key: str, op: HIncrManyOp, now: float) -> None:
-        h = self._value(key, now)
-        fields: dict[str, float] = h if isinstance(h, dict) else {}
+        e = self._entry(key, now)
+        fields: dict[str, float] = e.value if e is not None and isinstance(e.value, dict) else {}
         for name, amount in op.fields:
             fields[name] = fields.get(name, 0.0) + amount
         self._put(key, fields, op.ttl_s, now)
@@ -338,15 +340,15 @@ class MemoryStore(Keyspace):
         self._data.pop(key, None)
 
     def _push(self, key: str, op: PushOp, now: float) -> None:
-        items = self._value(key, now)
-        lst: list[str] = items if isinstance(items, list) else []
+        e = self._entry(key, now)
+        lst: list[str] = e.value if e is not None and isinstance(e.value, list) else []
         lst.insert(0, op.value)
         del lst[op.maxlen :]
         self._put(key, lst, op.ttl_s, now)
 
     def _zadd(self, key: str, op: ZAddOp, now: float) -> None:
-        z = self._value(key, now)
-        zs = z if isinstance(z, ZSet) else ZSet()
+        e = self._entry(key, now)
+        zs = e.value if e is not None and isinstance(e.value, ZSet) else ZSet()
         zs.add(op.member, float(op.score))
         zs.pop_lowest(len(zs) - op.maxlen)
         self._put(key, zs, op.ttl_s, now)
@@ -366,7 +368,7 @@ class MemoryStore(Keyspace):
         self._put(key, zs, AUDIT_MAX_AGE_S, now)
 
     def _write_trace(self, request_id: str, trace: Mapping[str, Any], now: float) -> None:
-        tag = K.slot_tag(self._prefix, K.TRACES)
+        tag = self._traces_tag
         tid = K.safe_component(request_id)
         ttl = self._trace_ttl_s
         # orjson encodes a dict only: another Mapping is copied into one.
@@ -470,14 +472,18 @@ def _is_router_audit(prefix: str, key: str) -> bool:
     return parsed is not None and parsed[0].kind == "router" and parsed[1] == K.AUDIT_KEY
 
 
-
-
-def _check_kind(e: Entry, key: str, kind: str, now: float) -> None:
-    if e.expires_at is not None and e.expires_at <= now:
-        return  # absent or expired: any type may be written
-    got = kind_of(e.value)
-    if got != kind:
-        raise StoreUnavailable(f"store key {key} is a {got}, not a {kind}; nothing applied")
+def _count_into(sums: dict[tuple[int, int], tuple[ShareCounts, float]], op: WindowIncrOp,
+                pruned_to: int, until: float, now: float) -> None:
+    """Keep the window sums of a `share` hash true after `op` counted into it: windows reaching
+    pruned hours (<= `pruned_to`) or past their validity are dropped, the ones holding
+    `op.hour` take its amount, and all stay valid until the hash's expiry `until`."""
+    for (lo, hi), (counts, valid_until) in list(sums.items()):
+        if lo <= pruned_to or valid_until <= now:
+            del sums[(lo, hi)]
+        elif lo <= op.hour <= hi:
+            sums[(lo, hi)] = ((ShareCounts(counts.strong + op.amount, counts.total)
+                               if op.kind == "s" else
+                               ShareCounts(counts.strong, counts.total + op.amount)), until)
 
 
 # One applier per op type (a dict lookup instead of an isinstance chain per op).

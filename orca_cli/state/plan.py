@@ -165,6 +165,8 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
     hour = int(ctx.now // 3600)
     window = ctx.esc.share_window_h
     share_ttl = window * 3600 + SHARE_TTL_PAD_S
+    # The share count of every billed success: one op, in the router's slot and the workspace's.
+    count_total = WindowIncrOp(K.SHARE_KEY, hour, "t", 1, window, share_ttl)
 
     if ctx.router is not None and ctx.session is not None:
         writes.append(_session_write(ctx, decision, snapshot, outcome))
@@ -172,7 +174,7 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
             audit.extend(_transition_audit(ctx, decision.intents, not settle_transitions))
 
     if ctx.router is not None:
-        ops: list[Op] = [WindowIncrOp(K.SHARE_KEY, hour, "t", 1, window, share_ttl)]
+        ops: list[Op] = [count_total]
         if served_strong:
             ops.append(WindowIncrOp(K.SHARE_KEY, hour, "s", 1, window, share_ttl))
         more: list[tuple[str, float]] = []
@@ -202,10 +204,10 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
             ops.append(SetOp(K.affinity_key(key), orjson.dumps(dict(pin)).decode(), ttl))
         writes.append(SlotWrite(SlotRef.of_router(ctx.router), tuple(ops)))
 
-    ws: list[Op] = [WindowIncrOp(K.SHARE_KEY, hour, "t", 1, window, share_ttl)]
+    ws: list[Op] = [count_total]
     if served_strong or ctx.counts_strong_in_workspace:
         ws.append(WindowIncrOp(K.SHARE_KEY, hour, "s", 1, window, share_ttl))
-    writes.append(SlotWrite(SlotRef("workspace"), tuple(ws)))
+    writes.append(SlotWrite(K.WORKSPACE, tuple(ws)))
     return CommitBatch(ctx.request_id, tuple(writes), tuple(audit), trace)
 
 

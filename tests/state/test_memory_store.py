@@ -2,10 +2,24 @@
 
 from __future__ import annotations
 
+import random
+
 from orca_cli.clock import FakeClock
-from orca_cli.state.base import CommitBatch, SetOp, SlotRef, SlotWrite
+from orca_cli.state import keys as K
+from orca_cli.state.base import (
+    CommitBatch,
+    DelOp,
+    ExpireAtLeastOp,
+    Op,
+    ReadRequest,
+    SetOp,
+    SlotRef,
+    SlotWrite,
+    WindowIncrOp,
+)
+from orca_cli.state.codec import doc_version
 from orca_cli.state.memory import MemoryStore
-from tests.state.test_store_contract import bump
+from tests.state.test_store_contract import ROUTER, WORKSPACE, bump
 
 MARKER_WINDOW_S = 86_400 + 1  # longer than every TTL written below, markers included
 
@@ -57,3 +71,59 @@ async def test_an_idle_store_is_swept_when_a_sweep_is_due() -> None:
     clock.advance(MARKER_WINDOW_S)
     assert store.sweep_if_due() == 2 and len(store) == 0
     assert store.sweep_if_due() == 0  # just swept
+
+
+async def test_the_kept_share_sums_equal_a_fresh_sum_after_any_writes() -> None:
+    """The window sums a read keeps, and commits update in place, always equal what summing
+    the `share` hash again gives: counts at random hours and windows, overwrites, deletions,
+    TTL changes and expiries, with reads of several windows between them."""
+    rng = random.Random(7)
+    clock = FakeClock()
+    store = MemoryStore(clock=clock)
+    windows = [(h, h + span) for h in range(8, 14) for span in (0, 1, 3)]
+    for i in range(600):
+        ops: list[Op] = []
+        for _ in range(rng.randint(1, 3)):
+            roll = rng.random()
+            if roll < 0.8:
+                ops.append(WindowIncrOp(K.SHARE_KEY, rng.randint(6, 16), rng.choice("st"),
+                                        rng.choice((1, 0.5)), rng.choice((1, 1, 2, 2, 4, 24)),
+                                        rng.choice((5.0, 60.0))))
+            elif roll < 0.87:
+                ops.append(DelOp(K.SHARE_KEY))
+            elif roll < 0.94:
+                ops.append(ExpireAtLeastOp(K.SHARE_KEY, 120.0))
+            else:
+                ops.append(SetOp("other", "x", 60.0))
+        await store.commit(CommitBatch(f"r{i}", (SlotWrite(ROUTER, tuple(ops)),
+                                                 SlotWrite(WORKSPACE, tuple(ops[:1])))))
+        clock.advance(rng.choice((0.0, 0.5, 3.0, 8.0, 70.0)))
+        for lo, hi in rng.sample(windows, 3):
+            hours = tuple(range(lo, hi + 1))
+            kept = await store.read(ReadRequest("coding", share_hours=hours))
+            sums, store._share_sums = store._share_sums, {}  # summed again, the kept ones aside
+            fresh = await store.read(ReadRequest("coding", share_hours=hours))
+            store._share_sums = sums
+            assert (kept.share, kept.workspace_share) == (fresh.share, fresh.workspace_share)
+
+
+async def test_the_kept_tier_version_is_the_stored_texts() -> None:
+    """The version a read reports and a commit counts from is `doc_version` of the text the
+    tier key holds, whoever wrote it last: a mutate, a plain set, a delete."""
+    clock = FakeClock()
+    store = MemoryStore(clock=clock)
+    session = SlotRef.of_session("coding", "s1")
+    read = ReadRequest("coding", "s1")
+    writes = [SlotWrite(session, mutate=bump, tier_ttl_s=60),
+              SlotWrite(session, (SetOp("tier", '{"v":41,"n":1}', 60),)),
+              SlotWrite(session, mutate=bump, tier_ttl_s=60),
+              SlotWrite(session, (SetOp("tier", '{"n":1,"v":7}', 60),)),
+              SlotWrite(session, mutate=bump, tier_ttl_s=60),
+              SlotWrite(session, (DelOp("tier"),)),
+              SlotWrite(session, mutate=bump, tier_ttl_s=60)]
+    for i, write in enumerate(writes):
+        await store.commit(CommitBatch(f"r{i}", (write,)))
+        snap = await store.read(read)
+        text = store._text(K.session_tag("orca", "coding", "s1") + "tier", clock.now())
+        assert snap.tier_version == doc_version(text)
+        assert snap.tier_version == [1, 41, 42, 7, 8, 0, 1][i]
