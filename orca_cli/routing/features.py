@@ -115,12 +115,23 @@ class Delta:
     user_texts: tuple[str, ...]
     tool_result_texts: tuple[str, ...]  # cleaned of injected blocks, for strike producers
     message_count: int
-    delta_digest: str  # sha256 hex of the delta's cleaned text
     has_tools: bool
 
     @property
     def score(self) -> float:
         return self.difficulty.score
+
+    @property
+    def delta_digest(self) -> str:
+        """sha256 hex of the delta's cleaned text. Computed when asked: a request that names
+        itself (a client request id) never needs it."""
+        digest = hashlib.sha256()  # fed piece by piece: no copy of a large tool result
+        for tag, texts in ((b"u:", self.user_texts), (b"t:", self.tool_result_texts)):
+            for text in texts:
+                digest.update(tag)
+                digest.update(text.encode("utf-8", "surrogatepass"))
+                digest.update(b"\x1e")
+        return digest.hexdigest()
 
     def dedupe_key(self, router: str, session: str) -> str:
         """SPEC §6.3: sha256(router, session, message count, delta bytes) — the delta bytes
@@ -315,12 +326,6 @@ class Scorer:
         tools = has_tools(body)
         pieces = turn.user_texts + turn.tool_results
         diff = self._difficulty(estimate_tokens(turn.chars), _sample(pieces), 0, tools)
-        digest = hashlib.sha256()  # fed piece by piece: no copy of a large tool result
-        for tag, texts in ((b"u:", turn.user_texts), (b"t:", turn.tool_results)):
-            for text in texts:
-                digest.update(tag)
-                digest.update(text.encode("utf-8", "surrogatepass"))
-                digest.update(b"\x1e")
         return Delta(
             difficulty=diff,
             is_user_turn=turn.is_user_turn,
@@ -328,7 +333,6 @@ class Scorer:
             user_texts=turn.user_texts,
             tool_result_texts=turn.tool_results,
             message_count=turn.message_count,
-            delta_digest=digest.hexdigest(),
             has_tools=tools,
         )
 
