@@ -63,6 +63,7 @@ from orca_cli.routing.snapshot import Snapshot
 from orca_cli.routing.strategies import STRATEGIES, Ranking, StrategySignals
 from orca_cli.routing.strikes import error_signatures
 from orca_cli.routing.tiers import Tier, TierState
+from orca_cli.types import MAPPING
 from orca_cli.wire.transcript import opening_fingerprint
 
 __all__ = ["MAX_FALLBACK_MODELS", "Attempt", "PinRead", "RouteInput", "RoutePlan",
@@ -75,7 +76,7 @@ def _fresh_conversation(body: Mapping[str, Any]) -> bool:
     items = body.get("messages", body.get("input"))
     if not isinstance(items, list):
         return True
-    return not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in items)
+    return not any(isinstance(m, MAPPING) and m.get("role") == "assistant" for m in items)
 
 
 def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,
