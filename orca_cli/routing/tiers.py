@@ -158,10 +158,10 @@ class TierState:
                 streak=int(doc.get("streak", 0)),
                 turn=int(doc.get("turn", 0)),
                 strikes=tuple(map(Strike.from_doc, doc.get("strikes", ()))),
-                signatures=tuple(map(str, doc.get("sigs", ()))),
-                dedupe=tuple(map(str, doc.get("dedupe", ()))),
+                signatures=_texts(doc.get("sigs", ())),
+                dedupe=_texts(doc.get("dedupe", ())),
                 pending=Pending.from_doc(doc.get("pending")),
-                conversations=tuple(map(str, doc.get("convs", ()))),
+                conversations=_texts(doc.get("convs", ())),
                 history=doc.get("hist") is True,
                 episode_started=float(doc.get("started", 0.0)),
                 shadow=TierState.from_doc(shadow_doc) if isinstance(shadow_doc, dict) else None,
@@ -169,6 +169,17 @@ class TierState:
             )
         except (TypeError, ValueError, IndexError):
             return None
+
+
+def _texts(items: Any) -> tuple[str, ...]:
+    """A stored list as a tuple of str, any other item converted with `str`. The lists the
+    store wrote hold strings already: `str.join` checks that in one C loop, where converting
+    each item costs a call (the dedupe ring holds up to 64 keys and is read every request)."""
+    try:
+        "".join(items)
+    except TypeError:
+        return tuple(map(str, items))
+    return tuple(items)
 
 
 _EMPTY = TierState()
