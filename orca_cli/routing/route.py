@@ -148,9 +148,9 @@ def plan_route(
     def pool(models: Sequence[str]) -> tuple[Candidate, ...]:
         return build_candidates(models, inp.api, inp.est_tokens, cfg, how)
 
-    strong_pool = router.escalation_pool
-    escalates = bool(strong_pool) and esc.mode != "off"
-    strong = pool(strong_pool) if escalates else ()
+    tiers = cfg.compiled.pools[router.name]  # the router's tiers, built once per config
+    escalates = bool(tiers.strong) and esc.mode != "off"
+    strong = pool(tiers.strong) if escalates else ()
     caps = _caps_view(cfg, router, snapshot, inp.budget_denied)
     evidence: dict[str, Any] = {}
     if mode != router.mode or inp.prefs is not None:  # SPEC §20: what the request asked
@@ -160,7 +160,7 @@ def plan_route(
     if decision is None:
         state = TierState.from_doc(snapshot.tier)
         decision = _resolve(c, router, state, caps, strong, evidence, now)
-    base_models = router.base_pool if escalates else router.allowed_models
+    base_models = tiers.base if escalates else tiers.allowed
     candidates = strong if decision.tier == "strong" else pool(base_models)
     return _select(c, router, decision, candidates, caps, evidence, state)
 
