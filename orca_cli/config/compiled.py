@@ -53,9 +53,21 @@ class CompiledConfig:
     """Read-only indices of one `Config`; see the module docstring."""
 
     __slots__ = (
-        "alias_globs", "by_model", "cache_ttl_s", "channel_index", "channel_prices",
-        "enabled_channels", "key_fps", "key_slots", "left_out", "model_ids", "pools", "serving",
-        "serving_memo", "strong_models",
+        "alias_globs",
+        "by_model",
+        "cache_ttl_s",
+        "channel_index",
+        "channel_prices",
+        "enabled_channels",
+        "key_fps",
+        "key_slots",
+        "left_out",
+        "model_ids",
+        "pool_memo",
+        "pools",
+        "serving",
+        "serving_memo",
+        "strong_models",
     )
 
     def __init__(self, cfg: Config) -> None:
@@ -113,6 +125,8 @@ class CompiledConfig:
         # `routing.candidates` on first use: a function of this config only, so it lives and
         # dies with it (a reload builds a new CompiledConfig); at most models x formats.
         self.serving_memo: dict[tuple[str, Api], object] = {}
+        # The same per pool of models the config holds (a router's tier, its fallbacks).
+        self.pool_memo: dict[tuple[tuple[str, ...], Api], object] = {}
 
     def alias_key(self, name: str, aliases: Mapping[str, str], *, globs: bool) -> str | None:
         """The exact alias key for `name`, else (with `globs`) the longest matching pattern."""

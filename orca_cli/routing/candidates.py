@@ -208,8 +208,8 @@ def build_candidates(models: Sequence[str], api: Api, est_tokens: int, cfg: Conf
                      how: Sourcing = PLAIN) -> tuple[Candidate, ...]:
     """One Candidate per distinct model id, in the given order (SPEC §1.3), its channels and
     keys sourced as `how` says."""
-    seen: dict[str, None] = dict.fromkeys(models)
-    return tuple(_candidate(m, api, est_tokens, cfg, how) for m in seen)
+    return tuple([_candidate(m, sv, api, est_tokens, cfg, how)
+                  for m, sv in _pool(models, api, cfg, how.channel)])
 
 
 @immutable
@@ -233,6 +233,22 @@ def _usable(model: str, fitting: tuple[ChannelConfig, ...],
         c = fitting[0]
         solo = Candidate(model, (ChannelChoice(c.name, c.weight, (0,)),), None, "ok", filtered)
     return _Serving(fitting, filtered, None, "ok", window, solo)
+
+
+def _pool(models: Sequence[str], api: Api, cfg: Config,
+          only: str | None) -> tuple[tuple[str, _Serving], ...]:
+    """(model, what the config says about serving it) per distinct model, in order. A pool
+    the config holds (a tuple of configured models: a router's tier, its fallbacks) is
+    looked up once per config and format, since every request re-sources its tiers."""
+    if only is not None or not isinstance(models, tuple):
+        return tuple((m, _serving(m, api, cfg, only)) for m in dict.fromkeys(models))
+    memo = cfg.compiled.pool_memo
+    got = memo.get((models, api))
+    if not isinstance(got, tuple):
+        got = tuple((m, _serving(m, api, cfg, None)) for m in dict.fromkeys(models))
+        if all(m in cfg.compiled.by_model for m in models):  # the memo stays bounded
+            memo[(models, api)] = got
+    return got
 
 
 def _serving(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
@@ -286,8 +302,8 @@ def native_first(chs: Sequence[ChannelConfig], api: Api) -> bool:
     return any(c.accepts(api) for c in chs) and not all(c.accepts(api) for c in chs)
 
 
-def _candidate(model: str, api: Api, est_tokens: int, cfg: Config, o: Sourcing) -> Candidate:
-    sv = _serving(model, api, cfg, o.channel)
+def _candidate(model: str, sv: _Serving, api: Api, est_tokens: int, cfg: Config,
+               o: Sourcing) -> Candidate:
     policy = o.policy
     if sv.excluded is None and policy is not None and policy.narrows:
         sv = _narrowed(sv, model, policy)

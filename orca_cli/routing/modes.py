@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 from orca_cli.config.schema import ChannelConfig, Config, ModelConfig, RouterConfig
 from orca_cli.immutable import immutable
 from orca_cli.routing.target import Mode, Target
+from orca_cli.types import MAPPING
 
 __all__ = [
     "NO_MEASURES", "ChannelPolicy", "Measure", "Measured", "ProviderPrefs", "channel_price",
@@ -109,14 +110,16 @@ def read_prefs(body: Mapping[str, Any]) -> ProviderPrefs | None | str:
     """The body's preferences; None when it sends none; a message when they are malformed.
     Keys orca does not act on (`cache_aware_routing`, `data_collection`, ...) are ignored."""
     provider, routing = body.get("provider"), body.get("routing")
-    if provider is None and not (isinstance(routing, Mapping) and "mode" in routing):
+    if provider is None and routing is None:  # the common case, settled without a type check
+        return None
+    if provider is None and not (isinstance(routing, MAPPING) and "mode" in routing):
         return None
     fields: dict[str, Any] = {}
-    if isinstance(routing, Mapping) and "mode" in routing:
+    if isinstance(routing, MAPPING) and "mode" in routing:
         if routing["mode"] not in _MODES:
             return f"routing.mode must be one of {', '.join(_MODES)}"
         fields["mode"] = routing["mode"]
-    if provider is not None and not isinstance(provider, Mapping):
+    if provider is not None and not isinstance(provider, MAPPING):
         return "provider must be an object"
     for key in ("order", "only", "ignore"):
         if provider is not None and provider.get(key) is not None:
@@ -128,7 +131,7 @@ def read_prefs(body: Mapping[str, Any]) -> ProviderPrefs | None | str:
     if allow is not None and not isinstance(allow, bool):
         return "provider.allow_fallbacks must be true or false"
     sort = provider.get("sort") if provider is not None else None
-    if isinstance(sort, Mapping):  # OpenRouter's newer form: {"by": "price", ...}
+    if isinstance(sort, MAPPING):  # OpenRouter's newer form: {"by": "price", ...}
         sort = sort.get("by")
     if sort is not None and sort not in _SORTS:
         return f"provider.sort must be one of {', '.join(_SORTS)}"

@@ -63,6 +63,7 @@ from orca_cli.routing.snapshot import Snapshot
 from orca_cli.routing.strategies import STRATEGIES, Ranking, StrategySignals
 from orca_cli.routing.strikes import error_signatures
 from orca_cli.routing.tiers import Tier, TierState
+from orca_cli.types import MAPPING
 from orca_cli.wire.transcript import opening_fingerprint
 
 __all__ = ["MAX_FALLBACK_MODELS", "Attempt", "PinRead", "RouteInput", "RoutePlan",
@@ -75,7 +76,7 @@ def _fresh_conversation(body: Mapping[str, Any]) -> bool:
     items = body.get("messages", body.get("input"))
     if not isinstance(items, list):
         return True
-    return not any(isinstance(m, Mapping) and m.get("role") == "assistant" for m in items)
+    return not any(isinstance(m, MAPPING) and m.get("role") == "assistant" for m in items)
 
 
 def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,
@@ -147,9 +148,9 @@ def plan_route(
     def pool(models: Sequence[str]) -> tuple[Candidate, ...]:
         return build_candidates(models, inp.api, inp.est_tokens, cfg, how)
 
-    strong_pool = router.escalation_pool
-    escalates = bool(strong_pool) and esc.mode != "off"
-    strong = pool(strong_pool) if escalates else ()
+    tiers = cfg.compiled.pools[router.name]  # the router's tiers, built once per config
+    escalates = bool(tiers.strong) and esc.mode != "off"
+    strong = pool(tiers.strong) if escalates else ()
     caps = _caps_view(cfg, router, snapshot, inp.budget_denied)
     evidence: dict[str, Any] = {}
     if mode != router.mode or inp.prefs is not None:  # SPEC §20: what the request asked
@@ -159,7 +160,7 @@ def plan_route(
     if decision is None:
         state = TierState.from_doc(snapshot.tier)
         decision = _resolve(c, router, state, caps, strong, evidence, now)
-    base_models = router.base_pool if escalates else router.allowed_models
+    base_models = tiers.base if escalates else tiers.allowed
     candidates = strong if decision.tier == "strong" else pool(base_models)
     return _select(c, router, decision, candidates, caps, evidence, state)
 

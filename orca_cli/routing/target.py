@@ -31,7 +31,6 @@ Pure and I/O-free.
 from __future__ import annotations
 
 from difflib import SequenceMatcher
-from fnmatch import fnmatchcase
 from typing import Literal
 
 from orca_cli.config.schema import Config
@@ -54,7 +53,6 @@ Mode = Literal["balanced", "price", "latency", "throughput"]
 
 SUFFIX_MODE: dict[str, Mode] = {"nitro": "throughput", "cheap": "price", "fast": "latency"}
 ROUTER_PREFIX = "orca/"
-_GLOB_CHARS = frozenset("*?[")
 
 
 @immutable
@@ -203,16 +201,9 @@ def _router_name(name: str, cfg: Config) -> str | None:
 
 
 def _alias_key(name: str, cfg: Config, *, globs: bool) -> str | None:
-    """The exact alias key for `name`, else (with `globs`) the longest matching pattern."""
-    if name in cfg.aliases:
-        return name
-    if not globs:
-        return None
-    matches = [k for k in cfg.aliases if _GLOB_CHARS & set(k) and fnmatchcase(name, k)]
-    if not matches:
-        return None
-    # Longest pattern wins; ties broken by the pattern text so the choice is deterministic.
-    return min(matches, key=lambda k: (-len(k), k))
+    """The exact alias key for `name`, else (with `globs`) the longest matching pattern (ties
+    broken by the pattern text), from the patterns the compiled config sorted once."""
+    return cfg.compiled.alias_key(name, cfg.aliases, globs=globs)
 
 
 def _resolve_alias_target(

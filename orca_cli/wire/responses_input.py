@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from orca_cli.types import MAPPING
 from orca_cli.wire.hygiene import is_agent_context
 
 __all__ = ["MODEL_ITEMS", "input_items", "read_responses_latest", "read_responses_opening",
@@ -71,7 +72,7 @@ def read_parts(content: Any, out: list[str], keep: Keep) -> None:
         keep(content, out)
     elif isinstance(content, list):
         for part in content:
-            if isinstance(part, Mapping) and part.get("type") in _TEXT_PARTS:
+            if isinstance(part, MAPPING) and part.get("type") in _TEXT_PARTS:
                 text = part.get("text")
                 if isinstance(text, str):
                     keep(text, out)
@@ -98,7 +99,7 @@ def read_responses_latest(
     start = len(items)
     while start > 0:
         item = items[start - 1]
-        if isinstance(item, Mapping):
+        if isinstance(item, MAPPING):
             kind = item_kind(item)
             if kind in MODEL_ITEMS or (kind == "message" and _role(item) == "assistant"):
                 break
@@ -107,7 +108,7 @@ def read_responses_latest(
     tools: list[str] = []
     keep_authored = _authored(keep)
     for item in items[start:]:
-        if not isinstance(item, Mapping):
+        if not isinstance(item, MAPPING):
             continue
         kind = item_kind(item)
         if kind == "message" and _role(item) in ("user", "developer"):
@@ -122,7 +123,7 @@ def read_responses_opening(body: Mapping[str, Any], keep: Keep) -> list[str]:
     messages — AGENTS.md, environment, permissions — are skipped): the conversation's ask."""
     keep_authored = _authored(keep)
     for item in input_items(body):
-        if isinstance(item, Mapping) and item_kind(item) == "message" and _role(item) == "user":
+        if isinstance(item, MAPPING) and item_kind(item) == "message" and _role(item) == "user":
             texts: list[str] = []
             read_parts(item.get("content"), texts, keep_authored)
             if texts:
@@ -143,7 +144,7 @@ def read_responses_transcript(
     keep_authored = _authored(keep)
     items = input_items(body)
     for item in items:
-        if not isinstance(item, Mapping):
+        if not isinstance(item, MAPPING):
             continue
         kind = item_kind(item)
         if kind == "message":

@@ -37,7 +37,7 @@ from typing import Any
 import orjson
 
 from orca_cli.immutable import immutable
-from orca_cli.types import Api
+from orca_cli.types import MAPPING, Api
 from orca_cli.wire.hygiene import strip_injected
 from orca_cli.wire.responses_input import (
     read_responses_latest,
@@ -108,7 +108,7 @@ class Transcript:
 
 def has_tools(body: Any) -> bool:
     """The request defines tools: a non-empty `tools` list (every format)."""
-    if not isinstance(body, Mapping):
+    if not isinstance(body, MAPPING):
         return False
     tools = body.get("tools")
     return isinstance(tools, list) and len(tools) > 0
@@ -119,7 +119,7 @@ def detect_api(body: Any) -> Api:
     `input` or `instructions` without `messages` mean the Responses API;
     OpenAI-only shapes (tool / system / developer roles, `tool_calls`) and anything
     ambiguous mean OpenAI."""
-    if not isinstance(body, Mapping):
+    if not isinstance(body, MAPPING):
         return "openai"
     if "system" in body:
         return "anthropic"
@@ -129,14 +129,14 @@ def detect_api(body: Any) -> Api:
     if not isinstance(messages, list):
         return "openai"
     for m in messages:
-        if not isinstance(m, Mapping):
+        if not isinstance(m, MAPPING):
             continue
         if _kind(m, "role") in _TOOL_ROLES or _kind(m, "role") in _SYSTEM_ROLES or "tool_calls" in m:
             return "openai"
         content = m.get("content")
         if isinstance(content, list):
             for block in content:
-                if not isinstance(block, Mapping):
+                if not isinstance(block, MAPPING):
                     continue
                 kind = _kind(block, "type")
                 if kind in _ANTHROPIC_BLOCKS or (kind == "image" and "source" in block):
@@ -147,11 +147,11 @@ def detect_api(body: Any) -> Api:
 def latest_turn(body: Any, api: Api) -> Turn:
     """Walk back from the end of `messages` to the last assistant message (exclusive)."""
     if api == "responses":
-        if not isinstance(body, Mapping):
+        if not isinstance(body, MAPPING):
             return Turn((), (), 0)
         r_users, r_tools, count = read_responses_latest(body, _keep)
         return Turn(tuple(r_users), tuple(r_tools), count)
-    messages = body.get("messages") if isinstance(body, Mapping) else None
+    messages = body.get("messages") if isinstance(body, MAPPING) else None
     if not isinstance(messages, list):
         return Turn((), (), 0)
     n = len(messages)
@@ -160,7 +160,7 @@ def latest_turn(body: Any, api: Api) -> Turn:
     while i >= 0:
         m = messages[i]
         i -= 1
-        if not isinstance(m, Mapping):
+        if not isinstance(m, MAPPING):
             continue
         role = _kind(m, "role")
         if role == "assistant":
@@ -189,7 +189,7 @@ def opening_ask(body: Any, api: Api) -> str:
     conversation re-sends the same history, so this names the conversation — a sub-agent
     under the same session id opens with its own ask. Walks forward and stops there; ""
     when there is none."""
-    if not isinstance(body, Mapping):
+    if not isinstance(body, MAPPING):
         return ""
     if api == "responses":
         return "\n".join(read_responses_opening(body, _keep))
@@ -197,7 +197,7 @@ def opening_ask(body: Any, api: Api) -> str:
     if not isinstance(messages, list):
         return ""
     for m in messages:
-        if isinstance(m, Mapping) and _kind(m, "role") == "user":
+        if isinstance(m, MAPPING) and _kind(m, "role") == "user":
             users: list[str] = []
             _read_user(m.get("content"), users, [])
             if users:
@@ -215,7 +215,7 @@ def opening_fingerprint(body: Any, api: Api) -> str:
 
 def transcript(body: Any, api: Api) -> Transcript:
     """The whole request, for the full-transcript score."""
-    if not isinstance(body, Mapping):
+    if not isinstance(body, MAPPING):
         return Transcript("", (), 0, 0, False, 0)
     if api == "responses":
         return _responses_transcript(body)
@@ -228,7 +228,7 @@ def transcript(body: Any, api: Api) -> Transcript:
     if not isinstance(messages, list):
         messages = []
     for m in messages:
-        if not isinstance(m, Mapping):
+        if not isinstance(m, MAPPING):
             continue
         role = _kind(m, "role")
         content = m.get("content")
@@ -276,7 +276,7 @@ def _read_text(content: Any, out: list[str]) -> None:
         _keep(content, out)
     elif isinstance(content, list):
         for part in content:
-            if isinstance(part, Mapping) and _kind(part, "type") in _TEXT_PARTS:
+            if isinstance(part, MAPPING) and _kind(part, "type") in _TEXT_PARTS:
                 text = part.get("text")
                 if isinstance(text, str):
                     _keep(text, out)
@@ -292,7 +292,7 @@ def _read_user(content: Any, users: list[str], tools: list[str]) -> None:
     if not isinstance(content, list):
         return
     for block in content:
-        if not isinstance(block, Mapping):
+        if not isinstance(block, MAPPING):
             continue
         kind = _kind(block, "type")
         if kind in _TEXT_PARTS:
@@ -311,7 +311,7 @@ def _read_assistant(m: Mapping[str, Any], texts: list[str]) -> int:
         _keep(content, texts)
     elif isinstance(content, list):
         for block in content:
-            if not isinstance(block, Mapping):
+            if not isinstance(block, MAPPING):
                 continue
             kind = _kind(block, "type")
             if kind in _TEXT_PARTS:
@@ -323,8 +323,8 @@ def _read_assistant(m: Mapping[str, Any], texts: list[str]) -> int:
     calls = m.get("tool_calls")
     if isinstance(calls, list):
         for call in calls:
-            fn = call.get("function") if isinstance(call, Mapping) else None
-            args = fn.get("arguments") if isinstance(fn, Mapping) else None
+            fn = call.get("function") if isinstance(call, MAPPING) else None
+            args = fn.get("arguments") if isinstance(fn, MAPPING) else None
             if isinstance(args, str):
                 size += len(args)
     return size

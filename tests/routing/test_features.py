@@ -395,6 +395,17 @@ def test_to_json_has_exactly_score_and_every_feature_value_and_contribution() ->
     assert all(set(v) == {"value", "contribution"} for v in doc["features"].values())
 
 
+@given(st.lists(st.one_of(st.floats(allow_nan=False), st.just(0.0), st.just(-0.0),
+                         st.integers(-3, 3)), min_size=12, max_size=12))
+def test_to_json_rounds_every_figure_to_six_digits(figures: list[float]) -> None:
+    d = Difficulty(0.5, tuple(figures[:6]), tuple(figures[6:]), 10)
+    doc = d.to_json()["features"]
+    for name, value, contribution in zip(FEATURES, figures[:6], figures[6:]):
+        got = (doc[name]["value"], doc[name]["contribution"])
+        want = (round(value, 6), round(contribution, 6))
+        assert repr(got) == repr(want)  # the same numbers, -0.0 and int kept as they are
+
+
 def test_values_follow_the_linucb_feature_order() -> None:
     d = SCORER.delta(B.hard_turn(), "openai").difficulty
     assert FEATURES == linucb.FEATURE_ORDER

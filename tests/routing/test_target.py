@@ -221,3 +221,11 @@ def test_a_name_like_nothing_lists_what_is_available_without_a_guess() -> None:
     with pytest.raises(UnknownModel) as err:
         resolve_target("zzzz", _cfg())
     assert "nearest" not in str(err.value) and "available: " in str(err.value)
+
+
+def test_equal_length_globs_tie_on_the_pattern_text() -> None:
+    cfg = config([channel("c1", ["m-a", "m-b"])],
+                 aliases={"gpt-?": "m-b", "gpt-*": "m-a", "g*t-5": "m-b"})
+    # "gpt-5" matches all three; "gpt-*" and "g*t-5" are the longest: "g*t-5" sorts first
+    assert resolve_target("gpt-5", cfg).model == "m-b"
+    assert resolve_target("gpt-4o", cfg).model == "m-a"
