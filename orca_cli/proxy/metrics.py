@@ -13,8 +13,8 @@ past that a new set is folded into one whose every label is `other`.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 __all__ = ["BUCKETS", "CONTENT_TYPE", "Metrics"]
 
@@ -26,6 +26,7 @@ _OTHER = "other"
 _ESCAPES = str.maketrans({"\\": "\\\\", '"': '\\"', "\n": "\\n"})
 
 Key = tuple[str | int, ...]
+T = TypeVar("T")
 
 
 class _Histogram:
@@ -59,25 +60,11 @@ class Metrics:
             key = (_OTHER,) * 4
         requests[key] = requests.get(key, 0) + 1
 
-        hkey: Key = (path_api, router)
-        hist = self._durations.get(hkey)
-        if hist is None:
-            if len(self._durations) >= self._max:
-                hkey = (_OTHER, _OTHER)
-                hist = self._durations.get(hkey)
-            if hist is None:
-                hist = self._durations[hkey] = _Histogram()
+        hist = _series(self._durations, (path_api, router), self._max, _Histogram)
         hist.counts[bisect_left(BUCKETS, latency_s)] += 1
         hist.total += latency_s
 
-        rkey: Key = (router,)
-        served = self._served.get(rkey)
-        if served is None:
-            if len(self._served) >= self._max:
-                rkey = (_OTHER,)
-                served = self._served.get(rkey)
-            if served is None:
-                served = self._served[rkey] = [0, 0]
+        served = _series(self._served, (router,), self._max, lambda: [0, 0])
         served[0] += 1
         if tier == "strong":
             served[1] += 1
@@ -91,14 +78,7 @@ class Metrics:
     def tokens(self, router: str, prompt: int, cached: int, cost_usd: float = 0.0) -> None:
         """Usage of one billed response: prompt tokens, the cached part of them (a response
         with any counts as a cache hit) and its cost."""
-        key: Key = (router,)
-        sums = self._usage.get(key)
-        if sums is None:
-            if len(self._usage) >= self._max:
-                key = (_OTHER,)
-                sums = self._usage.get(key)
-            if sums is None:
-                sums = self._usage[key] = [0, 0, 0, 0.0]
+        sums = _series(self._usage, (router,), self._max, lambda: [0, 0, 0, 0.0])
         sums[0] += prompt
         sums[1] += cached
         if cached > 0:
@@ -152,6 +132,19 @@ class Metrics:
         out.append(f"orca_store_degraded {int(self._degraded)}")
         out.append("")
         return "\n".join(out).encode()
+
+
+def _series(table: dict[Key, T], key: Key, cap: int, new: Callable[[], T]) -> T:
+    """The entry of series `key`, made by `new` on first use; past `cap` series a new key
+    joins the `_OTHER` series instead."""
+    entry = table.get(key)
+    if entry is None:
+        if len(table) >= cap:
+            key = (_OTHER,) * len(key)
+            entry = table.get(key)
+        if entry is None:
+            entry = table[key] = new()
+    return entry
 
 
 def _bump(counter: dict[Key, Any], key: Key, by: float, cap: int) -> None:
