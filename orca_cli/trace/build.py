@@ -105,7 +105,6 @@ def build_trace(head: TraceHead, delta: Delta | None, plan: RoutePlan | None,
 def _decided(doc: dict[str, Any], plan: RoutePlan, delta: Delta | None) -> None:
     """The routing decision's part: tier, difficulty, caps, pins, candidates, strategy."""
     decision = plan.decision
-    full = plan.full
     ranking = plan.ranking
     doc["tier"] = {
         "decision": decision.tier,
@@ -116,15 +115,7 @@ def _decided(doc: dict[str, Any], plan: RoutePlan, delta: Delta | None) -> None:
         "shadow": decision.shadow,
         "t2": decision.t2,
     }
-    difficulty: dict[str, Any] = {
-        "delta": delta.difficulty.to_json() if delta is not None else None,
-        "full": full.to_json() if full is not None else None,
-    }
-    if full is None:
-        difficulty["full_skipped"] = plan.full_skipped
-    difficulty["user_turn"] = delta.is_user_turn if delta is not None else None
-    difficulty["tool_continuation"] = delta.is_tool_continuation if delta is not None else None
-    doc["difficulty"] = difficulty
+    doc["difficulty"] = _difficulty(delta, plan)
     doc["caps"] = _caps(plan)
     doc["pins"] = [p.to_json() for p in plan.pins]
     scores = ranking.scores if ranking else None
@@ -149,21 +140,30 @@ def _undecided(doc: dict[str, Any], delta: Delta | None) -> None:
     """A request refused before routing: the decision's keys, all empty."""
     doc["tier"] = {"decision": None, "reason": None, "trigger": None, "denied": None,
                    "evaluations": {}, "shadow": None, "t2": None}
-    doc["difficulty"] = {
-        "delta": delta.difficulty.to_json() if delta is not None else None,
-        "full": None,
-        "user_turn": delta.is_user_turn if delta is not None else None,
-        "tool_continuation": delta.is_tool_continuation if delta is not None else None,
-    }
-    doc["caps"] = {"session_count": None, "share": None, "workspace_share": None,
-                   "warmup": None}
+    doc["difficulty"] = _difficulty(delta, None)
+    doc["caps"] = _caps(None)
     doc["pins"] = []
     doc["candidates"] = []
     doc["strategy_note"] = None
 
 
-def _caps(plan: RoutePlan) -> dict[str, Any]:
-    if plan.caps is None:
+def _difficulty(delta: Delta | None, plan: RoutePlan | None) -> dict[str, Any]:
+    """The delta's and the full transcript's scores, and why the full one is missing when a
+    decided request has none."""
+    full = plan.full if plan is not None else None
+    doc: dict[str, Any] = {
+        "delta": delta.difficulty.to_json() if delta is not None else None,
+        "full": full.to_json() if full is not None else None,
+    }
+    if plan is not None and full is None:
+        doc["full_skipped"] = plan.full_skipped
+    doc["user_turn"] = delta.is_user_turn if delta is not None else None
+    doc["tool_continuation"] = delta.is_tool_continuation if delta is not None else None
+    return doc
+
+
+def _caps(plan: RoutePlan | None) -> dict[str, Any]:
+    if plan is None or plan.caps is None:
         return {"session_count": None, "share": None, "workspace_share": None, "warmup": None}
     # `to_trace` gives share, workspace_share, warmup and enabled, in that order
     evals = plan.decision.evaluations.get("caps")
