@@ -108,6 +108,7 @@ class Orca:
     config: Path
     env: dict[str, str]
     log: Path
+    proc: subprocess.Popen[bytes]  # its exit status is there once `serving` has stopped it
 
     def cli(self, *args: str) -> Any:
         proc = subprocess.run([sys.executable, "-m", "orca_cli", *args, "--url", self.base,
@@ -166,7 +167,7 @@ def serving(workdir: Path) -> Iterator[Orca]:
                                 stdout=sink, stderr=subprocess.STDOUT)
     try:
         base = wait_for_base(proc, log, 30.0)
-        yield Orca(base=base, config=config, env=env, log=log)
+        yield Orca(base=base, config=config, env=env, log=log, proc=proc)
     finally:
         proc.terminate()
         try:
