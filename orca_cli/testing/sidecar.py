@@ -34,6 +34,11 @@ from orca_cli.types import Message, Receive, Scope, Send
 __all__ = ["ADMIN_TOKEN", "Sidecar", "Tracker", "sidecar"]
 
 ADMIN_TOKEN = "orca-test-admin-token"
+# The client drops a pooled connection after this long idle: well under the server's
+# keep-alive timeout (uvicorn's 5 s), so it never sends a request on a connection the server
+# is closing at that moment (httpx's own default is 5 s too: such a request fails with a
+# ReadError on a loaded machine, where the two clocks drift apart).
+CLIENT_KEEPALIVE_S = 2.0
 
 
 class Tracker:
@@ -180,7 +185,8 @@ async def sidecar(cfg: Config | None = None, *, store: Store | None = None,
         store = MemoryStore(clock=clock, trace_max=cfg.server.trace_max,
                             trace_ttl_s=cfg.server.trace_ttl_s)
     limits = httpx.Limits(max_connections=max_connections,
-                          max_keepalive_connections=max_connections)
+                          max_keepalive_connections=max_connections,
+                          keepalive_expiry=CLIENT_KEEPALIVE_S)
     async with running(cfg, store=store, clock=clock, transports=transports,
                        admin_token=admin_token, wrap=Tracker) as served:
         tracker = served.served

@@ -52,12 +52,13 @@ DENIED = "base; reason=denied:share_cap"
 def race_config(**state: Any) -> Config:
     """The router of the race: cap 0.2, warm-up 20 (passed by the pre-filled counts).
 
-    The store timeout is 1 s, not 250 ms: here the 64 clients, the sidecar and its store client
+    The store timeout is 5 s, not 250 ms: here the 64 clients, the sidecar and its store client
     share one event loop on a 2-core machine, so a burst's reads queue behind the clients' own
-    work; these checks are about correctness under contention, the latency bounds are in
-    test_store_faults_http.py.
+    work (on a machine loaded by other jobs, past 1 s: the reads then time out and the wave is
+    served degraded); these checks are about correctness under contention, the latency bounds
+    are in test_store_faults_http.py.
     """
-    state.setdefault("timeout_ms", 1000)
+    state.setdefault("timeout_ms", 5000)
     return make_config(share_cap=CAP, warmup=20, strong_latency_ms=100, **state)
 
 
