@@ -248,12 +248,12 @@ class MemoryStore(Keyspace):
         # No await beyond this point: the whole batch applies atomically on the loop.
         self._maybe_sweep(now)
         marker = K.marker_key(batch.request_id)
-        results = tuple(self._apply_slot(marker, w, now) for w in batch.writes)
+        results = tuple([self._apply_slot(marker, w, now) for w in batch.writes])
         for event in batch.audit:
             self._append_audit(audit_event(event, batch.request_id, now), now)
         if batch.trace is not None:
             self._write_trace(batch.request_id, batch.trace, now)
-        return CommitResult(results, round_trips=1)
+        return CommitResult(results, 1)  # round_trips
 
     def _apply_slot(self, marker_suffix: str, w: SlotWrite, now: float) -> SlotResult:
         session = w.slot.kind == "session"

@@ -235,9 +235,9 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
         mutate = TierMutate(intents, ctx.now, ctx.esc, base=(snapshot.tier, ctx.base_state))
         if decision.state_tier == "strong":
             ops.append(ExpireAtLeastOp(K.pin_key("base"), ctx.esc.tier_ttl_s))
-    return SlotWrite(SlotRef.of_session(ctx.router, ctx.session), tuple(ops), mutate=mutate,
-                     expected_version=snapshot.tier_version, base_doc=snapshot.tier,
-                     tier_ttl_s=ctx.esc.tier_ttl_s)
+    # By position: slot, ops, mutate, expected_version, tier_ttl_s, base_doc
+    return SlotWrite(SlotRef("session", ctx.router, ctx.session), tuple(ops), mutate,
+                     snapshot.tier_version, ctx.esc.tier_ttl_s, snapshot.tier)
 
 
 def stats_ops(hour: int, outcome: TurnOutcome, *, side: bool = False,
@@ -309,10 +309,10 @@ def settle_batch(ctx: PlanContext, batch: CommitBatch,
     session = next((w for w in batch.writes if isinstance(w.mutate, TierMutate)), None)
     if session is None:
         return None
-    applied = any(r.slot == session.slot and r.status == "applied" for r in result.results)
     mutate = session.mutate
     assert isinstance(mutate, TierMutate)
-    if not applied or mutate.changed is None:
+    if mutate.changed is None or not any(r.slot == session.slot and r.status == "applied"
+                                         for r in result.results):
         return None
     event, trigger = mutate.changed
     intents = mutate.intents
