@@ -47,9 +47,9 @@ from orca_cli.state.codec import (
     check_ops,
     decode_doc,
     dumps,
-    encode_doc,
     vector_from_hash,
     vector_from_text,
+    versioned_doc,
 )
 from orca_cli.state.keyspace import (
     KIND_OF_OP,
@@ -286,8 +286,12 @@ class MemoryStore(Keyspace):
             self._data.pop(tkey, None)
             return None
         version = (0 if e is None else entry_version(e)) + 1
-        text = encode_doc(new, version)
-        self._put(tkey, text, w.tier_ttl_s or None, now).version = version
+        body = versioned_doc(new, version)
+        text = dumps(body)
+        kept = self._put(tkey, text, w.tier_ttl_s or None, now)
+        kept.version = version
+        if getattr(w.mutate, "plain", False):
+            kept.doc = body  # what decoding `text` gives: the next read takes it as is
         return text
 
     def _slot_keys(self, tag: str, tkey: str, ops: tuple[Op, ...], now: float) -> list[str]:

@@ -18,6 +18,7 @@ builds the batch; the caller sends it in one `store.commit`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import field, replace
 from typing import Any
@@ -270,9 +271,10 @@ def figures_ops(outcome: TurnOutcome, ttl_s: float, *, side: bool = False) -> tu
 class TierMutate:
     """The session slot's `mutate`. The store may call it more than once (a version conflict
     re-applies it onto the fresh document); `changed` tells what its latest call, the one
-    that was written, did to the tier: `("escalated", trigger)` or `("deescalated", "")`."""
+    that was written, did to the tier: `("escalated", trigger)` or `("deescalated", "")`;
+    `plain`, whether its output is plain JSON data (`state.base`, by `Mutate`)."""
 
-    __slots__ = ("base", "changed", "esc", "intents", "now")
+    __slots__ = ("base", "changed", "esc", "intents", "now", "plain")
 
     def __init__(self, intents: tuple[Intent, ...], now: float, esc: EscalationConfig, *,
                  base: tuple[Any, TierState | None] | None = None) -> None:
@@ -280,6 +282,7 @@ class TierMutate:
         self.now = now
         self.esc = esc
         self.changed: tuple[str, str] | None = None
+        self.plain = False
         # (document, its decoded state): reused when called on that very document object
         self.base = base
 
@@ -289,6 +292,7 @@ class TierMutate:
         state = (known[1] if known is not None and known[1] is not None and doc is known[0]
                  else TierState.from_doc(doc))
         out = apply_intents(doc, self.intents, self.now, self.esc, state=state)
+        self.plain = out is not None and _finite(out)
         after = out.get("tier") if out is not None else None
         self.changed = None
         if before != "strong" and after == "strong":
@@ -297,6 +301,28 @@ class TierMutate:
                 isinstance(i, Deescalate) and i.scope == "main" for i in self.intents):
             self.changed = ("deescalated", "")
         return out
+
+
+def _finite(doc: dict[str, Any]) -> bool:
+    """Whether every float of a `TierState.to_doc` document is finite. Its containers are
+    fresh lists and dicts and its other leaves text, whole numbers, booleans and None, so
+    that is all that keeps it from being plain JSON data (JSON has no infinity and no NaN).
+    Its floats sit at the top level, in the strike triples (the one list of lists) and, the
+    same, in the pending ask's and the shadow state's documents."""
+    total = 0.0  # a sum of floats is finite only if each is (or, past 1e308, not: unkept)
+    for value in doc.values():
+        kind = type(value)
+        if kind is float:
+            total += value
+        elif kind is list:
+            if value and type(value[0]) is list:
+                for item in value:
+                    for x in item:
+                        if type(x) is float:
+                            total += x
+        elif kind is dict and not _finite(value):
+            return False
+    return math.isfinite(total)
 
 
 def settle_batch(ctx: PlanContext, batch: CommitBatch,
