@@ -90,8 +90,9 @@ UNDECODED: Any = object()
 class Entry:
     value: Value
     expires_at: float | None
-    # The JSON document a text value decodes to, kept from a read until the key is written
-    # again (`Keyspace._put` resets it). Readers share it and treat it as read-only.
+    # The JSON document a text value decodes to, kept from a read (or from the commit that
+    # wrote a plain tier document) until the key is written again (`Keyspace._put` resets
+    # it). Readers share it and treat it as read-only.
     doc: Any = UNDECODED
     # The tier document version of a text value (`codec.doc_version`), kept the same way: a
     # session's read and its commit both ask, and the commit that writes it knows it.

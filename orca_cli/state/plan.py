@@ -38,7 +38,7 @@ from orca_cli.routing.intents import (
 )
 from orca_cli.routing.tiers import TierState
 from orca_cli.state import keys as K
-from orca_cli.state.apply import apply_intents
+from orca_cli.state.apply import apply_to_state, stored_form
 from orca_cli.state.base import (
     CommitBatch,
     CommitResult,
@@ -291,38 +291,32 @@ class TierMutate:
         known = self.base
         state = (known[1] if known is not None and known[1] is not None and doc is known[0]
                  else TierState.from_doc(doc))
-        out = apply_intents(doc, self.intents, self.now, self.esc, state=state)
-        self.plain = out is not None and _finite(out)
-        after = out.get("tier") if out is not None else None
+        new = apply_to_state(state, self.intents, self.now, self.esc)
+        out = stored_form(new)
+        self.plain = _finite(new)
+        after = new.tier
         self.changed = None
         if before != "strong" and after == "strong":
-            self.changed = ("escalated", str(out.get("trigger", "")) if out else "")
+            self.changed = ("escalated", new.trigger)
         elif before == "strong" and after != "strong" and any(
                 isinstance(i, Deescalate) and i.scope == "main" for i in self.intents):
             self.changed = ("deescalated", "")
         return out
 
 
-def _finite(doc: dict[str, Any]) -> bool:
-    """Whether every float of a `TierState.to_doc` document is finite. Its containers are
-    fresh lists and dicts and its other leaves text, whole numbers, booleans and None, so
-    that is all that keeps it from being plain JSON data (JSON has no infinity and no NaN).
-    Its floats sit at the top level, in the strike triples (the one list of lists) and, the
-    same, in the pending ask's and the shadow state's documents."""
-    total = 0.0  # a sum of floats is finite only if each is (or, past 1e308, not: unkept)
-    for value in doc.values():
-        kind = type(value)
-        if kind is float:
-            total += value
-        elif kind is list:
-            if value and type(value[0]) is list:
-                for item in value:
-                    for x in item:
-                        if type(x) is float:
-                            total += x
-        elif kind is dict and not _finite(value):
-            return False
-    return math.isfinite(total)
+def _finite(st: TierState) -> bool:
+    """Whether every float of `st` is finite: its document (`TierState.to_doc`, fresh lists
+    and dicts of text, whole numbers, booleans, None and these floats) is then plain JSON
+    data, since JSON has no infinity and no NaN. A test holds this to every float field of
+    `TierState`, `Strike` and `Pending`."""
+    # a sum of floats is finite only if each is (past 1e308 it is not: the document is
+    # then left to be decoded, which is only slower)
+    total = st.escalated_at + st.window_s + st.last_success + st.episode_started
+    for strike in st.strikes:
+        total += strike.ts
+    if st.pending is not None:
+        total += st.pending.at
+    return math.isfinite(total) and (st.shadow is None or _finite(st.shadow))
 
 
 def settle_batch(ctx: PlanContext, batch: CommitBatch,

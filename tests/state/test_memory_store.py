@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import fields, replace
 from typing import Any
 
 from orca_cli.clock import FakeClock
@@ -17,6 +18,7 @@ from orca_cli.routing.intents import (
     RecordTurn,
     SetPending,
 )
+from orca_cli.routing.tiers import Pending, Strike, TierState
 from orca_cli.state import keys as K
 from orca_cli.state.base import (
     CommitBatch,
@@ -32,7 +34,7 @@ from orca_cli.state.base import (
 from orca_cli.state.codec import decode_doc, doc_version
 from orca_cli.state.keyspace import UNDECODED
 from orca_cli.state.memory import MemoryStore
-from orca_cli.state.plan import TierMutate
+from orca_cli.state.plan import TierMutate, _finite
 from tests.state.test_store_contract import ROUTER, WORKSPACE, bump
 
 MARKER_WINDOW_S = 86_400 + 1  # longer than every TTL written below, markers included
@@ -192,3 +194,26 @@ async def test_a_kept_tier_document_is_what_decoding_its_text_gives() -> None:
     await store.commit(CommitBatch("r-bump", (SlotWrite(session, mutate=bump,
                                                         tier_ttl_s=60),)))
     assert store._data[key].doc is UNDECODED
+
+
+def test_every_float_of_a_tier_state_is_asked_whether_it_is_finite() -> None:
+    """`TierMutate` says its document is plain JSON data only when each float of the tier
+    state is finite: an infinity or a NaN in any float field of `TierState`, of a `Strike`,
+    of the `Pending` ask, or of the shadow state, makes it not plain."""
+    now = 1_786_000_000.0
+    strike = Strike(3, now, "refusal")
+    pending = Pending("strong", "ops", "why", now, "p1")
+    base = TierState(strikes=(strike,), pending=pending, episode_started=now,
+                     last_success=now)
+    assert _finite(base) and _finite(replace(base, shadow=base))
+    for cls, value in ((TierState, base), (Strike, strike), (Pending, pending)):
+        floats = [f.name for f in fields(cls) if f.type == "float"]
+        assert floats
+        for name in floats:
+            for bad in (float("inf"), float("-inf"), float("nan")):
+                changed: Any = replace(value, **{name: bad})
+                st = (changed if cls is TierState else
+                      replace(base, strikes=(changed,)) if cls is Strike else
+                      replace(base, pending=changed))
+                assert not _finite(st), (cls.__name__, name, bad)
+                assert not _finite(replace(base, shadow=st)), (cls.__name__, name, bad)
