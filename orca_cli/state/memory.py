@@ -94,6 +94,7 @@ class MemoryStore(Keyspace):
         # The tags every request writes under, spelled once.
         self._workspace_tag = K.slot_tag(self._prefix, K.WORKSPACE)
         self._traces_tag = K.slot_tag(self._prefix, K.TRACES)
+        self._trace_index_key = self._traces_tag + K.TRACE_INDEX_KEY
         self._trace_max = max(1, trace_max)
         self._trace_ttl_s = trace_ttl_s
         self._audit_max = audit_max
@@ -101,6 +102,8 @@ class MemoryStore(Keyspace):
         # hash is written otherwise than by a count into it (`_window_incr` keeps them), or
         # expires.
         self._share_sums: dict[str, dict[tuple[int, int], tuple[ShareCounts, float]]] = {}
+        # `keys.share_field` per (hour, kind) counted into: every commit counts the same few.
+        self._share_fields: dict[tuple[int, str], str] = {}
         self.reads = 0
         self.commits = 0
         self.state_lost_at: float | None = None  # an embedded store never loses state on its own
@@ -227,7 +230,12 @@ class MemoryStore(Keyspace):
         if e is None or not isinstance(e.value, dict):
             e = self._data[key] = Entry({}, None)
         h: dict[str, float] = e.value  # type: ignore[assignment]
-        field = K.share_field(op.hour, op.kind)
+        bucket = (op.hour, op.kind)
+        field = self._share_fields.get(bucket)
+        if field is None:
+            if len(self._share_fields) >= 16:  # the hour moved on
+                self._share_fields.clear()
+            field = self._share_fields[bucket] = K.share_field(op.hour, op.kind)
         h[field] = h.get(field, 0.0) + op.amount
         w = max(int(h.get("w", 0)), op.window_h)
         h["w"] = float(w)
@@ -354,7 +362,8 @@ class MemoryStore(Keyspace):
         e = self._entry(key, now)
         zs = e.value if e is not None and isinstance(e.value, ZSet) else ZSet()
         zs.add(op.member, float(op.score))
-        zs.pop_lowest(len(zs) - op.maxlen)
+        if len(zs) > op.maxlen:
+            zs.pop_lowest(len(zs) - op.maxlen)
         self._put(key, zs, op.ttl_s, now)
 
     def _expire_at_least(self, key: str, op: ExpireAtLeastOp, now: float) -> None:
@@ -386,16 +395,18 @@ class MemoryStore(Keyspace):
             member = f"{tid}\n{safe_cid}"
         ts = trace.get("ts")
         score = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else now
-        z = self._value(tag + K.TRACE_INDEX_KEY, now)
+        index_key = self._trace_index_key
+        z = self._value(index_key, now)
         idx = z if isinstance(z, ZSet) else ZSet()
         idx.add(member, score)
         idx.remove_below(now - ttl)
-        for old in idx.pop_lowest(len(idx) - self._trace_max):
+        over = len(idx) - self._trace_max
+        for old in idx.pop_lowest(over) if over > 0 else ():
             old_id, _, old_cid = old.partition("\n")
             self._data.pop(tag + K.trace_key(old_id), None)
             if old_cid and self._text(tag + K.client_id_key(old_cid), now) == old_id:
                 self._data.pop(tag + K.client_id_key(old_cid), None)
-        self._put(tag + K.TRACE_INDEX_KEY, idx, ttl, now)
+        self._put(index_key, idx, ttl, now)
 
     # --- operator side ---------------------------------------------------------------------
 

@@ -121,6 +121,7 @@ async def test_the_kept_share_sums_equal_a_fresh_sum_after_any_writes() -> None:
             fresh = await store.read(ReadRequest("coding", share_hours=hours))
             store._share_sums = sums
             assert (kept.share, kept.workspace_share) == (fresh.share, fresh.workspace_share)
+    assert len(store._share_fields) <= 16  # the share fields spelled are few, and stay few
 
 
 async def test_the_kept_tier_version_is_the_stored_texts() -> None:
