@@ -255,12 +255,13 @@ class MemoryStore(Keyspace):
         now = self._clock.now()
         # No await beyond this point: the whole batch applies atomically on the loop.
         self._maybe_sweep(now)
-        marker = K.marker_key(batch.request_id)
+        tid = K.safe_component(batch.request_id)  # the request's marker and trace name it
+        marker = K.MARKER_PREFIX + tid
         results = tuple([self._apply_slot(marker, w, now) for w in batch.writes])
         for event in batch.audit:
             self._append_audit(audit_event(event, batch.request_id, now), now)
         if batch.trace is not None:
-            self._write_trace(batch.request_id, batch.trace, now)
+            self._write_trace(tid, batch.trace, now)
         return CommitResult(results, 1)  # round_trips
 
     def _apply_slot(self, marker_suffix: str, w: SlotWrite, now: float) -> SlotResult:
@@ -380,18 +381,18 @@ class MemoryStore(Keyspace):
         zs.pop_lowest(len(zs) - self._audit_max)
         self._put(key, zs, AUDIT_MAX_AGE_S, now)
 
-    def _write_trace(self, request_id: str, trace: Mapping[str, Any], now: float) -> None:
+    def _write_trace(self, tid: str, trace: Mapping[str, Any], now: float) -> None:
+        """The trace of the request whose safe id (`keys.safe_component`) is `tid`."""
         tag = self._traces_tag
-        tid = K.safe_component(request_id)
         ttl = self._trace_ttl_s
         # orjson encodes a dict only: another Mapping is copied into one.
-        self._put(tag + K.trace_key(tid), dumps(trace if type(trace) is dict else dict(trace)),
-                  ttl, now)
+        self._put(tag + K.TRACE_PREFIX + tid,
+                  dumps(trace if type(trace) is dict else dict(trace)), ttl, now)
         member = tid
         cid = trace.get("client_request_id")
         if isinstance(cid, str) and cid:
             safe_cid = K.safe_component(cid)
-            self._put(tag + K.client_id_key(safe_cid), tid, ttl, now)
+            self._put(tag + K.CLIENT_ID_PREFIX + safe_cid, tid, ttl, now)
             member = f"{tid}\n{safe_cid}"
         ts = trace.get("ts")
         score = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else now
