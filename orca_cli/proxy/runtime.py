@@ -218,13 +218,10 @@ class StoreGate:
             self._hold(batch, follow_up)  # its outcome is unknown: re-sent with the same id
             self._mark_down(exc)
             return None
-        await self._follow(result, follow_up)
-        return result
-
-    async def _follow(self, result: CommitResult, follow_up: FollowUp | None) -> None:
         extra = follow_up(result) if follow_up is not None else None
         if extra is not None:
             await self.commit(extra)
+        return result
 
     def _hold(self, batch: CommitBatch, follow_up: FollowUp | None = None) -> None:
         if len(self.pending) >= self._pending_max:

@@ -42,7 +42,7 @@ from orca_cli.routing.tiers import (
     TierState,
 )
 
-__all__ = ["apply_intents", "apply_to_state"]
+__all__ = ["apply_intents", "apply_to_state", "stored_form"]
 
 
 _DECODE: Any = object()
@@ -54,8 +54,12 @@ def apply_intents(doc: dict[str, Any] | None, intents: Sequence[Intent], now: fl
     already decoded (`TierState.from_doc(doc)`), when the caller has it."""
     if state is _DECODE:
         state = TierState.from_doc(doc)
-    new = apply_to_state(state, intents, now, esc)
-    out = new.to_doc()
+    return stored_form(apply_to_state(state, intents, now, esc))
+
+
+def stored_form(state: TierState) -> dict[str, Any]:
+    """The document a commit hands the store for `state`: its `to_doc` without `v`."""
+    out = state.to_doc()
     out.pop("v", None)  # the store owns the version
     return out
 

@@ -63,6 +63,10 @@ __all__ = [
 ]
 
 Mutate: TypeAlias = Callable[["TierDoc | None"], "TierDoc | None"]
+# A mutate may set `plain = True` on itself when its latest output is plain JSON data: dicts
+# with text keys, lists, text, whole numbers, finite floats, booleans and None, built afresh
+# and held by nobody else. Decoding that output's encoding gives it back, so the memory store
+# keeps it as the document the next read hands out (no decode). `state.plan.TierMutate` does.
 
 MARKER_TTL_S = 86400
 MAX_CAS_ATTEMPTS = 8  # bounded: a conflict storm is reported, never looped on forever

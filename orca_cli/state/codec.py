@@ -48,6 +48,7 @@ __all__ = [
     "ttl_ms",
     "vector_from_hash",
     "vector_from_text",
+    "versioned_doc",
 ]
 
 AUDIT_MAX = 10_000  # events kept per stream (SPEC §6.6)
@@ -77,10 +78,15 @@ def dumps_bytes(value: Any) -> bytes:
 
 def encode_doc(doc: Mapping[str, Any], version: int) -> str:
     """The stored tier document: `v` first, then the caller's fields (any `v` it set is dropped)."""
+    return dumps(versioned_doc(doc, version))
+
+
+def versioned_doc(doc: Mapping[str, Any], version: int) -> dict[str, Any]:
+    """What `encode_doc` encodes: `doc` with `v` = `version` first."""
     # A `v` of the caller's keeps its first place and takes `version`.
     body: dict[str, Any] = {"v": version, **doc}
     body["v"] = version
-    return dumps(body)
+    return body
 
 
 def decode_doc(text: str | bytes | None) -> TierDoc | None:

@@ -33,12 +33,15 @@ from orca_cli.state.base import SlotRef
 __all__ = [
     "AUDIT_KEY",
     "BUDGETS",
+    "CLIENT_ID_PREFIX",
+    "MARKER_PREFIX",
     "PCT_KEY",
     "RECENT_KEY",
     "SHARE_KEY",
     "SLOT_KINDS",
     "TRACES",
     "TRACE_INDEX_KEY",
+    "TRACE_PREFIX",
     "WORKSPACE",
     "affinity_key",
     "budget_counter_key",
@@ -237,8 +240,16 @@ def chan_key(tier: str) -> str:
     return f"chan:{tier}"
 
 
+# The suffixes named by a request or client id: `<prefix>` + `safe_component(id)`. A store
+# that has the safe component already (a commit's marker and trace share the request's)
+# puts the prefix before it; `safe_component` gives a safe component back unchanged.
+MARKER_PREFIX = "commit:"
+TRACE_PREFIX = "trace:"
+CLIENT_ID_PREFIX = "cid:"
+
+
 def marker_key(request_id: str) -> str:
-    return f"commit:{safe_component(request_id)}"
+    return MARKER_PREFIX + safe_component(request_id)
 
 
 def share_field(hour: int, kind: str) -> str:
@@ -286,11 +297,11 @@ def affinity_key(prefix_hash: str) -> str:
 
 
 def trace_key(request_id: str) -> str:
-    return f"trace:{safe_component(request_id)}"
+    return TRACE_PREFIX + safe_component(request_id)
 
 
 def client_id_key(client_request_id: str) -> str:
-    return f"cid:{safe_component(client_request_id)}"
+    return CLIENT_ID_PREFIX + safe_component(client_request_id)
 
 
 def budget_counter_key(counter: str) -> str:

@@ -90,8 +90,9 @@ UNDECODED: Any = object()
 class Entry:
     value: Value
     expires_at: float | None
-    # The JSON document a text value decodes to, kept from a read until the key is written
-    # again (`Keyspace._put` resets it). Readers share it and treat it as read-only.
+    # The JSON document a text value decodes to, kept from a read (or from the commit that
+    # wrote a plain tier document) until the key is written another value (`Keyspace._put`
+    # resets it). Readers share it and treat it as read-only.
     doc: Any = UNDECODED
     # The tier document version of a text value (`codec.doc_version`), kept the same way: a
     # session's read and its commit both ask, and the commit that writes it knows it.
@@ -181,13 +182,17 @@ class Keyspace:
 
     def _put(self, key: str, value: Value, ttl_s: float | None, now: float) -> Entry:
         # An entry already there is reused (its value, expiry and what was read of it
-        # replaced): no allocation for the keys every commit rewrites.
+        # replaced): no allocation for the keys every commit rewrites. What was read of it
+        # stays when the value does (a pin rewritten as it was, a hash counted into in
+        # place): a text's document and version are the same for the same text.
         expires_at = None if not ttl_s else now + ttl_s
         e = self._data.get(key)
         if e is None:
             e = self._data[key] = Entry(value, expires_at)
         else:
-            e.value, e.expires_at, e.doc, e.version = value, expires_at, UNDECODED, None
+            if value is not e.value and not (type(value) is str and value == e.value):
+                e.doc, e.version = UNDECODED, None
+            e.value, e.expires_at = value, expires_at
         return e
 
     def sweep(self) -> int:

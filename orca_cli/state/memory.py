@@ -47,9 +47,9 @@ from orca_cli.state.codec import (
     check_ops,
     decode_doc,
     dumps,
-    encode_doc,
     vector_from_hash,
     vector_from_text,
+    versioned_doc,
 )
 from orca_cli.state.keyspace import (
     KIND_OF_OP,
@@ -94,6 +94,7 @@ class MemoryStore(Keyspace):
         # The tags every request writes under, spelled once.
         self._workspace_tag = K.slot_tag(self._prefix, K.WORKSPACE)
         self._traces_tag = K.slot_tag(self._prefix, K.TRACES)
+        self._trace_index_key = self._traces_tag + K.TRACE_INDEX_KEY
         self._trace_max = max(1, trace_max)
         self._trace_ttl_s = trace_ttl_s
         self._audit_max = audit_max
@@ -101,6 +102,8 @@ class MemoryStore(Keyspace):
         # hash is written otherwise than by a count into it (`_window_incr` keeps them), or
         # expires.
         self._share_sums: dict[str, dict[tuple[int, int], tuple[ShareCounts, float]]] = {}
+        # `keys.share_field` per (hour, kind) counted into: every commit counts the same few.
+        self._share_fields: dict[tuple[int, str], str] = {}
         self.reads = 0
         self.commits = 0
         self.state_lost_at: float | None = None  # an embedded store never loses state on its own
@@ -227,7 +230,12 @@ class MemoryStore(Keyspace):
         if e is None or not isinstance(e.value, dict):
             e = self._data[key] = Entry({}, None)
         h: dict[str, float] = e.value  # type: ignore[assignment]
-        field = K.share_field(op.hour, op.kind)
+        bucket = (op.hour, op.kind)
+        field = self._share_fields.get(bucket)
+        if field is None:
+            if len(self._share_fields) >= 16:  # the hour moved on
+                self._share_fields.clear()
+            field = self._share_fields[bucket] = K.share_field(op.hour, op.kind)
         h[field] = h.get(field, 0.0) + op.amount
         w = max(int(h.get("w", 0)), op.window_h)
         h["w"] = float(w)
@@ -247,13 +255,14 @@ class MemoryStore(Keyspace):
         now = self._clock.now()
         # No await beyond this point: the whole batch applies atomically on the loop.
         self._maybe_sweep(now)
-        marker = K.marker_key(batch.request_id)
-        results = tuple(self._apply_slot(marker, w, now) for w in batch.writes)
+        tid = K.safe_component(batch.request_id)  # the request's marker and trace name it
+        marker = K.MARKER_PREFIX + tid
+        results = tuple([self._apply_slot(marker, w, now) for w in batch.writes])
         for event in batch.audit:
             self._append_audit(audit_event(event, batch.request_id, now), now)
         if batch.trace is not None:
-            self._write_trace(batch.request_id, batch.trace, now)
-        return CommitResult(results, round_trips=1)
+            self._write_trace(tid, batch.trace, now)
+        return CommitResult(results, 1)  # round_trips
 
     def _apply_slot(self, marker_suffix: str, w: SlotWrite, now: float) -> SlotResult:
         session = w.slot.kind == "session"
@@ -286,8 +295,12 @@ class MemoryStore(Keyspace):
             self._data.pop(tkey, None)
             return None
         version = (0 if e is None else entry_version(e)) + 1
-        text = encode_doc(new, version)
-        self._put(tkey, text, w.tier_ttl_s or None, now).version = version
+        body = versioned_doc(new, version)
+        text = dumps(body)
+        kept = self._put(tkey, text, w.tier_ttl_s or None, now)
+        kept.version = version
+        if getattr(w.mutate, "plain", False):
+            kept.doc = body  # what decoding `text` gives: the next read takes it as is
         return text
 
     def _slot_keys(self, tag: str, tkey: str, ops: tuple[Op, ...], now: float) -> list[str]:
@@ -350,7 +363,8 @@ class MemoryStore(Keyspace):
         e = self._entry(key, now)
         zs = e.value if e is not None and isinstance(e.value, ZSet) else ZSet()
         zs.add(op.member, float(op.score))
-        zs.pop_lowest(len(zs) - op.maxlen)
+        if len(zs) > op.maxlen:
+            zs.pop_lowest(len(zs) - op.maxlen)
         self._put(key, zs, op.ttl_s, now)
 
     def _expire_at_least(self, key: str, op: ExpireAtLeastOp, now: float) -> None:
@@ -367,31 +381,33 @@ class MemoryStore(Keyspace):
         zs.pop_lowest(len(zs) - self._audit_max)
         self._put(key, zs, AUDIT_MAX_AGE_S, now)
 
-    def _write_trace(self, request_id: str, trace: Mapping[str, Any], now: float) -> None:
+    def _write_trace(self, tid: str, trace: Mapping[str, Any], now: float) -> None:
+        """The trace of the request whose safe id (`keys.safe_component`) is `tid`."""
         tag = self._traces_tag
-        tid = K.safe_component(request_id)
         ttl = self._trace_ttl_s
         # orjson encodes a dict only: another Mapping is copied into one.
-        self._put(tag + K.trace_key(tid), dumps(trace if type(trace) is dict else dict(trace)),
-                  ttl, now)
+        self._put(tag + K.TRACE_PREFIX + tid,
+                  dumps(trace if type(trace) is dict else dict(trace)), ttl, now)
         member = tid
         cid = trace.get("client_request_id")
         if isinstance(cid, str) and cid:
             safe_cid = K.safe_component(cid)
-            self._put(tag + K.client_id_key(safe_cid), tid, ttl, now)
+            self._put(tag + K.CLIENT_ID_PREFIX + safe_cid, tid, ttl, now)
             member = f"{tid}\n{safe_cid}"
         ts = trace.get("ts")
         score = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else now
-        z = self._value(tag + K.TRACE_INDEX_KEY, now)
+        index_key = self._trace_index_key
+        z = self._value(index_key, now)
         idx = z if isinstance(z, ZSet) else ZSet()
         idx.add(member, score)
         idx.remove_below(now - ttl)
-        for old in idx.pop_lowest(len(idx) - self._trace_max):
+        over = len(idx) - self._trace_max
+        for old in idx.pop_lowest(over) if over > 0 else ():
             old_id, _, old_cid = old.partition("\n")
             self._data.pop(tag + K.trace_key(old_id), None)
             if old_cid and self._text(tag + K.client_id_key(old_cid), now) == old_id:
                 self._data.pop(tag + K.client_id_key(old_cid), None)
-        self._put(tag + K.TRACE_INDEX_KEY, idx, ttl, now)
+        self._put(index_key, idx, ttl, now)
 
     # --- operator side ---------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ builds the batch; the caller sends it in one `store.commit`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import field, replace
 from typing import Any
@@ -37,7 +38,7 @@ from orca_cli.routing.intents import (
 )
 from orca_cli.routing.tiers import TierState
 from orca_cli.state import keys as K
-from orca_cli.state.apply import apply_intents
+from orca_cli.state.apply import apply_to_state, stored_form
 from orca_cli.state.base import (
     CommitBatch,
     CommitResult,
@@ -235,9 +236,9 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
         mutate = TierMutate(intents, ctx.now, ctx.esc, base=(snapshot.tier, ctx.base_state))
         if decision.state_tier == "strong":
             ops.append(ExpireAtLeastOp(K.pin_key("base"), ctx.esc.tier_ttl_s))
-    return SlotWrite(SlotRef.of_session(ctx.router, ctx.session), tuple(ops), mutate=mutate,
-                     expected_version=snapshot.tier_version, base_doc=snapshot.tier,
-                     tier_ttl_s=ctx.esc.tier_ttl_s)
+    # By position: slot, ops, mutate, expected_version, tier_ttl_s, base_doc
+    return SlotWrite(SlotRef("session", ctx.router, ctx.session), tuple(ops), mutate,
+                     snapshot.tier_version, ctx.esc.tier_ttl_s, snapshot.tier)
 
 
 def stats_ops(hour: int, outcome: TurnOutcome, *, side: bool = False,
@@ -270,9 +271,10 @@ def figures_ops(outcome: TurnOutcome, ttl_s: float, *, side: bool = False) -> tu
 class TierMutate:
     """The session slot's `mutate`. The store may call it more than once (a version conflict
     re-applies it onto the fresh document); `changed` tells what its latest call, the one
-    that was written, did to the tier: `("escalated", trigger)` or `("deescalated", "")`."""
+    that was written, did to the tier: `("escalated", trigger)` or `("deescalated", "")`;
+    `plain`, whether its output is plain JSON data (`state.base`, by `Mutate`)."""
 
-    __slots__ = ("base", "changed", "esc", "intents", "now")
+    __slots__ = ("base", "changed", "esc", "intents", "now", "plain")
 
     def __init__(self, intents: tuple[Intent, ...], now: float, esc: EscalationConfig, *,
                  base: tuple[Any, TierState | None] | None = None) -> None:
@@ -280,6 +282,7 @@ class TierMutate:
         self.now = now
         self.esc = esc
         self.changed: tuple[str, str] | None = None
+        self.plain = False
         # (document, its decoded state): reused when called on that very document object
         self.base = base
 
@@ -288,15 +291,32 @@ class TierMutate:
         known = self.base
         state = (known[1] if known is not None and known[1] is not None and doc is known[0]
                  else TierState.from_doc(doc))
-        out = apply_intents(doc, self.intents, self.now, self.esc, state=state)
-        after = out.get("tier") if out is not None else None
+        new = apply_to_state(state, self.intents, self.now, self.esc)
+        out = stored_form(new)
+        self.plain = _finite(new)
+        after = new.tier
         self.changed = None
         if before != "strong" and after == "strong":
-            self.changed = ("escalated", str(out.get("trigger", "")) if out else "")
+            self.changed = ("escalated", new.trigger)
         elif before == "strong" and after != "strong" and any(
                 isinstance(i, Deescalate) and i.scope == "main" for i in self.intents):
             self.changed = ("deescalated", "")
         return out
+
+
+def _finite(st: TierState) -> bool:
+    """Whether every float of `st` is finite: its document (`TierState.to_doc`, fresh lists
+    and dicts of text, whole numbers, booleans, None and these floats) is then plain JSON
+    data, since JSON has no infinity and no NaN. A test holds this to every float field of
+    `TierState`, `Strike` and `Pending`."""
+    # a sum of floats is finite only if each is (past 1e308 it is not: the document is
+    # then left to be decoded, which is only slower)
+    total = st.escalated_at + st.window_s + st.last_success + st.episode_started
+    for strike in st.strikes:
+        total += strike.ts
+    if st.pending is not None:
+        total += st.pending.at
+    return math.isfinite(total) and (st.shadow is None or _finite(st.shadow))
 
 
 def settle_batch(ctx: PlanContext, batch: CommitBatch,
@@ -309,10 +329,10 @@ def settle_batch(ctx: PlanContext, batch: CommitBatch,
     session = next((w for w in batch.writes if isinstance(w.mutate, TierMutate)), None)
     if session is None:
         return None
-    applied = any(r.slot == session.slot and r.status == "applied" for r in result.results)
     mutate = session.mutate
     assert isinstance(mutate, TierMutate)
-    if not applied or mutate.changed is None:
+    if mutate.changed is None or not any(r.slot == session.slot and r.status == "applied"
+                                         for r in result.results):
         return None
     event, trigger = mutate.changed
     intents = mutate.intents

@@ -80,7 +80,7 @@ def _served(cfg: Config, turn: Turn) -> Served:
     # SPEC §20: at the serving channel's price of the model (its `prices` override)
     cost = (request_cost(usage, turn.api, channel_price(att.model, att.channel, cfg))
             if usage else 0.0)
-    return Served(usage=usage, cost=cost, window_s=window, key_fp=fingerprint(ch, att.key_index))
+    return Served(usage, cost, window, fingerprint(ch, att.key_index))
 
 
 def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Settled:
@@ -107,25 +107,34 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
     ctx = _context(cfg, turn, esc, sv, billed=billed, strike=bool(strikes), durable=durable)
     usage = sv.usage
     served = out.served
+    # By position, in field order (as the plan context and the trace's parts): matching
+    # keywords costs about three times the construction, on every request.
     outcome = TurnOutcome(
-        billed_success=billed, model=served.model if served else None,
-        channel=served.channel if served else None,
-        key_index=served.key_index if served else None,
-        key_fp=sv.key_fp, window_s=sv.window_s, response_strikes=tuple(strikes),
-        prompt_tokens=usage.prompt_tokens if usage else 0,
-        cached_tokens=usage.cached_tokens if usage else 0,
-        cache_write_tokens=usage.cache_write_tokens if usage else 0,
-        output_tokens=usage.output_tokens if usage else 0, cost_usd=sv.cost,
-        client_error=400 <= out.status < 500 and out.status not in (408, 429))
-    batch = build_commit(ctx, plan.decision, turn.snapshot, outcome, settle_transitions=True)
+        billed,  # billed_success
+        served.model if served else None,  # model
+        served.channel if served else None,  # channel
+        served.key_index if served else None,  # key_index
+        sv.key_fp,  # key_fp
+        sv.window_s,  # window_s
+        tuple(strikes),  # response_strikes
+        usage.prompt_tokens if usage else 0,  # prompt_tokens
+        usage.cached_tokens if usage else 0,  # cached_tokens
+        usage.cache_write_tokens if usage else 0,  # cache_write_tokens
+        usage.output_tokens if usage else 0,  # output_tokens
+        sv.cost,  # cost_usd
+        400 <= out.status < 500 and out.status not in (408, 429))  # client_error
+    # A billed success always writes (the workspace's share count at least), so the trace
+    # says committed for it, and rides on the batch from the start.
+    trace = _trace(turn, sv, committed=billed, latency_ms=latency_ms)
+    batch = build_commit(ctx, plan.decision, turn.snapshot, outcome, trace=trace,
+                         settle_transitions=True)
+    assert batch.writes or not billed
     batch = _with_dropped_pins(batch, plan, out, turn.router_name, turn.session)
     if turn.routed is not None and billed:  # SPEC §17: budget spend, once per request
         batch = replace(batch, writes=(*batch.writes, turn.routed.spend_write(sv.cost)))
-    trace = _trace(turn, sv, committed=billed and bool(batch.writes), latency_ms=latency_ms)
     # Racing identical escalations merge: only the commit that changed the tier audits it.
     # The settle runs once the result is known, after a re-send too if the commit is held.
-    return Settled(batch.with_trace(trace), follow_up=partial(settle_batch, ctx, batch),
-                   usage=usage, cost=sv.cost)
+    return Settled(batch, partial(settle_batch, ctx, batch), None, usage, sv.cost)
 
 
 def _side_settle(cfg: Config, turn: Turn, sv: Served, latency_ms: float) -> Settled:
@@ -158,14 +167,20 @@ def _context(cfg: Config, turn: Turn, esc: EscalationConfig, sv: Served, *, bill
     assert plan is not None and turn.delta is not None
     delta = turn.delta
     return PlanContext(
-        request_id=turn.request_id, router=turn.router_name, session=turn.session,
-        explicit_session=bool(turn.sid and turn.sid.explicit), durable_store=durable, esc=esc,
-        now=turn.now, base_state=plan.tier_state,
-        counts_strong_in_workspace=plan.counts_strong_in_workspace,
-        percentile_sample=(delta.score if esc.threshold == "percentile"
-                           and delta.is_user_turn else None),
-        linucb=_linucb(cfg, turn.router, plan, turn.outcome.served, billed, strike, turn),
-        affinity=_stored_response(cfg, turn, sv, durable) or _affinity(turn, sv),
+        turn.request_id,  # request_id
+        turn.router_name,  # router
+        turn.session,  # session
+        bool(turn.sid and turn.sid.explicit),  # explicit_session
+        durable,  # durable_store
+        esc,  # esc
+        turn.now,  # now
+        plan.counts_strong_in_workspace,  # counts_strong_in_workspace
+        (delta.score if esc.threshold == "percentile" and delta.is_user_turn
+         else None),  # percentile_sample
+        _linucb(cfg, turn.router, plan, turn.outcome.served, billed, strike, turn),  # linucb
+        _stored_response(cfg, turn, sv, durable) or _affinity(turn, sv),  # affinity
+        "client",  # actor
+        plan.tier_state,  # base_state
     )
 
 
@@ -173,25 +188,31 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
     out, usage = turn.outcome, sv.usage
     att = out.served
     sid = turn.sid
+    side = turn.side_of[1] if not sid and turn.side_of else None
     head = TraceHead(
-        request_id=turn.request_id, client_request_id=turn.client_request_id, ts=turn.now,
-        inbound_api=turn.api, requested_model=turn.target.requested,
-        session_id=sid.id if sid else (turn.side_of[1].id if turn.side_of else None),
-        session_source=sid.source if sid else (turn.side_of[1].source if turn.side_of
-                                                else None),
-        router=turn.router_name,
-        stream=turn.stream)
+        turn.request_id,  # request_id
+        turn.client_request_id,  # client_request_id
+        turn.now,  # ts
+        turn.api,  # inbound_api
+        turn.target.requested,  # requested_model
+        sid.id if sid else side.id if side else None,  # session_id
+        sid.source if sid else side.source if side else None,  # session_source
+        turn.router_name,  # router
+        turn.stream)  # stream
     result = TraceResult(
-        status=out.status,
-        selected=({"model": att.model, "channel": att.channel, "key_index": att.key_index,
-                   "key_fp": sv.key_fp} if att else None),
-        attempts=[a.to_json() for a in out.attempts],
-        usage=({"prompt_tokens": usage.prompt_tokens, "cached_tokens": usage.cached_tokens,
-                "cache_write_tokens": usage.cache_write_tokens,
-                "output_tokens": usage.output_tokens} if usage else None),
-        cost_usd=sv.cost, committed=committed, degraded=turn.degraded, error=out.own_error,
-        cache=("warm" if usage.cached_tokens > 0 else "cold") if usage else None,
-        latency_ms=latency_ms)
+        out.status,  # status
+        ({"model": att.model, "channel": att.channel, "key_index": att.key_index,
+          "key_fp": sv.key_fp} if att else None),  # selected
+        [a.to_json() for a in out.attempts],  # attempts
+        ({"prompt_tokens": usage.prompt_tokens, "cached_tokens": usage.cached_tokens,
+          "cache_write_tokens": usage.cache_write_tokens,
+          "output_tokens": usage.output_tokens} if usage else None),  # usage
+        sv.cost,  # cost_usd
+        committed,  # committed
+        turn.degraded,  # degraded
+        out.own_error,  # error
+        ("warm" if usage.cached_tokens > 0 else "cold") if usage else None,  # cache
+        latency_ms)  # latency_ms
     trace = build_trace(head, turn.delta, turn.plan, result)
     if turn.side is not None:
         trace["side"] = {"rule": turn.side}

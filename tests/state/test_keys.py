@@ -57,6 +57,18 @@ def test_free_form_components_are_hashed_like_session_ids() -> None:
     assert K.slot_tag("orca", SlotRef.of_session("r", "{evil}")).count("{") == 1
 
 
+@pytest.mark.parametrize("raw", ["req_0123abcd", "bench-7", "a}b", "x" * 200, "é-ü", "a\x01b",
+                                 "\ud800", "h:" + "0" * 64, ""])
+def test_an_id_made_safe_once_names_the_same_keys(raw: str) -> None:
+    """A store that made the request id safe already puts the prefix before it: the marker,
+    trace and client-id keys are those of the raw id (a safe component stays as it is)."""
+    tid = K.safe_component(raw)
+    assert K.safe_component(tid) == tid
+    assert K.MARKER_PREFIX + tid == K.marker_key(raw) == K.marker_key(tid)
+    assert K.TRACE_PREFIX + tid == K.trace_key(raw) == K.trace_key(tid)
+    assert K.CLIENT_ID_PREFIX + tid == K.client_id_key(raw) == K.client_id_key(tid)
+
+
 def test_scan_patterns_escape_glob_characters() -> None:
     assert (
         K.scan_pattern("orca", "session", router="coding", session="s*1")

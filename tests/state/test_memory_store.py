@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 import random
+from dataclasses import fields, replace
+from typing import Any
 
 from orca_cli.clock import FakeClock
+from orca_cli.config.schema import EscalationConfig
+from orca_cli.routing.intents import (
+    BaseConversation,
+    ConsumePending,
+    Deescalate,
+    Escalate,
+    Intent,
+    OnceBoost,
+    RecordTurn,
+    SetPending,
+)
+from orca_cli.routing.tiers import Pending, Strike, TierState
 from orca_cli.state import keys as K
 from orca_cli.state.base import (
     CommitBatch,
@@ -17,8 +31,10 @@ from orca_cli.state.base import (
     SlotWrite,
     WindowIncrOp,
 )
-from orca_cli.state.codec import doc_version
+from orca_cli.state.codec import decode_doc, doc_version
+from orca_cli.state.keyspace import UNDECODED
 from orca_cli.state.memory import MemoryStore
+from orca_cli.state.plan import TierMutate, _finite
 from tests.state.test_store_contract import ROUTER, WORKSPACE, bump
 
 MARKER_WINDOW_S = 86_400 + 1  # longer than every TTL written below, markers included
@@ -105,6 +121,7 @@ async def test_the_kept_share_sums_equal_a_fresh_sum_after_any_writes() -> None:
             fresh = await store.read(ReadRequest("coding", share_hours=hours))
             store._share_sums = sums
             assert (kept.share, kept.workspace_share) == (fresh.share, fresh.workspace_share)
+    assert len(store._share_fields) <= 16  # the share fields spelled are few, and stay few
 
 
 async def test_the_kept_tier_version_is_the_stored_texts() -> None:
@@ -127,3 +144,77 @@ async def test_the_kept_tier_version_is_the_stored_texts() -> None:
         text = store._text(K.session_tag("orca", "coding", "s1") + "tier", clock.now())
         assert snap.tier_version == doc_version(text)
         assert snap.tier_version == [1, 41, 42, 7, 8, 0, 1][i]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal, with the same types all the way down (and dicts in the same key order)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+async def test_a_kept_tier_document_is_what_decoding_its_text_gives() -> None:
+    """A `TierMutate`'s document is kept for the next read only when it is plain JSON data,
+    and then equals, type for type, what decoding the stored text gives: a new document, a
+    recorded turn with strikes and signatures, an escalation, a pending ask and its
+    consumption, shadow state. A non-finite float, or a mutate that does not say it is
+    plain, leaves the text to be decoded."""
+    clock = FakeClock()
+    store = MemoryStore(clock=clock)
+    esc = EscalationConfig()
+    session = SlotRef.of_session("coding", "s1")
+    key = K.session_tag("orca", "coding", "s1") + "tier"
+    steps: list[tuple[Intent, ...]] = [
+        (RecordTurn("d1", True, True, ("sig-a",), request_strike=True),),
+        (RecordTurn("d2", True, True, ("sig-b",), response_strikes=("refusal",)),
+         Escalate("difficulty", 300.0)),
+        (SetPending("base", "ops", "why", "p1"),),
+        (RecordTurn("d3", False, False), ConsumePending("p1"), Deescalate()),
+        (RecordTurn("d4", True, False, scope="shadow"), Escalate("explicit", 60.0, "x",
+                                                                 "shadow")),
+        (BaseConversation("fp1"), OnceBoost()),
+    ]
+    for i, intents in enumerate(steps):
+        clock.advance(1.25)
+        mutate = TierMutate(intents, clock.now(), esc)
+        await store.commit(CommitBatch(f"r{i}", (SlotWrite(session, mutate=mutate,
+                                                           tier_ttl_s=60),)))
+        e = store._data[key]
+        assert mutate.plain and e.doc is not UNDECODED
+        assert _same(e.doc, decode_doc(e.value)), i
+        assert (await store.read(ReadRequest("coding", "s1"))).tier is e.doc
+
+    unfinite = TierMutate((RecordTurn("d5", True, False),), float("inf"), esc)
+    await store.commit(CommitBatch("r-inf", (SlotWrite(session, mutate=unfinite,
+                                                       tier_ttl_s=60),)))
+    assert not unfinite.plain and store._data[key].doc is UNDECODED
+    await store.commit(CommitBatch("r-bump", (SlotWrite(session, mutate=bump,
+                                                        tier_ttl_s=60),)))
+    assert store._data[key].doc is UNDECODED
+
+
+def test_every_float_of_a_tier_state_is_asked_whether_it_is_finite() -> None:
+    """`TierMutate` says its document is plain JSON data only when each float of the tier
+    state is finite: an infinity or a NaN in any float field of `TierState`, of a `Strike`,
+    of the `Pending` ask, or of the shadow state, makes it not plain."""
+    now = 1_786_000_000.0
+    strike = Strike(3, now, "refusal")
+    pending = Pending("strong", "ops", "why", now, "p1")
+    base = TierState(strikes=(strike,), pending=pending, episode_started=now,
+                     last_success=now)
+    assert _finite(base) and _finite(replace(base, shadow=base))
+    for cls, value in ((TierState, base), (Strike, strike), (Pending, pending)):
+        floats = [f.name for f in fields(cls) if f.type == "float"]
+        assert floats
+        for name in floats:
+            for bad in (float("inf"), float("-inf"), float("nan")):
+                changed: Any = replace(value, **{name: bad})
+                st = (changed if cls is TierState else
+                      replace(base, strikes=(changed,)) if cls is Strike else
+                      replace(base, pending=changed))
+                assert not _finite(st), (cls.__name__, name, bad)
+                assert not _finite(replace(base, shadow=st)), (cls.__name__, name, bad)
