@@ -123,6 +123,10 @@ class ServerConfig:
     idle_timeout_s: float = 300
     total_timeout_s: float = 900
     header_timeout_s: float = 10
+    # An idle keep-alive connection is closed after this many seconds: longer than the common
+    # clients' own idle expiry (httpx 5 s, Node's undici 4 s), so the client closes first and
+    # never sends a request on a connection the server is closing at that moment.
+    keep_alive_s: int = 75
     max_concurrency: int = 256
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()

@@ -245,8 +245,10 @@ def build_server(
     """A uvicorn server for `app`, configured for §11; run it with `.run()` or `.serve()`.
 
     `limit_concurrency` answers 503 past `server.max_concurrency` open connections or
-    in-flight requests (uvicorn counts both). `port` 0 binds any free port; read it back
-    with `bound_port` once started.
+    in-flight requests (uvicorn counts both). An idle keep-alive connection is closed after
+    `server.keep_alive_s` (uvicorn's own default, 5 s, equals httpx's idle expiry: a client
+    could send its next request just as the server closes). `port` 0 binds any free port;
+    read it back with `bound_port` once started.
     """
     config = uvicorn.Config(
         app,
@@ -258,6 +260,7 @@ def build_server(
         lifespan="on",
         interface="asgi3",
         limit_concurrency=server_cfg.max_concurrency,
+        timeout_keep_alive=server_cfg.keep_alive_s,
         access_log=False,
         log_config=None,
         log_level=log_level,

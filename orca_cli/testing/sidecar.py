@@ -35,8 +35,8 @@ __all__ = ["ADMIN_TOKEN", "Sidecar", "Tracker", "sidecar"]
 
 ADMIN_TOKEN = "orca-test-admin-token"
 # The client drops a pooled connection after this long idle: well under the server's
-# keep-alive timeout (uvicorn's 5 s), so it never sends a request on a connection the server
-# is closing at that moment (httpx's own default is 5 s too: such a request fails with a
+# keep-alive timeout (`server.keep_alive_s`, which a test may set low), so it never sends a
+# request on a connection the server is closing at that moment (such a request fails with a
 # ReadError on a loaded machine, where the two clocks drift apart).
 CLIENT_KEEPALIVE_S = 2.0
 

@@ -15,6 +15,7 @@ SPEC_SERVER = {
     "header_timeout_s": 10, "max_concurrency": 256, "allowed_hosts": [], "allowed_origins": [],
     "inbound_token": "", "trace_max": 20000, "trace_ttl_s": 86400,
     "response_model": "requested", "max_response_mb": 64,  # SPEC §14.2, §18
+    "keep_alive_s": 75,  # orca's own (README, Configuration): longer than clients' idle expiry
 }
 SPEC_STATE = {
     "backend": "memory", "redis_mode": "single", "redis_url": "redis://127.0.0.1:6379/0",

@@ -279,3 +279,37 @@ async def test_a_nul_in_a_header_is_a_json_400(app: App, port: int) -> None:
     status, doc = _json_status(data)
     assert status == 400 and doc["error"]["type"] == "invalid_request_error"
     assert app.seen == []
+
+
+async def _get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bytes:
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    await writer.drain()
+    async with asyncio.timeout(3):
+        head = await reader.readuntil(b"\r\n\r\n")
+        await reader.readexactly(len(b"hello /healthz"))
+    return head
+
+
+async def test_an_idle_keep_alive_connection_closes_after_keep_alive_s(app: App) -> None:
+    """`server.keep_alive_s` is the server's idle keep-alive: within it the same connection
+    serves the next request, past it the server closes the connection."""
+    async with running(app, ServerConfig(keep_alive_s=1)) as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        assert (await _get(reader, writer)).startswith(b"HTTP/1.1 200 ")
+        await asyncio.sleep(0.4)
+        assert (await _get(reader, writer)).startswith(b"HTTP/1.1 200 ")
+        async with asyncio.timeout(3):  # closed by the server about 1 s after that answer
+            assert await reader.read(1) == b""
+        writer.close()
+
+
+def test_the_default_keep_alive_outlasts_the_common_clients_idle_expiry() -> None:
+    """Clients close an idle connection first (httpx after 5 s, Node's undici after 4 s):
+    the server's default keep-alive is longer, so no client sends a request on a connection
+    the server is closing at that moment."""
+    from orca_cli.proxy.server import build_server
+
+    server = build_server(App(), ServerConfig(), host="127.0.0.1", port=0,
+                          handle_signals=False)
+    assert server.config.timeout_keep_alive == ServerConfig().keep_alive_s
+    assert ServerConfig().keep_alive_s > max(httpx.Limits().keepalive_expiry or 0, 4)
