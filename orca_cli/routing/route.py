@@ -76,7 +76,9 @@ def _fresh_conversation(body: Mapping[str, Any]) -> bool:
     items = body.get("messages", body.get("input"))
     if not isinstance(items, list):
         return True
-    return not any(isinstance(m, MAPPING) and m.get("role") == "assistant" for m in items)
+    # From the end: a continuing conversation's latest assistant message is near it.
+    return not any(isinstance(m, MAPPING) and m.get("role") == "assistant"
+                   for m in reversed(items))
 
 
 def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,

@@ -363,3 +363,16 @@ def test_percentile_threshold_and_canary() -> None:
     in_10 = {i for i in ids if in_canary("r", i, 0.1)}
     in_50 = {i for i in ids if in_canary("r", i, 0.5)}
     assert in_10 <= in_50 and 100 < len(in_10) < 300 and 850 < len(in_50) < 1150
+
+
+@pytest.mark.parametrize("strong,total", [(0.0, 0.0), (0.0, 40.0), (-0.0, 40.0), (0.0, -3.0),
+                                          (1.0, 3.0), (7.0, 9.0), (2.0, 2.0), (1e-9, 1.0)])
+def test_caps_trace_ratio_is_its_rounding_whether_zero_or_not(strong: float,
+                                                               total: float) -> None:
+    """The trace's ratios skip `round` for a zero; they equal `round(ratio, 6)`, sign included."""
+    share = ShareView(strong, total)
+    trace = CapsView(share=share, workspace_share=share).to_trace()
+    want = round(share.ratio, 6)
+    for part in ("share", "workspace_share"):
+        got = trace[part]["ratio"]  # type: ignore[index]
+        assert (got, repr(got)) == (want, repr(want))
