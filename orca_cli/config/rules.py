@@ -53,9 +53,8 @@ RANGES: dict[type, dict[str, Range]] = {
     ServerConfig: {
         "port": Range(1, 65535), "max_body_mb": _POS, "connect_timeout_s": _POS,
         "first_byte_timeout_s": _POS, "idle_timeout_s": _POS, "total_timeout_s": _POS,
-        "header_timeout_s": _POS, "keep_alive_s": _ONE_UP, "max_concurrency": _ONE_UP, "trace_max": _ONE_UP,
-        "max_response_mb": _POS,
-        "trace_ttl_s": _POS,
+        "header_timeout_s": _POS, "keep_alive_s": _ONE_UP, "max_concurrency": _ONE_UP,
+        "trace_max": _ONE_UP, "max_response_mb": _POS, "trace_ttl_s": _POS,
     },
     StateConfig: {"timeout_ms": _POS},
     FaultConfig: {"rate": _UNIT, "after_bytes": _NONNEG, "stall_s": _NONNEG},

@@ -15,6 +15,7 @@ import hashlib
 from collections.abc import Sequence
 
 from orca_cli.immutable import immutable
+from orca_cli.routing.features import round6
 
 __all__ = [
     "PERCENTILE_MIN_SAMPLES",
@@ -60,22 +61,15 @@ class CapsView:
     def to_trace(self) -> dict[str, object]:
         return {
             "share": {"strong": self.share.strong, "total": self.share.total,
-                      "ratio": _round6(self.share.ratio), "cap": self.share_cap},
+                      "ratio": round6(self.share.ratio), "cap": self.share_cap},
             "workspace_share": {"strong": self.workspace_share.strong,
                                 "total": self.workspace_share.total,
-                                "ratio": _round6(self.workspace_share.ratio),
+                                "ratio": round6(self.workspace_share.ratio),
                                 "cap": self.workspace_cap},
             "warmup": {"requests": self.warmup_requests,
                        "inverted": self.state_lost_at is not None},
             "enabled": self.enabled,
         }
-
-
-def _round6(ratio: float) -> float:
-    """`round(ratio, 6)`. A zero ratio (a window with nothing served strong: most of them) is
-    its own rounding and skips `round`, which formats the float in decimal (about 2,800
-    instructions a call on CPython 3.11)."""
-    return ratio if ratio == 0 else round(ratio, 6)
 
 
 def share_denied(share: ShareView, cap: float, warmup: int, *, after_loss: bool) -> bool:

@@ -43,6 +43,7 @@ __all__ = [
     "FeatureValue",
     "Scorer",
     "estimate_tokens",
+    "round6",
 ]
 
 FEATURES: tuple[str, ...] = (
@@ -76,6 +77,13 @@ class FeatureValue:
     contribution: float
 
 
+def round6(x: float) -> float:
+    """`round(x, 6)`, the precision of scores, contributions and ratios in JSON output. A
+    zero (most features of most turns, most share ratios) is its own rounding and skips
+    `round`, which formats the float in decimal (about 2,800 instructions on CPython 3.11)."""
+    return x if x == 0 else round(x, 6)
+
+
 @immutable
 class Difficulty:
     """One scorer's result. The hot path keeps two tuples in `FEATURES` order; `features`
@@ -95,14 +103,11 @@ class Difficulty:
         }
 
     def to_json(self) -> dict[str, Any]:
-        """`{score, features: {<name>: {value, contribution}}}` (SPEC §1.1a). Rounded to 6
-        digits; a zero (most features of most turns) is its own rounding and skips `round`,
-        which formats the float in decimal (about 2,800 instructions a call on CPython 3.11)."""
+        """`{score, features: {<name>: {value, contribution}}}` (SPEC §1.1a), each `round6`."""
         return {
-            "score": round(self.score, 6),
+            "score": round6(self.score),
             "features": {
-                name: {"value": value if value == 0 else round(value, 6),
-                       "contribution": share if share == 0 else round(share, 6)}
+                name: {"value": round6(value), "contribution": round6(share)}
                 for name, value, share in zip(FEATURES, self.values, self.contributions)
             },
         }
