@@ -154,7 +154,7 @@ def _bump(counter: dict[Key, Any], key: Key, by: float, cap: int) -> None:
 
 
 def _family(out: list[str], name: str, kind: str, help_text: str, names: tuple[str, ...],
-            samples: Iterable[tuple[Key, int | str]]) -> None:
+            samples: Iterable[tuple[Key, float | str]]) -> None:
     out.append(f"# HELP {name} {help_text}")
     out.append(f"# TYPE {name} {kind}")
     for key, value in samples:
