@@ -34,6 +34,9 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from itertools import accumulate
+from typing import Any
+
+import orjson
 
 from orca_cli.immutable import immutable
 
@@ -159,15 +162,30 @@ def unwrap_exec_output(chunk: str) -> str:
     holds, its exit status last; any other text unchanged."""
     if not chunk.startswith('{"output"'):
         return chunk
-    try:
-        doc = json.loads(chunk)
-    except ValueError:
-        return chunk
+    doc = _exec_doc(chunk)
     if not isinstance(doc, dict) or not isinstance(doc.get("output"), str):
         return chunk
     meta = doc.get("metadata")
     code = meta.get("exit_code") if isinstance(meta, dict) else None
     return f"{doc['output']}\nExit code: {code}" if isinstance(code, int) else doc["output"]
+
+
+def _exec_doc(chunk: str) -> Any:
+    """The chunk as `json.loads` reads it (None where it refuses it), by orjson where the two
+    agree. orjson refuses a lone surrogate or a NaN, which `json` reads, and reads an integer
+    past 64 bits as a float: those, and any float exit status, go through `json`."""
+    try:
+        doc = orjson.loads(chunk)
+    except orjson.JSONDecodeError:
+        doc = None
+    else:
+        meta = doc.get("metadata") if isinstance(doc, dict) else None
+        if not (isinstance(meta, dict) and isinstance(meta.get("exit_code"), float)):
+            return doc
+    try:
+        return json.loads(chunk)
+    except ValueError:
+        return None
 
 
 # Lines are found by these substrings (a template marker that contains a generic marker, such

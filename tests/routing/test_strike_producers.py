@@ -4,6 +4,7 @@ lines, paths, timings and varying identifiers gives the same signatures."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -115,3 +116,33 @@ def test_an_exit_code_at_the_end_of_a_long_json_line_is_found() -> None:
     body = "x" * 5000
     line = f'{{"output":"{body}","metadata":{{"exit_code":1,"duration_seconds":0.5}}}}'
     assert error_signatures([line]) == error_signatures(['{"exit_code":1}'])
+
+
+@pytest.mark.parametrize("text", [
+    # read by orjson
+    '{"output":"src/a.go:3:2: declared and not used: x\\n","metadata":{"exit_code":1}}',
+    '{"output": "FAIL\\tpkg 0.01s\\n", "metadata": {"exit_code": 2, "duration_seconds": 0.3}}',
+    # what orjson refuses, or reads otherwise (a big integer, as a float), and the standard
+    # library reads: the same reading as before
+    '{"output":"panic: bad \\ud800 byte\\n","metadata":{"exit_code":1}}',
+    '{"output":"error: x\\n","metadata":{"exit_code":1,"duration_seconds":NaN}}',
+    '{"output":"error: x\\n","metadata":{"exit_code":123456789012345678901234567890}}',
+    '{"output":"error: x\\n","metadata":{"exit_code":1.0}}',
+    # neither reads it: the text as it is
+    '{"output":"error: unterminated',
+    '{"output":["not", "text"],"metadata":{"exit_code":1}}',
+])
+def test_exec_output_unwraps_as_the_standard_library_reads_it(text: str) -> None:
+    """Codex's exec results are read with orjson, and what orjson refuses goes through the
+    standard library: the lines, the exit status and so the signatures are what
+    `json.loads` makes of the text."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("output"), str):
+        code = doc["metadata"].get("exit_code")
+        want = f"{doc['output']}\nExit code: {code}" if isinstance(code, int) else doc["output"]
+    else:
+        want = text
+    assert unwrap_exec_output(text) == want
