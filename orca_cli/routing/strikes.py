@@ -173,7 +173,8 @@ def unwrap_exec_output(chunk: str) -> str:
 def _exec_doc(chunk: str) -> Any:
     """The chunk as `json.loads` reads it (None where it refuses it), by orjson where the two
     agree. orjson refuses a lone surrogate or a NaN, which `json` reads, and reads an integer
-    past 64 bits as a float: those, and any float exit status, go through `json`."""
+    past 64 bits as a float: those, and any float exit status, go through `json`. A text nested
+deeper than both read (a tool's output is any text) is no exec result."""
     try:
         doc = orjson.loads(chunk)
     except orjson.JSONDecodeError:
@@ -184,7 +185,7 @@ def _exec_doc(chunk: str) -> Any:
             return doc
     try:
         return json.loads(chunk)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the interpreter's depth: plain text
         return None
 
 

@@ -266,3 +266,14 @@ async def test_a_real_tools_failure_loop_escalates_by_strikes(launch: Launch, to
     headers = [r.tier_header for r in replies]
     assert headers[:3] == ["base; reason=default"] * 3, headers
     assert headers[3:] == ["strong; reason=strikes"] * 2, headers
+
+
+async def test_a_tool_output_nested_past_any_parser_is_served(launch: Launch) -> None:
+    """A tool's output is any text (a file the agent printed): one shaped like Codex's exec
+    result but nested deeper than a JSON parser reads is scanned as plain text and the turn
+    is served, not answered 502 by a parser's recursion error."""
+    st = await launch()
+    deep = '{"output":"error: x\\n","metadata":' + "[" * 5000 + "]" * 5000 + "}"
+    conv = Conversation()
+    reply = ok(await st.chat(conv.user_turn(FIX_THE_BUILD, tool_output=deep), session="deep"))
+    assert reply.tier_header == "base; reason=default"

@@ -146,3 +146,11 @@ def test_exec_output_unwraps_as_the_standard_library_reads_it(text: str) -> None
     else:
         want = text
     assert unwrap_exec_output(text) == want
+
+
+def test_an_exec_output_nested_past_any_parser_is_plain_text() -> None:
+    """A tool's output is any text: one nested deeper than orjson (1,024) and the interpreter
+    read is no exec result, and scanning it raises nothing."""
+    deep = '{"output":"error: x\\n","metadata":' + "[" * 5000 + "]" * 5000 + "}"
+    assert unwrap_exec_output(deep) == deep
+    assert isinstance(error_signatures([deep]), tuple)
