@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 
@@ -110,9 +111,16 @@ async def test_requests_served_during_an_outage_have_degraded_traces_after_recov
             assert (await sc.chat("conv", request_id=rid)).tier == DEGRADED
         redis.start()
         await eventually(lambda: sc.rt.gate.healthy, timeout=5, what="recovery")
-        for rid in rids:
-            trace = await sc.store.get_trace(rid)
-            assert trace is not None and trace["degraded"] is True
+
+        # Trace-only commits are re-sent after the gate reports healthy (they follow the
+        # recovery, SPEC §6.6), so they are waited for, not read at once.
+        async def traced() -> list[Any] | None:
+            got = [await sc.store.get_trace(rid) for rid in rids]
+            return got if all(t is not None for t in got) else None
+        traces = await eventually(traced, timeout=5, what="the degraded requests' traces")
+        assert isinstance(traces, list)
+        for trace in traces:
+            assert trace["degraded"] is True
             assert trace["tier"]["reason"] == "degraded" and trace["committed"] is False
 
 
