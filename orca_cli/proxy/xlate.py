@@ -192,8 +192,9 @@ def cross(translations: Translations, inb: Inbound, ch: ChannelConfig,
 def untranslatable_message(api: Api, features: list[str], channels: list[str]) -> str:
     """The client's 400 when no candidate could take the request (SPEC §13.2 rule 5)."""
     if MALFORMED in features:
-        return (f"the request body is not a valid {api} request (a field has the wrong type), "
-                f"so it cannot be translated for the channels tried: {', '.join(channels)}")
+        return (f"the request body is not a valid {api} request (a field has the wrong type, "
+                f"or it nests too deeply once its tool arguments are read), so it cannot be "
+                f"translated for the channels tried: {', '.join(channels)}")
     return (f"the request uses {', '.join(features)}, which no candidate channel's "
             f"format can express (channels tried: {', '.join(channels)})")
 

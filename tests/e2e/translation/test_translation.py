@@ -129,6 +129,27 @@ async def test_a_body_its_own_codec_cannot_read_is_a_400_not_an_internal_fault(
     assert [a["error"] for a in trace["attempts"]] == ["untranslatable:malformed_body"]
 
 
+async def test_tool_arguments_nested_too_deeply_to_write_back_are_a_400(
+        stack: Sidecar, provider: FakeUpstream) -> None:
+    """A Chat tool call's `arguments` text becomes an object in the Messages format; one that
+    nests deeper than a JSON writer goes (orjson: 254 levels) cannot be sent on, and the
+    client gets the 400 saying why, not an internal fault; nothing goes upstream."""
+    args = '{"a":' + "[" * 300 + "]" * 300 + "}"
+    body = {"model": "claude-t", "max_tokens": 16, "messages": [
+        {"role": "user", "content": "fix the build"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": args}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "user", "content": "go on"}],
+        "tools": [{"type": "function", "function": {"name": "sh",
+                                                    "parameters": {"type": "object"}}}]}
+    r = await stack.http.post("/v1/chat/completions", json=body)
+    assert r.status_code == 400, r.text
+    message = r.json()["error"]["message"]
+    assert "nests too deeply" in message and "channels tried: an" in message
+    assert provider.calls("an") == []
+
+
 async def test_a_channel_that_cannot_express_the_request_is_skipped_for_one_that_can(
         stack: Sidecar, provider: FakeUpstream) -> None:
     # "duo" is on `rs` (Responses, weight 2: first in price mode) and `an` (Messages); the
