@@ -174,7 +174,7 @@ def _exec_doc(chunk: str) -> Any:
     """The chunk as `json.loads` reads it (None where it refuses it), by orjson where the two
     agree. orjson refuses a lone surrogate or a NaN, which `json` reads, and reads an integer
     past 64 bits as a float: those, and any float exit status, go through `json`. A text nested
-deeper than both read (a tool's output is any text) is no exec result."""
+    deeper than both read (a tool's output is any text) is no exec result."""
     try:
         doc = orjson.loads(chunk)
     except orjson.JSONDecodeError:

@@ -113,7 +113,7 @@ async def test_requests_served_during_an_outage_have_degraded_traces_after_recov
         await eventually(lambda: sc.rt.gate.healthy, timeout=5, what="recovery")
 
         # Trace-only commits are re-sent after the gate reports healthy (they follow the
-        # recovery, SPEC §6.6), so they are waited for, not read at once.
+        # recovery, `StoreGate._probe_loop`), so they are waited for, not read at once.
         async def traced() -> list[Any] | None:
             got = [await sc.store.get_trace(rid) for rid in rids]
             return got if all(t is not None for t in got) else None

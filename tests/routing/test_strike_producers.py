@@ -128,7 +128,7 @@ def test_an_exit_code_at_the_end_of_a_long_json_line_is_found() -> None:
     '{"output":"error: x\\n","metadata":{"exit_code":1,"duration_seconds":NaN}}',
     '{"output":"error: x\\n","metadata":{"exit_code":123456789012345678901234567890}}',
     '{"output":"error: x\\n","metadata":{"exit_code":1.0}}',
-    # neither reads it: the text as it is
+    # no exec result (unreadable, or its output is no text): the text as it is
     '{"output":"error: unterminated',
     '{"output":["not", "text"],"metadata":{"exit_code":1}}',
 ])
