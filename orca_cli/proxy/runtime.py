@@ -55,6 +55,9 @@ HOUSEKEEPING_INTERVAL_S = 15.0  # how often an idle sidecar asks its store to sw
 ROUTES_CHECK_S = 0.5  # how often the active route version number is read (SPEC §17)
 DEGRADED_PINS_MAX = 10_000
 PENDING_COMMITS_MAX = 1000
+# At shutdown, how long the gate may spend re-sending what it still holds (a store that does
+# not answer fails its ping within its own timeout, well before this).
+SHUTDOWN_FLUSH_S = 5.0
 
 # What to commit once a commit's result is known (e.g. the audit of the tier change it made).
 OUTAGE_EVENTS_MAX = 64  # `degraded` audit events kept while the store stays down
@@ -310,8 +313,10 @@ class StoreGate:
             held -= 1
             try:
                 result = await self.store.commit(batch)
-            except StoreUnavailable:
-                self.pending.appendleft(batch)  # outcome unknown again: it stays first
+            except (StoreUnavailable, asyncio.CancelledError):
+                # Outcome unknown again (a fault, or shutdown mid-send): it stays first, and
+                # its markers apply it once whenever it is re-sent.
+                self.pending.appendleft(batch)
                 raise
             except Exception as exc:  # noqa: BLE001 - a batch the store refuses is dropped
                 log.warning("a held commit was refused by the state store (%s); dropped",
@@ -326,11 +331,25 @@ class StoreGate:
                 self.pending.appendleft(extra)  # sent next, before the gate reports healthy
                 held += 1
 
-    async def close(self) -> None:
+    async def close(self, flush_s: float = SHUTDOWN_FLUSH_S) -> None:
+        """Stop probing, re-send what is still held if the store answers within `flush_s`
+        (held commits carry spend, escalations and the outage's audit event: stopping the
+        sidecar right after the store came back must not drop them), then close the store.
+        What stays unwritten is said in one log line."""
         if self._probe is not None:
             self._probe.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._probe
+        if self.pending or self.outages:
+            with contextlib.suppress(Exception):  # still down, or slower than `flush_s`
+                async with asyncio.timeout(flush_s):
+                    await self.store.ping()
+                    await self._replay(len(self.pending))
+            if self.pending or self.outages:
+                state = sum(1 for b in self.pending if b.writes or b.audit)
+                log.warning("shutdown: %d held commit(s) not written, %d of them with state "
+                            "(the rest traces), and %d outage audit event(s): the state store "
+                            "did not take them", len(self.pending), state, len(self.outages))
         await self.store.close()
 
 

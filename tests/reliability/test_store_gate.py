@@ -12,13 +12,16 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import pytest
 
 from orca_cli.clock import SystemClock
 from orca_cli.config.schema import StateConfig
-from orca_cli.proxy.runtime import StoreGate
+from orca_cli.errors import StoreUnavailable
+from orca_cli.proxy import runtime
+from orca_cli.proxy.runtime import SHUTDOWN_FLUSH_S, StoreGate
 from orca_cli.state.base import (
     CommitBatch,
     CommitResult,
@@ -161,3 +164,86 @@ async def test_one_sessions_burst_of_commits_queues_instead_of_timing_out(
         assert after.tier is not None and after.tier["count"] == 100 + n  # no lost update
     finally:
         await gate.close()
+
+
+async def test_shutdown_resends_what_is_still_held_once_the_store_answers(
+    farm: RedisFarm, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The sidecar stopped after Redis came back but before the probe's next round: what the
+    # gate held (spend, escalations, the outage's audit event) is written at shutdown.
+    monkeypatch.setattr(runtime, "PROBE_INTERVAL_S", 60.0)  # no re-send before the close
+    redis = farm.server()
+    gate = StoreGate(_store(redis, prefix, 100), SystemClock())
+    redis.kill()
+    for i in range(3):
+        assert await gate.commit(_hit(i)) is None
+    redis.start()
+    assert len(gate.pending) == 3 and not gate.healthy
+    await gate.close()
+    assert not gate.pending and not gate.outages and gate.replayed == 3
+    assert _hits(redis, prefix) == 3
+    store = _store(redis, prefix, 1000)
+    try:
+        assert await store.get_trace("hit-2") == {"n": 2}
+        events = [e for e in await store.list_audit() if e["event"] == "degraded"]
+        assert len(events) == 1
+    finally:
+        await store.close()
+
+
+async def test_shutdown_with_the_store_down_says_what_was_not_written(
+    farm: RedisFarm, prefix: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    redis = farm.server()
+    gate = StoreGate(_store(redis, prefix, 100), SystemClock())
+    redis.kill()
+    await gate.commit(_hit(0))
+    await gate.commit(CommitBatch("trace-only", trace={"n": 9}))
+    t = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="orca"):
+        await gate.close()
+    assert time.monotonic() - t < SHUTDOWN_FLUSH_S  # the ping fails within the store timeout
+    lines = [r.getMessage() for r in caplog.records if "shutdown" in r.getMessage()]
+    assert lines == ["shutdown: 2 held commit(s) not written, 1 of them with state (the rest "
+                     "traces), and 1 outage audit event(s): the state store did not take them"]
+
+
+class _Stalling:
+    """A memory store whose commits fail while `down`, and whose commit of the batch named
+    `stall` never returns."""
+
+    def __init__(self) -> None:
+        self.inner = open_store(StateConfig(backend="memory"), clock=SystemClock())
+        self.down = False
+        self.stall = ""
+        self.stalled = asyncio.Event()
+
+    async def commit(self, batch: CommitBatch) -> CommitResult:
+        if self.down:
+            raise StoreUnavailable("down")
+        if batch.request_id == self.stall:
+            self.stalled.set()
+            await asyncio.Event().wait()  # until cancelled
+        return await self.inner.commit(batch)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+async def test_a_resend_cut_off_by_shutdown_is_kept_and_written(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The probe had taken the held commit off the hold and was waiting on its re-send when the
+    # sidecar stopped: the commit goes back first in the hold, and the close re-sends it.
+    monkeypatch.setattr(runtime, "PROBE_INTERVAL_S", 0.01)
+    store = _Stalling()
+    gate = StoreGate(store, SystemClock())  # type: ignore[arg-type]
+    store.down = True
+    assert await gate.commit(_hit(1)) is None
+    store.down, store.stall = False, "hit-1"
+    await asyncio.wait_for(store.stalled.wait(), 5)
+    assert not gate.pending and not gate.outages  # the outage's event written, hit-1 in flight
+    store.stall = ""
+    await gate.close()
+    assert not gate.pending and gate.replayed == 1
+    assert await store.inner.get_trace("hit-1") == {"n": 1}
