@@ -21,6 +21,7 @@ from orca_cli.proxy.intake import IntakeError, read_json
 from orca_cli.proxy.routes_live import deny_refusal, route_step
 from orca_cli.proxy.runtime import Runtime, new_request_id
 from orca_cli.routing.route import Attempt
+from orca_cli.state.base import CommitResult
 from orca_cli.turn import Arrival, RequestHead, Turn, decide, prepare, refused, settle
 from orca_cli.types import ClientLink, Receive, Send
 
@@ -99,39 +100,52 @@ async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) ->
     await _classify(rt, turn)
     assert rt.health is not None
     healthy = rt.health.request_view()
+    # No await from the in-flight view to the reservation (`proxy.in_flight`).
+    key = ((turn.router.name, turn.session)
+           if turn.router is not None and turn.session is not None and turn.side is None
+           else None)
+    if key is not None:
+        turn.in_flight = rt.in_flight.view(key, turn.snapshot.tier, turn.started)
     plan = decide(rt.cfg, turn, scorer=rt.scorer, healthy=healthy, rng=rt.rng,
                   measured=rt.measured.figures)
-    tier_header = plan.decision.header.encode()
-    rid = turn.request_id.encode()
+    held = rt.in_flight.reserve(key, plan) if key is not None else None
+    result: CommitResult | None = None
+    try:
+        tier_header = plan.decision.header.encode()
+        rid = turn.request_id.encode()
 
-    def orca_headers(att: Attempt | None) -> list[tuple[bytes, bytes]]:
-        out = [(b"x-orca-request-id", rid), (b"x-orca-session-tier", tier_header)]
-        if att is not None:
-            out += [(b"x-orca-model", att.model.encode()), (b"x-orca-channel", att.channel.encode())]
-        return out
+        def orca_headers(att: Attempt | None) -> list[tuple[bytes, bytes]]:
+            out = [(b"x-orca-request-id", rid), (b"x-orca-session-tier", tier_header)]
+            if att is not None:
+                out += [(b"x-orca-model", att.model.encode()), (b"x-orca-channel", att.channel.encode())]
+            return out
 
-    if plan.refusal is not None:
-        status, kind, message = plan.refusal
-        # The refusal's kind is the OpenAI-shape `code` (`workspace_cap`, `no_candidate`,
-        # `context_length_exceeded`); Anthropic's type follows the status.
-        await send_error(send, turn.api, status, message, code=kind,
-                         extra_headers=[*orca_headers(None), (b"x-should-retry", b"false")])
-        turn.outcome.status, turn.outcome.own_error = status, message
-        turn.outcome.own_kind = kind
-    else:
-        inb = Inbound.of(turn, rt.cfg.server, orca_headers, healthy)
-        await forward(rt, inb, plan.attempts, send, client, turn.outcome, turn.started)
-    await _finish(rt, turn)
+        if plan.refusal is not None:
+            status, kind, message = plan.refusal
+            # The refusal's kind is the OpenAI-shape `code` (`workspace_cap`, `no_candidate`,
+            # `context_length_exceeded`); Anthropic's type follows the status.
+            await send_error(send, turn.api, status, message, code=kind,
+                             extra_headers=[*orca_headers(None), (b"x-should-retry", b"false")])
+            turn.outcome.status, turn.outcome.own_error = status, message
+            turn.outcome.own_kind = kind
+        else:
+            inb = Inbound.of(turn, rt.cfg.server, orca_headers, healthy)
+            await forward(rt, inb, plan.attempts, send, client, turn.outcome, turn.started)
+        result = await _finish(rt, turn)
+    finally:
+        if held is not None:
+            rt.in_flight.release(held, result, rt.clock.monotonic())
 
 
-async def _finish(rt: Runtime, turn: Turn) -> None:
-    """Commit after a billed success (awaited here, after the last byte), then the trace."""
+async def _finish(rt: Runtime, turn: Turn) -> CommitResult | None:
+    """Commit after a billed success (awaited here, after the last byte), then the trace.
+    The commit's result; None when it was held for the store."""
     latency_ms = (rt.clock.monotonic() - turn.started) * 1000
     done = settle(rt.cfg, turn, durable=rt.gate.store.backend == "redis",
                   latency_ms=latency_ms)
     rt.emit_trace(done.batch.trace)
     rt.measured.after(turn.outcome, done.usage.output_tokens if done.usage else 0, turn.stream)
-    await rt.gate.commit(done.batch, follow_up=done.follow_up)
+    result = await rt.gate.commit(done.batch, follow_up=done.follow_up)
     if done.degraded_pin is not None and turn.router is not None and turn.session:
         model, chan, window = done.degraded_pin
         rt.gate.degraded_pins.put(turn.router.name, turn.session, model, chan, window)
@@ -141,3 +155,4 @@ async def _finish(rt: Runtime, turn: Turn) -> None:
     if done.usage is not None:
         rt.metrics.tokens(router, done.usage.prompt_tokens, done.usage.cached_tokens,
                           done.cost)
+    return result

@@ -33,6 +33,7 @@ from orca_cli.config.schema import Config
 from orca_cli.errors import StoreStateLost, StoreUnavailable
 from orca_cli.proxy.aiohttp_transport import AiohttpTransport
 from orca_cli.proxy.health import Health, RetryBudget
+from orca_cli.proxy.in_flight import InFlightTransitions
 from orca_cli.proxy.measure import Measurements
 from orca_cli.proxy.metrics import Metrics
 from orca_cli.proxy.sim import SimTransport
@@ -377,6 +378,8 @@ class Runtime:
     on_close: list[Callable[[], None]] = field(default_factory=list)
     # SPEC §20: measured first-byte latency and throughput per (channel, model).
     measured: Measurements = field(init=False, repr=False)
+    # SPEC §6.4: each session's transitions decided here and not yet committed.
+    in_flight: InFlightTransitions = field(default_factory=InFlightTransitions)
     _housekeeping: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     # SPEC §17: the routes, inbound keys and budgets applied now; None when none is set (the
     # request path's one check). A deployed version replaces the config's routes.

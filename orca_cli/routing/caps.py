@@ -18,9 +18,11 @@ from orca_cli.immutable import immutable
 from orca_cli.routing.features import round6
 
 __all__ = [
+    "NO_IN_FLIGHT",
     "PERCENTILE_MIN_SAMPLES",
     "PERCENTILE_SAMPLES",
     "CapsView",
+    "SessionInFlight",
     "ShareView",
     "effective_t2",
     "in_canary",
@@ -43,6 +45,34 @@ class ShareView:
 
 
 @immutable
+class SessionInFlight:
+    """One session's transitions (once-boosts, an escalation to strong) that this sidecar has
+    decided and not yet committed, and the escalation count its latest commit of the session
+    stored (SPEC §6.4 under concurrency). Each of a burst of concurrent requests of a session
+    reads the store before any of them commits: without this view every `once` of the burst
+    would be served strong, while the stored count (checked again at commit) stays within
+    the cap."""
+
+    onces: int = 0
+    escalating: bool = False  # an escalation to strong is in flight
+    count_floor: int = 0  # a read older than this sidecar's latest commit still shows less
+
+    @property
+    def transitions(self) -> int:
+        """What is in flight, as the count will see it: every once-boost, and racing
+        escalations as one (the session goes strong once)."""
+        return self.onces + self.escalating
+
+    def session_count(self, stored: int, *, escalate: bool) -> int:
+        """The escalation count a new transition is checked against: the stored one (or this
+        sidecar's later commit's) plus what is in flight. An escalation joins one in flight."""
+        return max(stored, self.count_floor) + self.onces + (self.escalating and not escalate)
+
+
+NO_IN_FLIGHT = SessionInFlight()
+
+
+@immutable
 class CapsView:
     """What the caps need at resolve, read in the request's one store round trip."""
 
@@ -57,6 +87,7 @@ class CapsView:
     # The strong tier has a candidate that can serve the request (its format, its context):
     # when it has none, a strong ask is denied as `no_candidate`.
     strong_available: bool = True
+    in_flight: SessionInFlight = NO_IN_FLIGHT
 
     def to_trace(self) -> dict[str, object]:
         return {

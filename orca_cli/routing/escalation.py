@@ -209,9 +209,12 @@ def _escalation(a: _Ask, eng: _Engine, esc: EscalationConfig,
     return None
 
 
-def _denial(st: TierState, caps: CapsView, esc: EscalationConfig, *, new: bool) -> str:
-    """Every class obeys the caps (SPEC §6.4): the reason a strong tier is refused, or ""."""
-    if new and st.escalation_count >= esc.max_per_session:
+def _denial(st: TierState, caps: CapsView, esc: EscalationConfig, *, new: bool,
+            escalate: bool) -> str:
+    """Every class obeys the caps (SPEC §6.4): the reason a strong tier is refused, or "".
+    The session cap counts this sidecar's transitions of the session still in flight."""
+    if new and caps.in_flight.session_count(st.escalation_count,
+                                            escalate=escalate) >= esc.max_per_session:
         return "session_cap"
     if not caps.strong_available:
         return "no_candidate"
@@ -279,9 +282,12 @@ def resolve_tier(state: TierState | None, sig: TurnSignals, caps: CapsView,
         (trigger, transition), new = up, True
         extra = (transition,)
 
-    denied = _denial(st, caps, esc, new=new)
+    denied = _denial(st, caps, esc, new=new, escalate=trigger != "once")
     evals["caps"] = {"new_transition": new, "session_count": st.escalation_count,
                      "max_per_session": esc.max_per_session, "denied": denied or None}
+    if caps.in_flight.transitions or caps.in_flight.count_floor > st.escalation_count:
+        evals["caps"]["in_flight"] = caps.in_flight.transitions
+        evals["caps"]["committed_count"] = caps.in_flight.count_floor
     if denied:
         return decide("base", f"denied:{denied}", trigger, denied=denied, eng=eng)
     return decide("strong", trigger, trigger, extra,

@@ -49,7 +49,9 @@ from orca_cli.routing.candidates import (
     model_config,
 )
 from orca_cli.routing.caps import (
+    NO_IN_FLIGHT,
     CapsView,
+    SessionInFlight,
     ShareView,
     effective_t2,
     in_canary,
@@ -82,7 +84,8 @@ def _fresh_conversation(body: Mapping[str, Any]) -> bool:
 
 
 def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,
-               budget_denied: bool = False) -> CapsView:
+               budget_denied: bool = False,
+               in_flight: SessionInFlight = NO_IN_FLIGHT) -> CapsView:
     esc = router.escalation
     return CapsView(
         share=ShareView(snapshot.share.strong, snapshot.share.total),
@@ -92,6 +95,7 @@ def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,
         warmup_requests=esc.warmup_requests,
         state_lost_at=snapshot.state_lost_at,
         budget_denied=budget_denied,
+        in_flight=in_flight,
     )
 
 
@@ -153,7 +157,7 @@ def plan_route(
     tiers = cfg.compiled.pools[router.name]  # the router's tiers, built once per config
     escalates = bool(tiers.strong) and esc.mode != "off"
     strong = pool(tiers.strong) if escalates else ()
-    caps = _caps_view(cfg, router, snapshot, inp.budget_denied)
+    caps = _caps_view(cfg, router, snapshot, inp.budget_denied, inp.in_flight)
     evidence: dict[str, Any] = {}
     if mode != router.mode or inp.prefs is not None:  # SPEC §20: what the request asked
         evidence["mode"] = mode

@@ -12,7 +12,7 @@ from orca_cli.config.schema import RouterConfig
 from orca_cli.immutable import immutable
 from orca_cli.routing.auto.classify import Classification
 from orca_cli.routing.candidates import Api, Candidate
-from orca_cli.routing.caps import CapsView
+from orca_cli.routing.caps import NO_IN_FLIGHT, CapsView, SessionInFlight
 from orca_cli.routing.escalation import TierDecision
 from orca_cli.routing.features import Delta, Difficulty
 from orca_cli.routing.modes import NO_MEASURES, Measured, ProviderPrefs
@@ -80,6 +80,8 @@ class RouteInput:
     # when the (synchronous) decision runs.
     prefs: ProviderPrefs | None = None
     measured: Measured = field(default_factory=lambda: NO_MEASURES)
+    # This sidecar's transitions of the session decided and not yet committed (SPEC §6.4).
+    in_flight: SessionInFlight = NO_IN_FLIGHT
 
 
 @immutable

@@ -15,6 +15,7 @@ from orca_cli.config.schema import RouterConfig
 from orca_cli.errors import Refusal
 from orca_cli.immutable import immutable
 from orca_cli.routing.auto.classify import Classification
+from orca_cli.routing.caps import NO_IN_FLIGHT, SessionInFlight
 from orca_cli.routing.features import Delta, Difficulty
 from orca_cli.routing.modes import ProviderPrefs
 from orca_cli.routing.route import Attempt, RoutePlan
@@ -149,6 +150,8 @@ class Turn:
     outcome: Outcome = field(default_factory=Outcome)
     routed: Routed | None = None  # SPEC §17: the route step, when routes/keys/budgets are set
     prefs: ProviderPrefs | None = None  # SPEC §20: the body's `provider` / `routing.mode`
+    # This sidecar's transitions of the session not yet committed (SPEC §6.4 under bursts).
+    in_flight: SessionInFlight = NO_IN_FLIGHT
 
     @property
     def session(self) -> str | None:

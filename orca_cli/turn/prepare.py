@@ -215,7 +215,7 @@ def _route_input(turn: Turn, **routed: Any) -> RouteInput:
                       degraded=turn.degraded, side=turn.side is not None,
                       previous_response=turn.previous_response is not None,
                       classification=turn.classification, full=turn.full, prefs=turn.prefs,
-                      **routed)
+                      in_flight=turn.in_flight, **routed)
 
 
 def _decide_routed(cfg: Config, turn: Turn, routed: Routed, *, scorer: Scorer,

@@ -314,3 +314,57 @@ async def test_a_pending_operator_ask_is_used_by_a_resent_body(launch: Launch) -
     state = await st.state("re-op")
     assert state is not None and state.pending is None and state.escalation_count == 1
     assert [(e["event"], e["actor"]) for e in await st.audit()] == [("once", "cli")]
+
+
+# --- concurrent asks of one session (SPEC §6.4: caps bind the client's own asks) -------------
+
+async def _burst(st: object, bodies: list[dict[str, object]], session: str,
+                 tier: str) -> list[Reply]:
+    """All in flight at once (the strong channel answers after 300 ms), each its own turn."""
+    import asyncio
+
+    async def one(body: dict[str, object]) -> Reply:
+        resp = await st.http.post(  # type: ignore[attr-defined]
+            "/v1/chat/completions", json=body,
+            headers={"authorization": "Bearer agent-key", "x-orca-session": session,
+                     "x-orcarouter-tier": tier})
+        return Reply(resp.status_code, resp.headers, resp.json())
+
+    replies = await asyncio.gather(*(one(b) for b in bodies))
+    await st.sidecar.idle()  # type: ignore[attr-defined]
+    return [ok(r) for r in replies]
+
+
+@pytest.mark.parametrize("cap", [1, 2])
+async def test_concurrent_once_asks_are_served_strong_only_up_to_the_session_cap(
+        launch: Launch, cap: int) -> None:
+    st = await launch(tier_config(escalation={"max_per_session": cap},
+                                  strong_channel={"latency_ms": 300}))
+    conv = Conversation()
+    ok(await st.chat(conv.trivial_edit(0), session="burst-once"))
+    replies = await _burst(st, [conv.trivial_edit(i) for i in range(1, 9)], "burst-once", "once")
+    strong = [r for r in replies if r.tier_header == "strong; reason=once"]
+    assert len(strong) == cap and all(r.model == STRONG_MODEL for r in strong)
+    assert sorted(r.tier_header for r in replies if r not in strong) == [
+        "base; reason=denied:session_cap"] * (8 - cap)
+    state = await st.state("burst-once")
+    assert state is not None and (state.tier, state.escalation_count) == ("base", cap)
+    events = [e["event"] for e in await st.audit()]
+    assert events.count("once") == cap and events.count("denied_cap") == 8 - cap
+    # The denied ones say why: the transitions in flight beside the stored count.
+    denied = next(r for r in replies if r not in strong)
+    caps = evals(await st.trace(denied))["caps"]
+    assert caps["denied"] == "session_cap" and caps["in_flight"] + caps["session_count"] >= cap
+
+
+async def test_concurrent_strong_asks_escalate_once_and_all_serve_strong(launch: Launch) -> None:
+    st = await launch(tier_config(strong_channel={"latency_ms": 300}))
+    conv = Conversation()
+    ok(await st.chat(conv.trivial_edit(0), session="burst-strong"))
+    replies = await _burst(st, [conv.trivial_edit(i) for i in range(1, 7)], "burst-strong",
+                           "strong")
+    assert {r.tier_header for r in replies} == {"strong; reason=explicit"}
+    state = await st.state("burst-strong")
+    assert state is not None and (state.tier, state.escalation_count) == ("strong", 1)
+    assert [e["event"] for e in await st.audit()] == ["escalated"]
+

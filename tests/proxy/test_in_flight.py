@@ -1,0 +1,84 @@
+"""A session's transitions decided and not yet committed (`proxy.in_flight`, SPEC §6.4): what
+the next decision of the session counts beside the count it read."""
+
+from __future__ import annotations
+
+from orca_cli.proxy.in_flight import FLOOR_TTL_S, InFlightTransitions
+from orca_cli.routing.caps import NO_IN_FLIGHT, SessionInFlight
+from orca_cli.routing.escalation import TierDecision
+from orca_cli.routing.intents import Escalate, OnceBoost, RecordTurn
+from orca_cli.routing.route import RoutePlan
+from orca_cli.state.base import CommitResult, SlotRef, SlotResult
+
+KEY = ("coding", "s1")
+
+
+def _plan(*intents: object, tier: str = "strong") -> RoutePlan:
+    return RoutePlan(None, TierDecision(tier=tier, reason="x", intents=intents),  # type: ignore[arg-type]
+                     (), ())
+
+
+def _committed(count: int) -> CommitResult:
+    slot = SlotResult(SlotRef.of_session("coding", "s1"), "applied",
+                      f'{{"tier":"base","count":{count},"v":3}}')
+    return CommitResult((SlotResult(SlotRef.of_router("coding"), "applied"), slot), 1)
+
+
+def test_the_session_count_adds_onces_and_one_escalation_in_flight() -> None:
+    seen = SessionInFlight(onces=2, escalating=True, count_floor=1)
+    assert seen.transitions == 3
+    assert seen.session_count(0, escalate=False) == 1 + 2 + 1
+    assert seen.session_count(0, escalate=True) == 1 + 2  # joins the escalation in flight
+    assert seen.session_count(4, escalate=False) == 4 + 2 + 1  # a newer read wins
+
+
+def test_only_a_new_transition_served_strong_is_reserved() -> None:
+    t = InFlightTransitions()
+    assert t.reserve(KEY, _plan(RecordTurn("k", 0.1, True, ()))) is None
+    assert t.reserve(KEY, _plan(OnceBoost(), tier="base")) is None  # denied: served base
+    assert t.reserve(KEY, _plan(Escalate("explicit", 300.0, scope="shadow"))) is None
+    assert len(t) == 0
+    r = t.reserve(KEY, _plan(OnceBoost()))
+    assert r is not None and t.view(KEY, None, 0.0) == SessionInFlight(1, False, 0)
+    e = t.reserve(KEY, _plan(Escalate("explicit", 300.0)))
+    assert e is not None and t.view(KEY, None, 0.0) == SessionInFlight(1, True, 0)
+
+
+def test_a_commit_count_covers_reads_older_than_it_until_the_store_shows_it() -> None:
+    t = InFlightTransitions()
+    r = t.reserve(KEY, _plan(OnceBoost()))
+    assert r is not None
+    t.release(r, _committed(1), now=10.0)
+    # A read answered before that commit landed (count 0) still counts it ...
+    assert t.view(KEY, {"count": 0}, 10.1) == SessionInFlight(0, False, 1)
+    # ... until a read shows it: the entry goes.
+    assert t.view(KEY, {"count": 1}, 10.2) is NO_IN_FLIGHT and len(t) == 0
+
+
+def test_a_commit_count_stops_counting_after_its_ttl() -> None:
+    # A tier document that expires takes its count with it: the floor must not outlive it.
+    t = InFlightTransitions()
+    r = t.reserve(KEY, _plan(OnceBoost()))
+    assert r is not None
+    t.release(r, _committed(1), now=10.0)
+    assert t.view(KEY, None, 10.0 + FLOOR_TTL_S) is NO_IN_FLIGHT and len(t) == 0
+
+
+def test_a_transition_that_wrote_nothing_leaves_nothing() -> None:
+    t = InFlightTransitions()
+    a = t.reserve(KEY, _plan(OnceBoost()))
+    b = t.reserve(KEY, _plan(Escalate("difficulty", 300.0)))
+    assert a is not None and b is not None
+    t.release(a, None, now=1.0)  # failed upstream
+    assert t.view(KEY, None, 1.0) == SessionInFlight(0, True, 0)
+    t.release(b, None, now=1.0)
+    assert len(t) == 0 and t.view(KEY, None, 1.0) is NO_IN_FLIGHT
+
+
+def test_the_table_is_bounded_oldest_session_first() -> None:
+    t = InFlightTransitions(max_sessions=2)
+    held = [t.reserve(("coding", f"s{i}"), _plan(OnceBoost())) for i in range(3)]
+    assert len(t) == 2 and t.view(("coding", "s0"), None, 0.0) is NO_IN_FLIGHT
+    assert held[0] is not None
+    t.release(held[0], _committed(1), now=0.0)  # pushed out: its release is a no-op
+    assert len(t) == 2
