@@ -187,12 +187,14 @@ def _tier(root: Any, tier: Mapping[str, Any]) -> None:
         turn = "user turn" if b.get("user_turn") else "tool continuation (neutral)"
         node.add(f"B difficulty: delta {_num(b.get('delta'))} vs t2 {_num(b.get('t2'))} "
                  f"({turn}) · streak {_e(b.get('streak'))}/{_e(b.get('needed'))}"
+                 + (" · a repeated turn: no step" if b.get("repeat") else "")
                  + (" → fires" if b.get("fires") else ""))
     c = ev.get("C")
     if c:
         node.add(f"C strikes: {_e(c.get('strikes'))}/{_e(c.get('needed'))} in the last "
                  f"{_e(c.get('window_turns'))} turns"
                  + (" · this turn strikes" if c.get("request_strike") else "")
+                 + (" · a repeated turn: no strike" if c.get("repeat") else "")
                  + (" → fires" if c.get("fires") else ""))
     d = ev.get("deescalation")
     if d:

@@ -89,9 +89,12 @@ def _evaluate_b(st: TierState, sig: TurnSignals, esc: EscalationConfig, t2: floa
         streak = st.streak  # a retry adds nothing; tool continuations neither extend nor reset
     else:
         streak = st.streak + 1 if hard else 0
-    return {"class": "B", "delta": round(sig.delta_score, 4), "t2": round(t2, 4),
-            "user_turn": sig.user_turn, "hard": hard, "streak": streak, "needed": esc.streak,
-            "fires": hard and streak >= esc.streak}
+    ev = {"class": "B", "delta": round(sig.delta_score, 4), "t2": round(t2, 4),
+          "user_turn": sig.user_turn, "hard": hard, "streak": streak, "needed": esc.streak,
+          "fires": hard and streak >= esc.streak}
+    if dup:
+        ev["repeat"] = True  # the turn's dedupe key was seen: no step, say why
+    return ev
 
 
 def _evaluate_c(st: TierState, sig: TurnSignals, esc: EscalationConfig,
@@ -99,9 +102,12 @@ def _evaluate_c(st: TierState, sig: TurnSignals, esc: EscalationConfig,
     upcoming = st.turn + (0 if dup else 1)
     strike_now = not dup and request_strike(sig.signatures, st.signatures)
     count = st.strikes_in_window(esc.strike_window_turns, upcoming) + (1 if strike_now else 0)
-    return {"class": "C", "request_strike": strike_now, "strikes": count,
-            "needed": esc.strikes, "window_turns": esc.strike_window_turns,
-            "fires": count >= esc.strikes}
+    ev = {"class": "C", "request_strike": strike_now, "strikes": count,
+          "needed": esc.strikes, "window_turns": esc.strike_window_turns,
+          "fires": count >= esc.strikes}
+    if dup:
+        ev["repeat"] = True
+    return ev
 
 
 def _record(sig: TurnSignals, st: TierState, t2: float, scope: str = "main") -> RecordTurn:

@@ -141,10 +141,17 @@ class Delta:
                 digest.update(b"\x1e")
         return digest.hexdigest()
 
-    def dedupe_key(self, router: str, session: str) -> str:
+    def dedupe_key(self, router: str, session: str, *,
+                   client_request_id: str | None = None) -> str:
         """SPEC §6.3: sha256(router, session, message count, delta bytes) — the delta bytes
-        enter through their digest."""
+        enter through their digest. With the client's `X-Request-Id` the key is `c:` and a
+        hash of that id and the same turn key: an SDK retry of the turn (same id, same turn)
+        repeats, while a client that sends one id on every request (a fixed header, as an
+        agent's custom-header setting does) still has each new turn counted."""
         material = f"{router}\x1f{session}\x1f{self.message_count}\x1f{self.delta_digest}"
+        if client_request_id:
+            material = f"{client_request_id[:128]}\x1e{material}"
+            return "c:" + hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
         return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
 
 

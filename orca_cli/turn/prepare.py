@@ -119,9 +119,8 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, arrival: Arrival, *,
     turn.delta = delta if delta is not None else scorer.delta(body, turn.api)
     router, session = turn.router, turn.session  # a side request may have moved them
     if router is not None and session is not None and turn.side is None:
-        rid = turn.client_request_id
-        turn.dedupe_key = ("c:" + rid[:128]) if rid else turn.delta.dedupe_key(router.name,
-                                                                                session)
+        turn.dedupe_key = turn.delta.dedupe_key(router.name, session,
+                                                client_request_id=turn.client_request_id)
     if (router is not None and session is None and turn.side is None and not cache_aware_off(body)
             and (routed is None or routed.affinity)):
         turn.affinity_key = derive_session_id(body, router=router.name, api=turn.api)

@@ -212,6 +212,46 @@ async def test_a_retried_hard_turn_is_one_streak_step(launch: Launch) -> None:
 
 
 @pytest.mark.parametrize("kind", ["strike", "streak"])
+async def test_one_request_id_on_every_request_still_counts_each_new_turn(
+        launch: Launch, kind: str) -> None:
+    """A fixed `X-Request-Id` (an agent's custom-header setting sends the same one on every
+    request) repeats only a turn sent again, not every turn after the first."""
+    st = await launch()
+    conv = Conversation()
+    rid = "my-run-1"
+    if kind == "strike":
+        turns = [conv.user_turn(FIX_THE_BUILD)]
+        for n in (2, 3, 4):
+            conv.reply("Patched.")
+            turns.append(conv.user_turn(FIX_THE_BUILD, tool_output=build_failure(n)))
+        want = ["base; reason=default"] * 3 + ["strong; reason=strikes"]
+    else:
+        turns = [conv.user_turn(f"{HARD_PROSE}\n\n{goroutine_dump(8)}")]
+        conv.reply("Analysis.")
+        turns.append(conv.user_turn(f"{HARD_PROSE}\n\n{python_traceback(6)}"))
+        want = ["base; reason=default", "strong; reason=difficulty"]
+    replies = [ok(await st.chat(body, session="fixed-id", request_id=rid)) for body in turns]
+    assert [r.tier_header for r in replies] == want
+    # A retry of the last turn under the same id is still one turn.
+    state = await st.state("fixed-id")
+    assert state is not None
+    again = ok(await st.chat(turns[-1], session="fixed-id", request_id=rid))
+    after = await st.state("fixed-id")
+    assert after is not None and after.turn == state.turn
+    assert (await st.trace(again))["client_request_id"] == rid
+
+
+async def test_a_repeated_turn_says_so_in_its_trace(launch: Launch) -> None:
+    st = await launch()
+    body = Conversation().user_turn(f"{HARD_PROSE}\n\n{goroutine_dump(8)}")
+    first = ok(await st.chat(body, session="repeat-says", request_id="r1"))
+    again = ok(await st.chat(body, session="repeat-says", request_id="r1"))
+    assert "repeat" not in evals(await st.trace(first))["B"]
+    ev = evals(await st.trace(again))
+    assert ev["B"]["repeat"] is True and ev["C"]["repeat"] is True
+
+
+@pytest.mark.parametrize("kind", ["strike", "streak"])
 async def test_a_resent_turn_without_a_request_id_dedupes_on_its_body(
         launch: Launch, kind: str) -> None:
     """No X-Request-Id: the dedupe key is the hash of (router, session, messages, delta)."""
