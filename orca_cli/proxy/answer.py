@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from orca_cli.errors import UpstreamError
 from orca_cli.proxy.relay import ModelNameRewriter, UsageChunkFilter
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.proxy.transport import Headers, filter_response_headers
@@ -83,12 +84,20 @@ def _ended_early(t: Attempting, tap: ResponseTap) -> bool:
 
 
 def stream_failure(inb: Inbound, tap: ResponseTap | None, message: str) -> bytes:
-    """The inbound format's in-stream error. A stream relayed as it came (its tap reads the
-    inbound format) ends with the tap's own: a Responses stream's `response.failed` names
-    the response it announced and continues its sequence numbers."""
-    if tap is not None and tap.api == inb.api:
-        return tap.stream_error_event(message)
-    return stream_error_event(inb.api, message)
+    """The inbound format's in-stream error that ends a stream the client has begun (SPEC §7).
+
+    A stream relayed as it came (its tap reads the inbound format) ends with the tap's own: a
+    Responses stream's `response.failed` names the response it announced (id, `created_at`,
+    and `model` as the client saw it, renamed or not) and continues its sequence numbers. A
+    translated stream (its tap reads the upstream's format) owes nothing more here:
+    `relay_translated` already ended it with its translator's event, the only one that
+    knows what the client was sent."""
+    if tap is None:
+        return stream_error_event(inb.api, message)
+    if tap.api != inb.api:
+        return b""
+    event = tap.stream_error_event(message)
+    return ModelNameRewriter(inb.rename).body(event) if inb.rename is not None else event
 
 
 def translate_json(xl: ResponseTranslator, status: int, body: bytes,
@@ -106,8 +115,13 @@ def translate_json(xl: ResponseTranslator, status: int, body: bytes,
 async def relay_translated(t: Attempting, tap: ResponseTap, xl: ResponseTranslator,
                            first: bytes, chunks: Any) -> None:
     """A stream of another format, translated event by event as it arrives (never buffered);
-    the tap reads the upstream's own events for usage, billing and strikes."""
-    inb, send = t.inb, t.send
+    the tap reads the upstream's own events for usage, billing and strikes.
+
+    However it breaks, the stream's error event comes from `xl`, so it continues what the
+    client was sent. An upstream that fails mid-stream (`UpstreamError`) gets that event here
+    and the error goes on to `proxy.forward`, which counts it and ends the response
+    (`stream_failure` adds nothing to a translated stream)."""
+    send = t.send
     frames = SSEDecoder()  # one framing for the tap and the translator
     chunk: bytes | None = first
     while chunk is not None:
@@ -120,9 +134,13 @@ async def relay_translated(t: Attempting, tap: ResponseTap, xl: ResponseTranslat
             chunk = await chunks.__anext__()
         except StopAsyncIteration:
             chunk = None
+        except UpstreamError as exc:
+            failed = xl.fail(f"upstream stream failed: {exc}")
+            await send({"type": "http.response.body", "body": failed, "more_body": True})
+            raise
     tail = xl.close()  # an upstream that ended early: the inbound format's error event
     if _ended_early(t, tap) and xl.error is None:
-        tail += stream_error_event(inb.api, "upstream stream ended before its final event")
+        tail += xl.fail("upstream stream ended before its final event")
     await send({"type": "http.response.body", "body": tail, "more_body": False})
 
 

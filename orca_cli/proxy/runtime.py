@@ -392,7 +392,7 @@ class Runtime:
 
     def __post_init__(self) -> None:
         self.scorer = Scorer(self.cfg.difficulty)
-        self.translations = Translations(self.cfg)
+        self.translations = Translations(self.cfg, clock=self.clock)
         self.measured = Measurements(self.clock)
         versions: Callable[[], RouteVersions] | None = getattr(
             self.gate.store, "route_versions", None)

@@ -13,6 +13,9 @@ Choices where the SPEC is silent:
   `gpt…`/`o1…`/`openai/…` → openai), else the channel type.
 * The answer's `model` is the client's requested name when `[server] response_model =
   "requested"` applies (a router or alias target), else the upstream model served.
+* The answer's `created` / `created_at` is the upstream's own where its format has one (Chat
+  Completions, Responses), else the time the answer arrived (its first byte; the whole body
+  of a JSON answer) on the clock `Translations` was given (the Messages API has none).
 * An untranslatable feature skips the attempt before any upstream call, takes no health probe
   and costs no retry budget: it says nothing about the upstream.
 * The target model's facts come from its `[models]` table: `reasoning` (unset: judged by the
@@ -36,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from orca_cli.clock import Clock, SystemClock
 from orca_cli.config.schema import ChannelConfig, Config
 from orca_cli.immutable import immutable
 from orca_cli.proxy.transport import (
@@ -93,6 +97,7 @@ class Crossing:
     upstream_model: str
     family: str
     translated: Translated
+    clock: Clock  # the answer's time, when the upstream's format has none
 
     @property
     def untranslatable(self) -> str | None:
@@ -123,11 +128,12 @@ class Crossing:
         return tuple(out)
 
     def answer(self, inb: Inbound) -> ResponseTranslator:
+        """The translator of the answer that has just arrived (it is stamped now)."""
         name = inb.rename if inb.rename is not None else self.upstream_model
         return ResponseTranslator(
             self.dst, self.src, name, upstream_model=self.upstream_model,
             upstream_family=self.family, tools=self.translated.tools,
-            include_usage=not inb.add_include_usage)
+            created=int(self.clock.now()), include_usage=not inb.add_include_usage)
 
 
 @immutable
@@ -144,11 +150,14 @@ class Target:
 class Translations:
     """The request path's translation state, one per runtime: each (channel, model, inbound
     format)'s `Target` (the target model's facts and the `[translation]` options, the same for
-    every request of the config) and the cache of translated conversation units."""
+    every request of the config), the cache of translated conversation units, and the clock
+    translated answers are stamped with (the runtime's; the system clock when not given)."""
 
-    def __init__(self, cfg: Config, units: UnitCache | None = None) -> None:
+    def __init__(self, cfg: Config, units: UnitCache | None = None, *,
+                 clock: Clock | None = None) -> None:
         self.cfg = cfg
         self.units = units if units is not None else UnitCache()
+        self.clock: Clock = clock if clock is not None else SystemClock()
         self._targets: dict[tuple[str, str, str], Target] = {}
 
     def target(self, ch: ChannelConfig, model: str, src: Api) -> Target:
@@ -186,7 +195,7 @@ def cross(translations: Translations, inb: Inbound, ch: ChannelConfig,
         tr = Translated(b"", {"from": inb.api, "to": t.dst, "cache_breakpoints_added": 0,
                               "dropped_reasoning": 0, "rewritten_ids": 0, "dropped_tools": [],
                               "untranslatable": [MALFORMED]})
-    return Crossing(inb.api, t.dst, t.upstream_model, t.family, tr)
+    return Crossing(inb.api, t.dst, t.upstream_model, t.family, tr, translations.clock)
 
 
 def untranslatable_message(api: Api, features: list[str], channels: list[str]) -> str:

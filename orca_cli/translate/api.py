@@ -5,9 +5,10 @@ translated = translate_request(body, "anthropic", "openai", model="deepseek-chat
 upstream_body = translated.body            # bytes, deterministic
 rt = ResponseTranslator("openai", "anthropic", model_name="claude-sonnet-4-5",
                         upstream_model="deepseek-chat", upstream_family="deepseek",
-                        tools=translated.tools)
+                        tools=translated.tools, created=int(clock.now()))
 for chunk in upstream_chunks: send(rt.feed(chunk))   # a stream, event by event
 send(rt.close())                                     # an early end becomes an error event
+# (a broken connection: send(rt.fail(message)), the error event continuing the stream)
 rt.usage, rt.stop                                    # for the cost model and the trace
 # a JSON answer: rt.translate_body(raw_bytes); an error: translate_error(...)
 """
@@ -242,7 +243,10 @@ class ResponseTranslator:
     `model_name` is the name the client sees; `upstream_model` / `upstream_family` are what
     served it (recorded in reasoning provenance tags); `tools` maps the upstream names of the
     client's tools that went upstream as something else back to what they are to the client
-    (`Translated.tools`: custom tools, namespace members)."""
+    (`Translated.tools`: custom tools, namespace members). `created` is when the answer was
+    produced (Unix seconds, the caller's clock: the codecs read none), for the `created` /
+    `created_at` of an answer whose upstream format carries no timestamp of its own (the
+    Messages API); an upstream's own timestamp wins."""
 
     def __init__(
         self,
@@ -315,6 +319,18 @@ class ResponseTranslator:
         if self._decoder is None:
             self._decoder = _DECODERS[self.src](self.upstream_family)  # type: ignore[call-arg]
         return self._emit(self._decoder.close())
+
+    def fail(self, message: str) -> bytes:
+        """The error event that ends the stream now, for a failure its bytes do not show (the
+        upstream connection broke, a timeout): written by the encoder that wrote the stream,
+        so it continues it (a Responses `response.failed` names the response, model and
+        `created_at` already sent and takes the next `sequence_number`). Empty when the
+        stream already ended; nothing is owed by `close` after it."""
+        if self._decoder is not None:
+            self._decoder.ended = True
+        if self._encoder is not None and self._encoder.done:
+            return b""
+        return self._emit([ErrorEvent(message, 502, "api_error")])
 
     def _emit(self, events: list[Event]) -> bytes:
         if not events:
