@@ -14,8 +14,9 @@ drops what changes between attempts: Go compile errors (`cannot use`, `declared 
 `error[E<n>]`, Kotlin `e:` lines, jest / vitest matcher failures and `●` blocks, cargo's
 `panicked at`, ruff / flake8 / pylint codes, and the tool-call errors an agent reports (Claude
 Code's `<tool_use_error>`, "String to replace not found", a rejected tool use, a non-zero
-`Exit code` of a shell tool, Codex's `exit_code`). Python, Java, C/C++, pytest, go test and
-eslint lines carry the generic markers and normalise well as they are.
+`Exit code` of a shell tool, Codex's `exit_code` and its `Process exited with code N`).
+Python, Java, C/C++, pytest, go test and eslint lines carry the generic markers and normalise
+well as they are.
 
 Response side: malformed tool-call JSON, an empty answer, a refusal, truncation on a request
 that allowed ≥ 1,024 output tokens. These come from `wire/usage.py`'s tap after the response.
@@ -124,9 +125,14 @@ TEMPLATES: tuple[Template, ...] = (
     _t("tool:rejected", "tool use was rejected", r"(?i)tool use was rejected"),
     _t("tool:exit", "exit code", r"(?i)\bexit code:? ?(-?[1-9]\d*)\b"),
     _t("tool:exit", "exit_code", r"(?i)\"exit_code\"\s*:\s*(-?[1-9]\d*)\b"),
+    # Codex >= 0.171's plain-text shell result: "Chunk ID: df215b\nWall time: 0.0000 seconds\n
+    # Process exited with code 127\nOriginal token count: 13\nOutput:\n...". Its status line
+    # signs alone, as the two spellings above do (a failing command often prints no error line:
+    # a test summary, "command not found"), so one failure signs alike in every Codex format
+    # and in Claude Code's; the output's error lines sign beside it, the volatile fields never.
+    _t("tool:exit", "exited with code", r"(?i)\bexited with code (-?[1-9]\d*)\b"),
 )
 _CODE = re.compile(r"^[A-Z]{0,4}-?\d{1,5}$")  # an error code or exit status: kept as it is
-_TEMPLATE_MARKERS = tuple(dict.fromkeys(t.marker for t in TEMPLATES))
 
 
 _CODE_FRAME = re.compile(r"^\s*>?\s*\d*\s*\|")  # gcc / rustc / jest echo of the source
@@ -190,8 +196,8 @@ def _exec_doc(chunk: str) -> Any:
 
 
 # Lines are found by these substrings (a template marker that contains a generic marker, such
-# as "error ts", needs no scan of its own; "cannot use" is found by "cannot", both exit-code
-# spellings by "exit"), by a Kotlin `e: ` at a line start, and by a lint code after
+# as "error ts", needs no scan of its own; "cannot use" is found by "cannot", the three
+# exit-status spellings by "exit"), by a Kotlin `e: ` at a line start, and by a lint code after
 # `path:line:col: ` (a regex whose literal first character lets `re` skip ahead).
 _FIND_MARKERS: tuple[str, ...] = tuple(dict.fromkeys((
     *ERROR_MARKERS, "cannot", "not used", "missing return", "arguments in call", "expect(",

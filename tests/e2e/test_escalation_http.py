@@ -8,6 +8,7 @@ audit events and the tier state read back through the store interface.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import openai
@@ -30,7 +31,7 @@ from tests.e2e.tier_kit import (
     evals,
     ok,
 )
-from tests.routing.bodies import HARD_PROSE, goroutine_dump, python_traceback
+from tests.routing.bodies import HARD_PROSE, SYSTEM_PROMPT, goroutine_dump, python_traceback
 
 # --- failure loop: strikes, never difficulty ---------------------------------------------------
 
@@ -277,3 +278,87 @@ async def test_a_tool_output_nested_past_any_parser_is_served(launch: Launch) ->
     conv = Conversation()
     reply = ok(await st.chat(conv.user_turn(FIX_THE_BUILD, tool_output=deep), session="deep"))
     assert reply.tier_header == "base; reason=default"
+
+
+# --- Codex 0.171 over /v1/responses: its shell results are plain text -------------------------
+
+_CODEX_EXEC = {
+    "type": "function", "name": "exec_command", "strict": False,
+    "description": "Runs a command in a PTY, returning output or a session ID for ongoing "
+                   "interaction.",
+    "parameters": {"type": "object", "required": ["cmd"], "properties": {
+        "cmd": {"type": "string", "description": "Shell command to execute."},
+        "workdir": {"type": "string", "description": "Working directory for the command."}}},
+}
+
+
+def _codex171_result(turn: int, code: int, output: str) -> str:
+    """A shell result as Codex 0.171 sends it (the captured format of
+    tests/routing/fixtures/strikes/codex_exec_171.txt): its header changes every run."""
+    return (f"Chunk ID: {0xa3f000 + 17 * turn:x}\nWall time: 0.{turn:04d} seconds\n"
+            f"Process exited with code {code}\nOriginal token count: {10 + turn}\n"
+            f"Output:\n{output}")
+
+
+def _codex_json_result(turn: int, code: int, output: str) -> str:
+    """The same result in the exec JSON of older Codex releases."""
+    return json.dumps({"output": output,
+                       "metadata": {"exit_code": code, "duration_seconds": turn / 10}})
+
+
+_CODEX_RESULTS = {"0.171-text": _codex171_result, "exec-json": _codex_json_result}
+
+
+async def _codex_loop(st: TierStack, session: str, code: int, output: str,
+                      result: Callable[[int, int, str], str] = _codex171_result) -> list[Reply]:
+    """`codex exec "make the tests pass"`: the agent runs `./run_tests.sh` again after each
+    result, every request a continuation carrying the whole history, as Codex sends it."""
+    items: list[dict[str, object]] = [
+        {"type": "message", "role": "developer",
+         "content": [{"type": "input_text", "text": SYSTEM_PROMPT}]},
+        {"type": "message", "role": "user",
+         "content": [{"type": "input_text", "text": "make the tests pass"}]}]
+    replies: list[Reply] = []
+    for turn in range(1, 7):
+        if turn > 1:
+            cid = f"call_{turn:03d}"
+            items += [{"type": "function_call", "name": "exec_command", "call_id": cid,
+                       "arguments": '{"cmd":"./run_tests.sh"}'},
+                      {"type": "function_call_output", "call_id": cid,
+                       "output": result(turn, code, output)}]
+        body = {"model": "orca/coding", "instructions": "You are Codex.", "input": items,
+                "tools": [_CODEX_EXEC], "tool_choice": "auto", "stream": False,
+                "store": False}
+        st.clock.advance(st.step_s)
+        resp = await st.http.post("/v1/responses", json=body, headers={
+            "authorization": "Bearer agent-key", "session-id": session,
+            "originator": "codex_exec"})
+        await st.sidecar.idle()
+        replies.append(ok(Reply(resp.status_code, resp.headers, resp.json())))
+    return replies
+
+
+@pytest.mark.parametrize("shape", sorted(_CODEX_RESULTS))
+async def test_a_codex_failure_loop_over_responses_escalates_by_strikes(
+        launch: Launch, shape: str) -> None:
+    """The same failed run (exit status 1, no error line of its own) three times: strikes on
+    the second and third, the session escalates on the fourth request, never by difficulty,
+    whether Codex reports it as 0.171's text or as the older exec JSON."""
+    st = await launch()
+    replies = await _codex_loop(st, f"codex-loop-{shape}", 1,
+                                "3 passed, 1 did not pass: test_parse_empty\n",
+                                _CODEX_RESULTS[shape])
+    headers = [r.tier_header for r in replies]
+    assert headers[:3] == ["base; reason=default"] * 3, headers
+    assert headers[3:] == ["strong; reason=strikes"] * 3, headers
+    assert [evals(await st.trace(r))["C"]["strikes"] for r in replies[:4]] == [0, 0, 1, 2]
+
+
+@pytest.mark.parametrize("shape", sorted(_CODEX_RESULTS))
+async def test_a_codex_loop_of_passing_runs_never_strikes(launch: Launch, shape: str) -> None:
+    st = await launch()
+    replies = await _codex_loop(st, f"codex-pass-{shape}", 0, "4 passed\n",
+                                _CODEX_RESULTS[shape])
+    assert {r.tier_header for r in replies} == {"base; reason=default"}
+    for r in replies:
+        assert evals(await st.trace(r))["C"]["strikes"] == 0

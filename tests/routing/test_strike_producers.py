@@ -83,6 +83,8 @@ CASES: list[tuple[str, list[str], dict[str, str]]] = [
     ("claude_code_rejected.txt", ["tool:rejected"], {}),
     ("codex_exec_json.txt", ["tool:exit:2", "go:arguments:too many"], {"0.4": "1.7"}),
     ("codex_exec_text.txt", ["tool:exit:2", "go:arguments:too many"], {"0.4": "2.5"}),
+    ("codex_exec_171.txt", ["tool:exit:127"],
+     {"df215b": "7c01e4", "0.0000 seconds": "0.0132 seconds", "count: 13": "count: 14"}),
 ]
 
 

@@ -13,6 +13,8 @@ import pytest
 from orca_cli.routing.strikes import (
     _FIND_MARKERS,
     _LINT_CODE,
+    _SCANS,
+    TEMPLATES,
     _line_starts,
     _marked_lines,
     unwrap_exec_output,
@@ -70,3 +72,13 @@ def test_the_stem_scan_finds_exactly_the_lines_one_pass_per_marker_finds(text: s
     chunk = unwrap_exec_output(text)
     low = chunk.lower()
     assert _marked_lines(chunk, low) == one_pass_per_marker(chunk, low)
+
+
+def test_every_template_is_reached_by_a_scan_the_cost_note_counts() -> None:
+    """A template runs only on a line a scan found: each marker holds one of `_FIND_MARKERS`
+    (lint codes and Kotlin's `e: ` have scans of their own), and the markers added for the
+    templates cost no pass beyond the 17 the module's cost note counts."""
+    own_scan = {": ", "e: "}
+    assert [t.marker for t in TEMPLATES
+            if t.marker not in own_scan and not any(m in t.marker for m in _FIND_MARKERS)] == []
+    assert len(_SCANS) == 17
