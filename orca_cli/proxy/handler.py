@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from typing import Any
 
 from orca_cli.errors import Refusal
@@ -20,7 +21,7 @@ from orca_cli.proxy.guard import ClientGone, GuardPolicy, send_error
 from orca_cli.proxy.intake import IntakeError, read_json
 from orca_cli.proxy.routes_live import deny_refusal, route_step
 from orca_cli.proxy.runtime import Runtime, new_request_id
-from orca_cli.routing.route import Attempt
+from orca_cli.routing.route import Attempt, RoutePlan
 from orca_cli.state.base import CommitResult
 from orca_cli.turn import Arrival, RequestHead, Turn, decide, prepare, refused, settle
 from orca_cli.types import ClientLink, Receive, Send
@@ -122,10 +123,20 @@ async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) ->
 
         if plan.refusal is not None:
             status, kind, message = plan.refusal
+            retry = (_held_back(rt, plan) if kind == "no_candidate" else 0)
+            if retry:
+                # Every key that could serve waits out its provider's Retry-After: the client
+                # is told when to come back, not that retrying is pointless.
+                status, kind = 429, "rate_limited"
+                message = (f"every key that can serve this request is rate-limited by its "
+                           f"provider; retry after {retry} s")
+                extra = [(b"retry-after", str(retry).encode())]
+            else:
+                extra = [(b"x-should-retry", b"false")]
             # The refusal's kind is the OpenAI-shape `code` (`workspace_cap`, `no_candidate`,
             # `context_length_exceeded`); Anthropic's type follows the status.
             await send_error(send, turn.api, status, message, code=kind,
-                             extra_headers=[*orca_headers(None), (b"x-should-retry", b"false")])
+                             extra_headers=[*orca_headers(None), *extra])
             turn.outcome.status, turn.outcome.own_error = status, message
             turn.outcome.own_kind = kind
         else:
@@ -135,6 +146,20 @@ async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) ->
     finally:
         if held is not None:
             rt.in_flight.release(held, result, rt.clock.monotonic())
+
+
+def _held_back(rt: Runtime, plan: RoutePlan) -> int:
+    """Whole seconds until the first key of a refused plan's candidates may be tried again
+    after an upstream 429's `Retry-After` (0 when none is waiting on one: the breaker benched
+    them, or they were never usable)."""
+    assert rt.health is not None
+    slots = rt.cfg.compiled.key_slots
+    waits = [rt.health.retry_after_remaining(channel, i)
+             for c in plan.candidates if c.excluded == "unhealthy"
+             for channel, why in c.filtered if why == "unhealthy"
+             for i, _ in slots.get(channel, ())]
+    wait = min((w for w in waits if w > 0), default=0.0)
+    return math.ceil(wait) if wait > 0 else 0
 
 
 async def _finish(rt: Runtime, turn: Turn) -> CommitResult | None:

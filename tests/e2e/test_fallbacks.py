@@ -395,3 +395,55 @@ async def test_a_429_benches_its_key_only_for_its_retry_after(
         assert later == [good] * 14, "a rate-limited key was tried inside its Retry-After"
     else:
         assert limited in later, "a 429 without Retry-After benched its key"
+
+
+SOLO_CONFIG = """
+[[channels]]
+name = "a"
+type = "openai-compatible"
+base_url = "http://upstream-a.invalid/v1"
+keys = ["sk-a-0"]
+models = ["m1"]
+
+[[channels]]
+name = "d"
+type = "anthropic"
+base_url = "http://upstream-d.invalid"
+keys = ["sk-d-0"]
+models = ["am"]
+"""
+
+
+async def test_with_every_key_waiting_out_a_retry_after_the_client_is_told_when_to_retry(
+        server: Sidecar) -> None:
+    """A 429 whose Retry-After benches the only key: the next request, inside that wait, is
+    orca's own 429 in the client's shape with the time left, not a 503 that says never."""
+    ups = {"a": ScriptedTransport(), "d": ScriptedTransport()}
+    limited = b'{"error":{"message":"Rate limit reached","type":"rate_limit_error"}}'
+    ups["a"].script = [Reply(429, limited, headers=(("content-type", "application/json"),
+                                                    ("retry-after", "7")))]
+    ups["d"].script = [Reply(429, b'{"type":"error","error":{"type":"rate_limit_error",'
+                                  b'"message":"slow"}}',
+                             headers=(("content-type", "application/json"),
+                                      ("retry-after", "20")))]
+    transports: dict[str, Transport] = dict(ups)
+    async with server.use(loads(SOLO_CONFIG, source="test"), transports=transports) as st:
+        first = await chat(st, "m1")
+        status, headers, body = await chat(st, "m1")
+        client = anthropic.AsyncAnthropic(base_url=st.base, api_key="agent-key", max_retries=0)
+        try:
+            with pytest.raises(anthropic.APIStatusError):
+                await client.messages.create(model="am", max_tokens=16, messages=MSGS)
+            with pytest.raises(anthropic.RateLimitError) as err:
+                await client.messages.create(model="am", max_tokens=16, messages=MSGS)
+        finally:
+            await client.close()
+    assert first[0] == 429 and first[2] == limited  # the upstream's own, unmodified
+    assert status == 429 and headers["retry-after"] in ("6", "7")
+    assert "x-should-retry" not in headers
+    error = orjson.loads(body)["error"]
+    assert error["code"] == "rate_limited" and "retry after" in error["message"]
+    assert len(ups["a"].requests) == 1  # nothing sent to the benched key
+    assert err.value.response.headers["retry-after"] in ("19", "20")
+    assert err.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
+    assert len(ups["d"].requests) == 1
