@@ -17,6 +17,8 @@ did not answer). Nothing here answers 500.
     GET  /orca/v1/pins                             ?session=S&router=R
     GET  /orca/v1/audit                            ?router=R&since=15m
     GET  /orca/v1/stats
+    GET  /orca/v1/budgets                          (orca budget)
+    POST /orca/v1/budgets/{name}/raise             {"usd": number, "key": str|null, "actor": str}
 
 Path segments are percent-decoded one by one from `raw_path`, so a session id holding `/`
 travels as `%2F`.
@@ -31,6 +33,7 @@ from urllib.parse import parse_qs, unquote
 
 import orjson
 
+from orca_cli.admin import budgets as B
 from orca_cli.admin import service as S
 from orca_cli.admin.requests import DEFAULT_LIMIT, recent_requests
 from orca_cli.admin.status import session_status
@@ -171,8 +174,20 @@ async def _route(rt: Runtime, method: str, seg: list[str], params: dict[str, str
     elif head == "stats" and not rest:
         want("GET")
         return await S.stats(cfg, store, now)
+    elif head == "budgets" and not rest:
+        want("GET")
+        return await B.budget_report(store, cfg, now)
+    elif head == "budgets" and len(rest) == 2 and rest[1] == "raise":
+        want("POST")
+        doc = await _body(rt, receive)
+        key = doc.get("key")
+        if key is not None and not isinstance(key, str):
+            raise AdminError("body field key must be a string or null", status=400)
+        return await B.raise_budget(store, cfg, rest[0], doc.get("usd"), key,
+                                    actor=_text_field(doc, "actor", "admin-api"), now=now)
     raise AdminError(f"no admin endpoint {method} /orca/v1/{'/'.join(seg)}; see "
-                     "/orca/v1/sessions, /requests, /explain/<id>, /pins, /audit, /stats", status=404)
+                     "/orca/v1/sessions, /requests, /explain/<id>, /pins, /audit, /stats, "
+                     "/budgets", status=404)
 
 
 async def admin_handler(rt: Runtime, scope: Scope, receive: Receive, send: Send) -> None:

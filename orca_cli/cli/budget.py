@@ -1,64 +1,98 @@
-"""`orca budget [--json]` and `orca budget raise NAME USD [--key K]` (SPEC §17).
+"""`orca budget [--json]` and `orca budget raise NAME USD [--key K] [--json]` (SPEC §17).
 
-`orca budget` lists every `[budgets]` budget with its current window's spend: `day_usd` and
-`month_usd` per inbound key (`-`: requests without a key, or every request when no keys are
-configured) and `session_usd` per session that spent anything. `raise` stores a new limit in
-the shared store; sidecars apply it on their next budget read.
+`orca budget` lists every `[budgets]` budget with its current window's spend against the
+limit in force (raised or configured): `day_usd` and `month_usd` per inbound key (`-`:
+requests without a key, or every request when no keys are configured) and `session_usd` per
+session that spent anything. `raise` stores a new limit; sidecars apply it on their next
+request.
+
+Both reach the budgets as the other inspect/steer commands do (`cli/operator.py`, SPEC §1.1):
+the running sidecar's admin API on any backend (`--url`, `--token`, its record, the config's
+`[server]`), else — with `[state] backend = "redis"` — the store directly. `--redis-url`
+names a Redis store to use directly, without asking a sidecar.
 """
 
 from __future__ import annotations
 
-import time
-from typing import Any
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import typer
 
-from orca_cli.cli.output import fail, print_json
-from orca_cli.cli.routes_versions import with_redis
+from orca_cli.cli.operator import (
+    CLI_ACTOR,
+    Direct,
+    Operator,
+    config_option,
+    json_option,
+    token_option,
+    url_option,
+)
+from orca_cli.cli.output import EXIT_USAGE, fail, print_json
+
+if TYPE_CHECKING:
+    from orca_cli.config.schema import Config
+
+__all__ = ["budget_app", "register", "render_budget_row"]
 
 budget_app = typer.Typer(help="Dollar budgets: spend per window, raise a limit.",
                          invoke_without_command=True)
-NAMES = ("session_usd", "day_usd", "month_usd")
-_CONFIG = typer.Option(None, "--config", help="Config file.")
-_REDIS = typer.Option(None, "--redis-url", metavar="URL", help="Redis URL (default "
-                      "\\[state].redis_url when \\[state].backend is redis).")
+NAMES = ("session_usd", "day_usd", "month_usd")  # `turn.routes.BUDGET_NAMES`, kept import-free
 
 
-def budget_rows(cfg: Any, counters: dict[str, Any], raised: dict[str, float],
-                now: float) -> list[dict[str, Any]]:
-    """One row per budget and holder: name, holder, window, spent, limit, share."""
-    from orca_cli.routing.routes.budget import counter_key
-    from orca_cli.state.budgets import effective_limits
-
-    configured = {n: float(getattr(cfg.budgets, n)) for n in NAMES}
-    holders = [k.name for k in cfg.inbound_keys] + ["-"]
-    rows: list[dict[str, Any]] = []
-    for key in holders:
-        limits = effective_limits(configured, raised, key)
-        for name, window in (("day_usd", "day"), ("month_usd", "month")):
-            c = counter_key("key", key, window, now)  # type: ignore[arg-type]
-            rows.append(_row(name, f"key {key}", c.rsplit(":", 1)[1], counters.get(c),
-                             limits[name]))
-    session_limit = configured["session_usd"]
-    for c, spend in sorted(counters.items()):
-        if c.startswith("session:") and c.endswith(":all:-"):
-            rows.append(_row("session_usd", "session " + c[8:-6], "session", spend,
-                             session_limit))
-    return rows
+def _redis_option() -> Any:
+    return typer.Option(None, "--redis-url", metavar="URL", help="Read and write this Redis "
+                        "store directly instead of asking the running sidecar.")
 
 
-def _row(name: str, holder: str, window: str, spend: Any, limit: float) -> dict[str, Any]:
-    usd = spend.usd if spend is not None else 0.0
-    requests = spend.requests if spend is not None else 0
-    return {"budget": name, "holder": holder, "window": window, "spent_usd": round(usd, 6),
-            "requests": requests, "limit_usd": limit or None,
-            "share": round(usd / limit, 4) if limit else None}
+class BudgetOperator(Operator):
+    """`Operator` with the budget calls; `redis_url` skips the sidecar for that store."""
+
+    def __init__(self, url: str | None, config: str | None, *, token: str | None,
+                 redis_url: str | None) -> None:
+        super().__init__(url, config, token=token)
+        self._redis_url = redis_url
+
+    @property
+    def cfg(self) -> Config:
+        cfg = super().cfg
+        if self._redis_url and (cfg.state.backend, cfg.state.redis_url) != (
+                "redis", self._redis_url):
+            import dataclasses
+
+            state = dataclasses.replace(cfg.state, backend="redis", redis_url=self._redis_url)
+            cfg = self._cfg = dataclasses.replace(cfg, state=state)
+        return cfg
+
+    def _budget_call(self, method: str, path: str, body: Mapping[str, Any] | None,
+                     direct: Direct) -> Any:
+        if self._redis_url:
+            return self._direct(direct)
+        return self._call(method, path, None, body, direct)
+
+    def budgets(self) -> Any:
+        from orca_cli.admin import budgets as B
+
+        return self._budget_call("GET", "/orca/v1/budgets", None, B.budget_report)
+
+    def raise_limit(self, name: str, usd: float, key: str | None) -> Any:
+        from orca_cli.admin import budgets as B
+
+        return self._budget_call(
+            "POST", f"/orca/v1/budgets/{quote(name, safe='')}/raise",
+            {"usd": usd, "key": key, "actor": CLI_ACTOR},
+            lambda st, cfg, now: B.raise_budget(st, cfg, name, usd, key, actor=CLI_ACTOR,
+                                                now=now))
 
 
 @budget_app.callback()
-def budget_cmd(ctx: typer.Context, config: str | None = _CONFIG, redis_url: str | None = _REDIS,
-               as_json: bool = typer.Option(False, "--json", help="One JSON document.")) -> None:
-    """Every budget's spend in its current window.
+def budget_cmd(ctx: typer.Context, as_json: bool = json_option(),
+               url: str | None = url_option(), token: str | None = token_option(),
+               config: str | None = config_option(), redis_url: str | None = _redis_option(),
+               ) -> None:
+    """Every budget's spend in its current window, against the limit in force.
 
     \b
     Example:
@@ -67,21 +101,31 @@ def budget_cmd(ctx: typer.Context, config: str | None = _CONFIG, redis_url: str 
     """
     if ctx.invoked_subcommand is not None:
         return
-    from orca_cli.state.budgets import RedisBudgets
-
-    async def read(client: Any, prefix: str, cfg: Any) -> list[dict[str, Any]]:
-        store = RedisBudgets(client, prefix)
-        return budget_rows(cfg, await store.all_counters(), await store.limits(), time.time())
-
-    rows = with_redis(config, redis_url, "budget counters", read)
+    doc = BudgetOperator(url, config, token=token, redis_url=redis_url).budgets()
     if as_json:
-        print_json({"budgets": rows})
+        print_json(doc)
         return
-    for r in rows:
-        limit = f"${r['limit_usd']:.2f}" if r["limit_usd"] else "no limit"
-        share = f" ({r['share']:.0%})" if r["share"] is not None else ""
-        typer.echo(f"{r['budget']:12s} {r['holder']:24s} {r['window']:10s} "
-                   f"${r['spent_usd']:.2f} of {limit}{share}, {r['requests']} requests")
+    for row in doc.get("budgets", []):
+        typer.echo(render_budget_row(row))
+
+
+def render_budget_row(r: Mapping[str, Any]) -> str:
+    """One budget row as a line, amounts by `format_usd`: `$spent of $limit (share)`, or
+    `$spent, no limit`, then the requests counted."""
+    from orca_cli.routing.routes.budget import format_usd
+
+    spent = format_usd(float(r["spent_usd"]))
+    if r.get("limit_usd"):
+        notes = [f"{r['share']:.0%}"] if r.get("share") is not None else []
+        if r.get("raised") and r.get("configured_usd"):
+            notes.append(f"raised from {format_usd(float(r['configured_usd']))}")
+        for k, v in sorted((r.get("key_limits_usd") or {}).items()):
+            notes.append(f"key {k}: {format_usd(float(v))}")
+        amount = f"{spent} of {format_usd(float(r['limit_usd']))} ({'; '.join(notes)})"
+    else:
+        amount = f"{spent}, no limit"
+    return (f"{r['budget']:12s} {r['holder']:24s} {r['window']:10s} {amount}, "
+            f"{r['requests']} requests")
 
 
 @budget_app.command("raise")
@@ -90,24 +134,29 @@ def raise_cmd(
     usd: float = typer.Argument(..., metavar="USD", help="The new limit in $."),
     key: str | None = typer.Option(None, "--key", help="The inbound key whose limit to raise "
                                    "(default: requests without a key)."),
-    config: str | None = _CONFIG, redis_url: str | None = _REDIS,
+    as_json: bool = json_option(),
+    url: str | None = url_option(), token: str | None = token_option(),
+    config: str | None = config_option(), redis_url: str | None = _redis_option(),
 ) -> None:
-    """Set a new limit for one budget on every sidecar sharing the store."""
-    from orca_cli.state.budgets import RedisBudgets
+    """Set a new limit for one budget on every sidecar sharing the store.
+
+    \b
+    Example:
+        orca budget raise session_usd 5
+        orca budget raise day_usd 100 --key ci --json
+    """
+    import math
 
     if name not in NAMES:
-        fail(f"NAME must be one of {', '.join(NAMES)}, got {name!r}", 2)
-    if usd <= 0:
-        fail(f"USD must be > 0, got {usd}", 2)
-
-    async def put(client: Any, prefix: str, cfg: Any) -> None:
-        if key is not None and key not in {k.name for k in cfg.inbound_keys}:
-            raise LookupError(f"--key {key} names no [[inbound_keys]] entry")
-        await RedisBudgets(client, prefix).raise_limit(name, key or "-", usd)
-
-    with_redis(config, redis_url, "budget limits", put)
-    typer.echo(f"{name} for {'key ' + key if key else 'requests without a key'} is now "
-               f"${usd:.2f}")
+        fail(f"NAME must be one of {', '.join(NAMES)}, got {name!r}", EXIT_USAGE)
+    if not (math.isfinite(usd) and usd > 0):
+        fail(f"USD must be a number > 0, got {usd}", EXIT_USAGE)
+    doc = BudgetOperator(url, config, token=token, redis_url=redis_url).raise_limit(
+        name, usd, key)
+    if as_json:
+        print_json(doc)
+        return
+    sys.stdout.write(str(doc.get("message", "")) + "\n")
 
 
 def register(app: typer.Typer) -> None:

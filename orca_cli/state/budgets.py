@@ -8,20 +8,30 @@
 The request path counts spend in its own commit (`turn/routes.py` `Routed.spend_write`: the
 `{budgets}` slot of the one idempotent commit batch, so a retried commit counts once) and
 reads the counters with its store read; both stores keep the same keys. This module is the
-operator's side on Redis: `orca budget` reads every counter, `orca budget raise` stores a
-limit. Counters expire after their window (day 3 d, week 15 d, month and session 70 d).
+operator's side: `StoreBudgets` over any `Store` (what the admin API and the CLI's direct
+path use: `orca budget` reads every counter, `orca budget raise` stores a limit with a
+commit, so a raise on the memory store applies at the sidecar's next request), and
+`RedisBudgets` over a bare Redis client. Counters expire after their window (day 3 d, week
+15 d, month and session 70 d); a raised limit stands until raised again.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from orca_cli.routing.routes.budget import Spend
+from orca_cli.state import keys as K
+from orca_cli.state.base import CommitBatch, SetOp, SlotWrite, Store
 from orca_cli.state.redis_cmds import spends_from
 
-__all__ = ["RedisBudgets", "effective_limits", "ttl_of"]
+__all__ = ["LIMIT_TTL_S", "RedisBudgets", "StoreBudgets", "effective_limits", "ttl_of"]
+
+# A `SetOp` needs a TTL: a raised limit stands ten years, i.e. until it is raised again.
+LIMIT_TTL_S = 10 * 365 * 86400
 
 _TTL_S = {"day": 3 * 86400, "week": 15 * 86400, "month": 70 * 86400, "all": 70 * 86400}
 
@@ -64,6 +74,63 @@ class RedisBudgets:
         names = [k[len(self._k) + 2:] async for k in
                  self._r.scan_iter(match=self._k + "c:*", count=500)]
         return await self.read(names)
+
+
+class StoreBudgets:
+    """Budget counters and raised limits through a `Store` (either backend): the operator's
+    side that a running sidecar's admin API and the CLI's direct path share.
+
+    Reads, writes and the listing of counters go through the store's own calls
+    (`read_counters`, `get`, `commit`, `scan("budgets")`)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def all_counters(self, known: Iterable[str] = ()) -> dict[str, Spend]:
+        """Every counter the store holds (and `known`, when the store cannot list its keys)."""
+        head = K.budget_counter_key("")
+        names = {k[len(head):] for k in await self._slot_keys() if k.startswith(head)}
+        names.update(known)
+        return await self._read(sorted(names))
+
+    async def _read(self, names: list[str]) -> dict[str, Spend]:
+        # Both backends read counters in one round trip (`read_counters`, as the request
+        # path's budget nodes do through `Runtime.read_counters`).
+        read = getattr(self._store, "read_counters", None)
+        if not names or read is None:
+            return {}
+        got: dict[str, Spend] = await read(tuple(names))
+        return got
+
+    async def limits(self, wanted: Iterable[str]) -> dict[str, float]:
+        """The raised limits among `wanted` (`<name>:<key>`), as `effective_limits` takes them."""
+        out: dict[str, float] = {}
+        for name_and_key in wanted:
+            entry = await self._store.get(K.BUDGETS, K.budget_limit_key(name_and_key))
+            usd = _usd(entry.value) if entry is not None else None
+            if usd is not None:
+                out[name_and_key] = usd
+        return out
+
+    async def raise_limit(self, name: str, key: str, usd: float, *,
+                          audit: tuple[Mapping[str, Any], ...] = ()) -> None:
+        """Store `usd` as `name`'s limit for inbound key `key` (`-`: requests without one),
+        with `audit` events, in one commit: the memory store applies it atomically, and every
+        sidecar on a Redis store reads it with its next request's budget read."""
+        op = SetOp(K.budget_limit_key(f"{name}:{key}"), json.dumps(usd), LIMIT_TTL_S)
+        rid = f"adm:budget:{secrets.token_hex(8)}"
+        await self._store.commit(CommitBatch(rid, (SlotWrite(K.BUDGETS, (op,)),), audit))
+
+    async def _slot_keys(self) -> list[str]:
+        """The `{budgets}` slot's key suffixes (a store scan: operator side, not per request)."""
+        return sorted({e.key for e in await self._store.scan("budgets")})
+
+def _usd(value: Any) -> float | None:
+    try:
+        usd = float(value)
+    except (TypeError, ValueError):
+        return None
+    return usd if math.isfinite(usd) else None
 
 
 def effective_limits(configured: Mapping[str, float], raised: Mapping[str, float],

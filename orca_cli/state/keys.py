@@ -71,7 +71,7 @@ __all__ = [
     "trace_key",
 ]
 
-SLOT_KINDS = ("session", "router", "workspace", "traces")
+SLOT_KINDS = ("session", "router", "workspace", "traces", "budgets")
 WORKSPACE = SlotRef("workspace")
 TRACES = SlotRef("traces")
 BUDGETS = SlotRef("budgets")  # SPEC §17: c:<counter> hashes {requests, usd}, limit:<name>:<key>
@@ -160,6 +160,8 @@ def parse_key(prefix: str, key: str) -> tuple[SlotRef, str] | None:
         return WORKSPACE, suffix
     if tag == "t":
         return TRACES, suffix
+    if tag == "budgets":
+        return BUDGETS, suffix
     if not tag.startswith("r:"):
         return None
     rest = tag[2:]
@@ -201,6 +203,8 @@ def scan_pattern(
         return f"{p}:{{w}}:{tail}"
     if slot_kind == "traces":
         return f"{p}:{{t}}:{tail}"
+    if slot_kind == "budgets":
+        return f"{p}:{{budgets}}:{tail}"
     if slot_kind == "all":
         return f"{p}:{{*"
     raise ValueError(f"unknown slot kind {slot_kind!r}; valid: {', '.join(SLOT_KINDS)}, all")

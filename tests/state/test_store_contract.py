@@ -473,6 +473,21 @@ async def test_scan_finds_exactly_the_keys_written(store: Store) -> None:
     assert {e.slot.kind for e in everything} == {"session", "router", "workspace"}
 
 
+async def test_scan_lists_the_budget_slot(store: Store) -> None:
+    """`orca budget` lists every counter and raised limit through the store's own scan."""
+    await store.commit(CommitBatch("b1", (SlotWrite(K.BUDGETS, (
+        SetOp(K.budget_limit_key("day_usd:-"), "2.5", 600),
+        HIncrManyOp(K.budget_counter_key("day:2026-12-05"), (("requests", 1), ("usd", 0.25)),
+                    600))),),))
+    found = await store.scan("budgets")
+    assert {(e.slot, e.key) for e in found} == {
+        (K.BUDGETS, K.budget_limit_key("day_usd:-")),
+        (K.BUDGETS, K.budget_counter_key("day:2026-12-05")),
+        (K.BUDGETS, "commit:b1")}
+    assert {e.key for e in await store.scan("budgets", key_prefix="limit:")} == {
+        K.budget_limit_key("day_usd:-")}
+
+
 async def test_get_returns_one_entry_or_none(store: Store) -> None:
     await store.commit(CommitBatch("r1", (SlotWrite(SESSION, (SetOp("pin:base", "m", 60),)),)))
     entry = await store.get(SESSION, "pin:base")

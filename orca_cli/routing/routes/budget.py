@@ -9,6 +9,7 @@ at commit from billed cost. Periods are UTC calendar days, ISO weeks and calenda
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Literal
@@ -28,6 +29,7 @@ __all__ = [
     "check_budgets",
     "config_budget_counters",
     "counter_key",
+    "format_usd",
     "period",
     "spend_keys",
 ]
@@ -46,6 +48,23 @@ class Spend:
 
 Counters = Mapping[str, Spend]
 NO_SPEND = Spend()
+USD_SIGNIFICANT = 4  # digits shown of an amount below $1
+_USD_MAX_DECIMALS = 10
+
+
+def format_usd(usd: float) -> str:
+    """A $ amount as budgets show it, in the 429 message and `orca budget` alike: cents from
+    $1 up (`$12.00`); below $1, 4 significant digits with trailing zeros dropped, at least
+    cents (`$0.004`, `$0.004022`, `$0.1235`, `$0.50`), so a small budget never reads `$0.00`."""
+    if not math.isfinite(usd):
+        return f"${usd}"
+    size = abs(usd)
+    if size >= 1 or size == 0:
+        return f"${usd:.2f}"
+    decimals = min(_USD_MAX_DECIMALS, USD_SIGNIFICANT - 1 - math.floor(math.log10(size)))
+    text = f"{usd:.{decimals}f}".rstrip("0")
+    whole, _, frac = text.partition(".")
+    return f"${whole}.{frac.ljust(2, '0')}"
 
 
 def period(window: Window, now: float) -> str:
@@ -113,9 +132,9 @@ def budget_refusal(name: str, spent: float, budget: float, who: str, window: str
     key = ""
     if who.startswith('inbound key "'):
         key = " --key " + who[len('inbound key "'):-1]
-    return (f"budget {name} for {who} is spent: ${spent:.2f} of ${budget:.2f} in {window}; "
-            f"requests are refused until the window ends or the budget is raised with "
-            f"`orca budget raise {name} <usd>{key}`")
+    return (f"budget {name} for {who} is spent: {format_usd(spent)} of {format_usd(budget)} "
+            f"in {window}; requests are refused until the window ends or the budget is raised "
+            f"with `orca budget raise {name} <usd>{key}`")
 
 
 @immutable
