@@ -28,7 +28,9 @@ from orca_cli.proxy.runtime import Runtime
 from orca_cli.routing.features import estimate_tokens
 from orca_cli.routing.target import ROUTER_PREFIX, resolve_target
 from orca_cli.turn.model import RequestHead
+from orca_cli.turn.prepare import model_problem
 from orca_cli.types import Receive, Scope, Send
+from orca_cli.wire.body_check import body_problem
 from orca_cli.wire.transcript import transcript
 
 __all__ = ["AdminHandler", "OrcaApp"]
@@ -175,17 +177,9 @@ class OrcaApp:
 
 
 def count_tokens_problem(body: dict[str, Any]) -> str | None:
-    """The type checks Anthropic's count_tokens applies: a model name and a message list."""
+    """The type checks of a Messages request (SPEC §18: as the generation paths apply them):
+    a model name, a message list, and every other field the Messages API types."""
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
-        return "`model` must be a non-empty string"
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-        return "`messages` must be a list of message objects"
-    system = body.get("system")
-    if system is not None and not isinstance(system, (str, list)):
-        return "`system` must be a string or a list of content blocks"
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        return "`tools` must be a list"
-    return None
+        return model_problem(model)
+    return body_problem("anthropic", body)

@@ -141,19 +141,21 @@ class Delta:
                 digest.update(b"\x1e")
         return digest.hexdigest()
 
-    def dedupe_key(self, router: str, session: str, *,
-                   client_request_id: str | None = None) -> str:
+    def dedupe_key(self, router: str, session: str, *, client_request_id: str | None = None,
+                   continues: str = "") -> str:
         """SPEC §6.3: sha256(router, session, message count, delta bytes) — the delta bytes
         enter through their digest. With the client's `X-Request-Id` the key is `c:` and a
-        hash of that id and the same turn key: an SDK retry of the turn (same id, same turn)
-        repeats, while a client that sends one id on every request (a fixed header, as an
-        agent's custom-header setting does) still has each new turn counted."""
-        material = f"{router}\x1f{session}\x1f{self.message_count}\x1f{self.delta_digest}"
+        hash of that id with the turn's place (router, session, message count and, for a
+        Responses request, the `previous_response_id` it `continues`), not the delta's bytes:
+        an SDK retry of the turn (same id, same place) repeats, while a client that sends one
+        id on every request (an agent's fixed custom header) still has each new turn counted,
+        its transcript being longer or continuing a newer response."""
         if client_request_id:
-            material = f"{client_request_id[:128]}\x1e{material}"
+            material = (f"{client_request_id[:128]}\x1e{router}\x1f{session}\x1f"
+                        f"{self.message_count}\x1f{continues}")
             return "c:" + hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+        material = f"{router}\x1f{session}\x1f{self.message_count}\x1f{self.delta_digest}"
         return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
-
 
 def estimate_tokens(chars: int) -> int:
     """ceil(chars / 4): the estimate `orca score` reports as `tokens_estimated`."""

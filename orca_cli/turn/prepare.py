@@ -27,10 +27,11 @@ from orca_cli.state.base import ReadRequest
 from orca_cli.turn.model import Arrival, RequestHead, Turn
 from orca_cli.turn.routes import Routed
 from orca_cli.types import MAPPING
+from orca_cli.wire.body_check import body_problem, type_name
 from orca_cli.wire.session_id import derive_session_id, resolve_session_id
 from orca_cli.wire.side_facts import side_facts
 
-__all__ = ["ASKS", "MAX_JSON_DEPTH", "decide", "prepare", "response_key"]
+__all__ = ["ASKS", "MAX_JSON_DEPTH", "decide", "model_problem", "prepare", "response_key"]
 
 ASKS: tuple[Ask, ...] = ("strong", "once", "base")
 PERCENTILE_SAMPLES = 1000
@@ -48,6 +49,16 @@ def _too_deep(raw: bytes, body: dict[str, Any]) -> bool:
     except TypeError:
         return raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH
     return False
+
+
+def model_problem(value: object) -> str:
+    """The 400 for a `model` field that is missing, empty or not a string."""
+    what = "a router (orca/<name>), an alias or a configured model"
+    if value is None:
+        return f"the `model` field is required: {what}"
+    if isinstance(value, str):
+        return f"the `model` field is empty: name {what}"
+    return f"the `model` field must be a string naming {what}, not {type_name(value)}"
 
 
 def response_key(response_id: str) -> str:
@@ -91,13 +102,15 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, arrival: Arrival, *,
         return Refusal(400, f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels")
     model_field = body.get("model")
     if not isinstance(model_field, str) or not model_field.strip():
-        return Refusal(400, "the `model` field is required: a router (orca/<name>), an alias "
-                            "or a configured model")
+        return Refusal(400, model_problem(model_field))
     try:
         target = (resolve_target(model_field, cfg) if routed is None or routed.target is None
                   else routed_target(cfg, routed, model_field))
     except UnknownModel as exc:
         return Refusal(404, str(exc), code="model_not_found")
+    problem = body_problem(head.api, body)
+    if problem is not None:
+        return Refusal(400, problem)
     ask = _ask(head)
     if isinstance(ask, Refusal):
         return ask
@@ -119,8 +132,10 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, arrival: Arrival, *,
     turn.delta = delta if delta is not None else scorer.delta(body, turn.api)
     router, session = turn.router, turn.session  # a side request may have moved them
     if router is not None and session is not None and turn.side is None:
-        turn.dedupe_key = turn.delta.dedupe_key(router.name, session,
-                                                client_request_id=turn.client_request_id)
+        previous = body.get("previous_response_id") if turn.api == "responses" else None
+        turn.dedupe_key = turn.delta.dedupe_key(
+            router.name, session, client_request_id=turn.client_request_id,
+            continues=previous if isinstance(previous, str) else "")
     if (router is not None and session is None and turn.side is None and not cache_aware_off(body)
             and (routed is None or routed.affinity)):
         turn.affinity_key = derive_session_id(body, router=router.name, api=turn.api)

@@ -225,6 +225,50 @@ async def test_bodies_nested_deeper_than_can_be_forwarded_are_a_400(
         assert await state_keys(sc.store) == before
 
 
+WRONG_TYPES = [
+    ("/v1/chat/completions", {"messages": "x"}, "`messages` must be an array, not a string"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                              "stream": "false"},
+     "`stream` must be a boolean (true or false), not a string"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                              "max_tokens": "lots"}, "`max_tokens` must be an integer"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "tools": {}},
+     "`tools` must be an array, not an object"),
+    ("/v1/messages", {"max_tokens": 16, "messages": [5]},
+     "`messages` must be an array of message objects"),
+    ("/v1/messages", {"max_tokens": 16, "messages": [{"role": "user", "content": "hi"}],
+                      "stream": "yes"}, "`stream` must be a boolean"),
+    ("/v1/messages", {"max_tokens": 16}, "`messages` is required"),
+    ("/v1/responses", {"input": 5}, "`input` must be a string or an array, not an integer"),
+    ("/v1/responses", {"input": "hi", "max_output_tokens": "many"},
+     "`max_output_tokens` must be an integer, not a string"),
+    ("/v1/messages/count_tokens", {"messages": [{"role": "user", "content": "hi"}],
+                                   "system": 5}, "`system` must be a string or an array"),
+]
+
+
+@pytest.mark.parametrize(("path", "fields", "said"), WRONG_TYPES)
+async def test_a_top_level_field_of_the_wrong_type_is_a_400_saying_which(
+        sc: Sidecar, path: str, fields: dict[str, Any], said: str) -> None:
+    """What the provider would refuse is refused first: a 400 in the caller's shape naming
+    the field, nothing sent upstream, no session state (a `"stream": "false"` once streamed)."""
+    before, calls = await state_keys(sc.store), sim_calls(sc)
+    model = "orca/coding" if path != "/v1/messages/count_tokens" else "claude-x"
+    r = await sc.http.post(path, json={"model": model, **fields},
+                           headers={"x-orca-session": "typed"})
+    assert r.status_code == 400, r.text
+    assert r.headers["content-type"].startswith("application/json")
+    assert said in r.text
+    assert_error_shape("/v1/messages" if path.startswith("/v1/messages") else path, r.content)
+    assert sim_calls(sc) == calls and await state_keys(sc.store) == before
+
+
+async def test_a_model_of_the_wrong_type_is_named_as_such(sc: Sidecar) -> None:
+    r = await sc.http.post("/v1/chat/completions", json={"model": 42, "messages": []})
+    assert r.status_code == 400
+    assert "`model` field must be a string" in r.text and "not an integer" in r.text
+
+
 # --- oversized bodies -------------------------------------------------------------------------
 
 

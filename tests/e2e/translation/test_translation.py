@@ -112,10 +112,11 @@ async def test_an_untranslatable_request_is_refused_before_any_upstream_call(
 
 async def test_a_body_its_own_codec_cannot_read_is_a_400_not_an_internal_fault(
         stack: Sidecar, provider: FakeUpstream) -> None:
-    """A field of the wrong type (here `messages`) cannot be translated: the client gets a 400
-    in its own shape saying so, and nothing goes upstream."""
+    """A field of the wrong type inside a message (here its `content`) cannot be translated:
+    the client gets a 400 in its own shape saying so, and nothing goes upstream."""
     r = await stack.http.post("/v1/messages", json={"model": "gpt-t", "max_tokens": 16,
-                                                    "messages": 5})
+                                                    "messages": [{"role": "user",
+                                                                  "content": 5}]})
     assert r.status_code == 400, r.text
     doc = r.json()
     assert doc["type"] == "error" and doc["error"]["type"] == "invalid_request_error"
@@ -127,6 +128,22 @@ async def test_a_body_its_own_codec_cannot_read_is_a_400_not_an_internal_fault(
     trace = await stack.rt.gate.store.get_trace(rid)
     assert trace is not None
     assert [a["error"] for a in trace["attempts"]] == ["untranslatable:malformed_body"]
+
+
+async def test_a_top_level_field_of_the_wrong_type_is_refused_before_routing(
+        stack: Sidecar, provider: FakeUpstream) -> None:
+    """`messages` that is no array: refused by its type before any channel is chosen."""
+    r = await stack.http.post("/v1/messages", json={"model": "gpt-t", "max_tokens": 16,
+                                                    "messages": 5})
+    assert r.status_code == 400, r.text
+    doc = r.json()
+    assert doc["type"] == "error" and doc["error"]["type"] == "invalid_request_error"
+    assert doc["error"]["message"] == "`messages` must be an array, not an integer"
+    assert provider.calls("oa") == []
+    rid = r.headers["x-orca-request-id"]
+    await stack.settled(rid)
+    trace = await stack.rt.gate.store.get_trace(rid)
+    assert trace is not None and trace["attempts"] == [] and trace["tier"]["decision"] is None
 
 
 async def test_tool_arguments_nested_too_deeply_to_write_back_are_a_400(
