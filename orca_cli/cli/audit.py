@@ -8,7 +8,14 @@ from typing import Any
 
 import typer
 
-from orca_cli.cli.operator import Operator, config_option, json_option, router_option, url_option
+from orca_cli.cli.operator import (
+    Operator,
+    config_option,
+    json_option,
+    router_option,
+    token_option,
+    url_option,
+)
 from orca_cli.cli.output import out_console, print_json
 from orca_cli.cli.render import add_row, fmt_ts, short
 
@@ -24,6 +31,7 @@ def register(app: typer.Typer) -> None:
                                               "(a bare number is seconds), or an ISO time."),
         as_json: bool = json_option(),
         url: str | None = url_option(),
+        token: str | None = token_option(),
         config: str | None = config_option(),
     ) -> None:
         """List audit events, oldest first.
@@ -33,7 +41,7 @@ def register(app: typer.Typer) -> None:
             orca audit --since 1h
             orca audit --router coding --json
         """
-        events = Operator(url, config).audit(router, since)
+        events = Operator(url, config, token=token).audit(router, since)
         if as_json:
             print_json(events)
         else:

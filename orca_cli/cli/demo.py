@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from orca_cli.cli.output import fail, out_console, print_json
+from orca_cli.cli.serve import checked_port
 
 
 def register(app: typer.Typer) -> None:
@@ -20,8 +21,8 @@ def register(app: typer.Typer) -> None:
         keep: bool = typer.Option(False, "--keep", help="Leave the demo's sidecar running "
                                   "(until Ctrl-C) so orca requests, explain and session show "
                                   "work on what it did."),
-        port: int = typer.Option(0, "--port", help="The demo sidecar's port (default: a free "
-                                 "one)."),
+        port: int = typer.Option(0, "--port", callback=checked_port,
+                                 help="The demo sidecar's port (default: a free one)."),
     ) -> None:
         """Run an offline demo over real HTTP with simulated upstreams (no API key).
 

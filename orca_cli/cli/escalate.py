@@ -20,6 +20,7 @@ from orca_cli.cli.operator import (
     json_option,
     pick_session,
     router_option,
+    token_option,
     url_option,
 )
 from orca_cli.cli.output import out_console, print_json
@@ -39,6 +40,7 @@ def register(app: typer.Typer) -> None:
         reason: str = typer.Option("", "--reason", help="Why (recorded with the ask)."),
         as_json: bool = json_option(),
         url: str | None = url_option(),
+        token: str | None = token_option(),
         config: str | None = config_option(),
     ) -> None:
         """Ask for a session's next request(s) to be served strong, within the caps.
@@ -48,7 +50,7 @@ def register(app: typer.Typer) -> None:
             orca escalate --once
             orca escalate 7f3c-claude-session --reason "stuck on the migration"
         """
-        op = Operator(url, config)
+        op = Operator(url, config, token=token)
         r, s = pick_session(op, session, router)
         _show(op.escalate(r, s, once=once, reason=reason), as_json)
 
@@ -59,6 +61,7 @@ def register(app: typer.Typer) -> None:
         reason: str = typer.Option("", "--reason", help="Why (recorded with the ask)."),
         as_json: bool = json_option(),
         url: str | None = url_option(),
+        token: str | None = token_option(),
         config: str | None = config_option(),
     ) -> None:
         """Put a session back in the base tier at its next request (never refunds the cap).
@@ -68,7 +71,7 @@ def register(app: typer.Typer) -> None:
             orca reset
             orca reset 7f3c-claude-session --router coding
         """
-        op = Operator(url, config)
+        op = Operator(url, config, token=token)
         r, s = pick_session(op, session, router)
         _show(op.reset(r, s, reason=reason), as_json)
 

@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
                                    "opencode: also write the set-up into the agent's config "
                                    "file (keeping what is there)."),
         url: str | None = typer.Option(None, "--url", help="The sidecar's address in the "
-                                       "set-up (default: [server] host and port of the "
+                                       "set-up (default: \\[server] host and port of the "
                                        "config, http://127.0.0.1:8787)."),
         settings: str | None = typer.Option(None, "--settings", metavar="PATH",
                                             help="Claude Code settings file to edit (default "

@@ -8,7 +8,14 @@ from typing import Any
 
 import typer
 
-from orca_cli.cli.operator import Operator, config_option, json_option, router_option, url_option
+from orca_cli.cli.operator import (
+    Operator,
+    config_option,
+    json_option,
+    router_option,
+    token_option,
+    url_option,
+)
 from orca_cli.cli.output import out_console, print_json
 from orca_cli.cli.render import add_row, fmt_ttl, short
 
@@ -27,6 +34,7 @@ def dump_cmd(
     router: str | None = router_option(),
     as_json: bool = json_option(),
     url: str | None = url_option(),
+    token: str | None = token_option(),
     config: str | None = config_option(),
 ) -> None:
     """Dump every pin with its remaining TTL.
@@ -36,7 +44,7 @@ def dump_cmd(
         orca pins dump
         orca pins dump --session 7f3c-claude-session --json
     """
-    rows = Operator(url, config).pins(session, router)
+    rows = Operator(url, config, token=token).pins(session, router)
     if as_json:
         print_json(rows)
     else:

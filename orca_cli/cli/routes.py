@@ -20,7 +20,7 @@ routes_app = typer.Typer(help="Dynamic routes: check a routes file, dry-run a re
 
 @routes_app.command("check")
 def check_cmd(
-    file: str = typer.Argument(..., help="A TOML file of [[routes]] tables."),
+    file: str = typer.Argument(..., help="A TOML file of \\[\\[routes]] tables."),
     config: str | None = typer.Option(None, "--config", help="Config file."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
 ) -> None:
@@ -82,7 +82,7 @@ def test_cmd(
     key: str | None = typer.Option(None, "--key", help="The inbound key name (default: the "
                                    "key whose token --header authorization/x-api-key carries)."),
     routes: str | None = typer.Option(None, "--routes", help="A routes file (default: the "
-                                      "config's [[routes]])."),
+                                      "config's \\[\\[routes]])."),
     spent: list[str] = typer.Option([], "--spent", help="COUNTER=USD budget spend (repeatable)."),
     config: str | None = typer.Option(None, "--config", help="Config file."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout."),

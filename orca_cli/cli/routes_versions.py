@@ -77,7 +77,7 @@ def with_redis(config: str | None, redis_url: str | None, what: str,
 def register(routes_app: typer.Typer) -> None:
     @routes_app.command("deploy")
     def deploy_cmd(
-        file: str = typer.Argument(..., help="A TOML file of [[routes]] tables."),
+        file: str = typer.Argument(..., help="A TOML file of \\[\\[routes]] tables."),
         note: str = typer.Option("", "--note", help="A line kept with the version."),
         config: str | None = _CONFIG, redis_url: str | None = _REDIS, as_json: bool = _JSON,
     ) -> None:

@@ -1,12 +1,13 @@
-"""`orca score [FILE|-] [--api openai|anthropic] [--json] [--config PATH]` (SPEC §1.1, §4).
+"""`orca score [FILE|-] [--api openai|anthropic|responses] [--json] [--config PATH]` (SPEC §1.1,
+§4).
 
 Scores one request body with both scorers — the full transcript and the delta (the latest
 turn) — and shows every feature's raw value, cap, weight and contribution; beside them the
 banding score `gated_adaptive` bands on (the conversation without the agent's system prompt
-and tool schemas, SPEC §19). The wire format is
-detected from the body (a top-level `system` or Anthropic-only content blocks mean Anthropic)
-unless `--api` says it. Weights and caps come from the effective config (`[difficulty.*]`);
-with no config file anywhere, the SPEC §4 defaults.
+and tool schemas, SPEC §19). The wire format is detected from the body (a top-level `system`
+or Anthropic-only content blocks mean Anthropic; `input` or `instructions` without `messages`
+mean the Responses API) unless `--api` says it. Weights and caps come from the effective
+config (`[difficulty.*]`); with no config file anywhere, the SPEC §4 defaults.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = ["register", "score_document"]
 class ApiChoice(str, Enum):
     openai = "openai"
     anthropic = "anthropic"
+    responses = "responses"
 
 
 def register(app: typer.Typer) -> None:
@@ -36,7 +38,8 @@ def register(app: typer.Typer) -> None:
     def score_cmd(
         file: str = typer.Argument("-", metavar="[FILE|-]",
                                    help="A JSON request body; `-` or nothing reads stdin."),
-        api: ApiChoice | None = typer.Option(None, "--api", help="Wire format; detected when absent."),
+        api: ApiChoice | None = typer.Option(None, "--api", metavar="openai|anthropic|responses",
+                                             help="Wire format; detected when absent."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON document."),
         config: str | None = typer.Option(None, "--config", help="Config file (weights, caps)."),
     ) -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import signal
+from types import FrameType
 from typing import Any
 
 import typer
 
 from orca_cli.cli.output import fail
+
+_STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
 class _Plain:
@@ -21,7 +25,9 @@ def register(app: typer.Typer) -> None:
     def serve_cmd(
         host: str | None = typer.Option(None, "--host", help="Bind address (default from "
                                         "\\[server].host, 127.0.0.1)."),
-        port: int | None = typer.Option(None, "--port", help="Port (default \\[server].port, 8787)."),
+        port: int | None = typer.Option(None, "--port", callback=checked_port,
+                                        help="Port (default \\[server].port, 8787; 0 picks a "
+                                             "free one)."),
         config: str | None = typer.Option(None, "--config", help="Config file."),
         allow_remote: bool = typer.Option(False, "--allow-remote", help="Allow a non-loopback "
                                           "--host (needs \\[server].inbound_token)."),
@@ -88,6 +94,14 @@ def register(app: typer.Typer) -> None:
              workers)
 
 
+def checked_port(value: int | None) -> int | None:
+    """`--port` as parsed: a TCP port, or 0 for a free one; anything else is a usage error
+    here rather than an OverflowError from bind() later."""
+    if value is not None and not 0 <= value <= 65535:
+        fail(f"--port must be a TCP port from 1 to 65535 (or 0 for a free one), got {value}", 2)
+    return value
+
+
 def with_state(cfg: Any, state: str | None, redis_url: str | None) -> Any:
     """The config with `--state` / `--redis-url` applied to its `[state]` table (SPEC §1.1):
     a URL alone means Redis; `--state memory` with a URL is a usage error."""
@@ -142,11 +156,17 @@ def _run(cfg: object, host: str, port: int, log_level: str,
         con.print(f"admin token: {admin_token_path()} (for orca explain, session, escalate)")
 
     def worker(_index: int) -> None:
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)  # a stop while the worker starts
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # blocked by the fork
         # Each worker its own listener on the port (the kernel spreads connections); the
         # parent's socket only holds the port and is never listened on.
         _serve(cfg, bind_socket(host, real_port, reuse_port=True), token, host, real_port,
                log_level, log_format, otlp_endpoint)
 
+    # Until uvicorn's handler takes over (and once it has let go), SIGTERM ends the process
+    # through its `finally` blocks, the sidecar record's removal among them, with status 0;
+    # the default action would kill it on the spot. `--workers` replaces it with its own.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     with sidecar_record(host, real_port, token, cfg.source):
         if workers == 1:
             # Listening before the banner says so: a client that connects as soon as it reads
@@ -155,29 +175,59 @@ def _run(cfg: object, host: str, port: int, log_level: str,
             banner()
             _serve(cfg, sock, token, host, real_port, log_level, log_format, otlp_endpoint)
             return
-        code = supervise(workers, worker, on_started=lambda: _when_answering(host, real_port,
-                                                                            banner))
+        # A stop that arrives while the workers are forked would miss those forked after it:
+        # it waits, blocked, until all are, and is taken when the banner's wait listens.
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        try:
+            code = supervise(workers, worker,
+                             on_started=lambda: _when_answering(host, real_port, banner))
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     if code:
         raise typer.Exit(code)
 
 
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
 def _when_answering(host: str, port: int, then: Any, timeout_s: float = 30.0) -> None:
     """Run `then` once a worker accepts connections on the port (the banner's promise); if
-    none does in time, say so instead (the workers' own errors are on stderr above)."""
+    none does in time, say so instead (the workers' own errors are on stderr above). A stop
+    asked for meanwhile (SIGINT, SIGTERM) ends the wait at once, after the supervisor's own
+    handler has passed it on to the workers."""
     import socket
     import time
 
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection((host.strip("[]"), port), timeout=1).close()
-        except OSError:
-            time.sleep(0.05)
-            continue
-        then()
-        return
-    typer.echo(f"orca: no worker accepts connections on port {port} after {timeout_s:g} s",
-               err=True)
+    stopping = False
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+        handler = handlers[signal.Signals(signum)]
+        if callable(handler):
+            handler(signum, frame)
+
+    for sig in handlers:
+        signal.signal(sig, stop)
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # one that came meanwhile
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not stopping:
+            try:
+                socket.create_connection((host.strip("[]"), port), timeout=1).close()
+            except OSError:
+                time.sleep(0.05)
+                continue
+            then()
+            return
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if not stopping:
+        typer.echo(f"orca: no worker accepts connections on port {port} after {timeout_s:g} s",
+                   err=True)
 
 
 def _serve(cfg: object, sock: object, token: str, host: str, port: int, log_level: str,

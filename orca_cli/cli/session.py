@@ -14,6 +14,7 @@ from orca_cli.cli.operator import (
     json_option,
     pick_session,
     router_option,
+    token_option,
     url_option,
 )
 from orca_cli.cli.output import out_console, print_json
@@ -33,6 +34,7 @@ def list_cmd(
     router: str | None = router_option(),
     as_json: bool = json_option(),
     url: str | None = url_option(),
+    token: str | None = token_option(),
     config: str | None = config_option(),
 ) -> None:
     """List every session with tier state or pins, most recently served first.
@@ -41,7 +43,7 @@ def list_cmd(
     Example:
         orca session list --router coding
     """
-    rows = Operator(url, config).list_sessions(router)
+    rows = Operator(url, config, token=token).list_sessions(router)
     if as_json:
         print_json(rows)
     else:
@@ -55,6 +57,7 @@ def show_cmd(
     router: str | None = router_option(),
     as_json: bool = json_option(),
     url: str | None = url_option(),
+    token: str | None = token_option(),
     config: str | None = config_option(),
 ) -> None:
     """Show one session: tier and why, escalations, strikes, streak, pins with TTLs.
@@ -64,7 +67,7 @@ def show_cmd(
         orca session show
         orca session show 7f3c-claude-session --json
     """
-    op = Operator(url, config)
+    op = Operator(url, config, token=token)
     r, s = pick_session(op, session, router)
     view = op.show_session(r, s)
     if as_json:

@@ -9,7 +9,13 @@ from typing import Any
 
 import typer
 
-from orca_cli.cli.operator import Operator, config_option, json_option, url_option
+from orca_cli.cli.operator import (
+    Operator,
+    config_option,
+    json_option,
+    token_option,
+    url_option,
+)
 from orca_cli.cli.output import out_console, print_json
 from orca_cli.cli.render import add_row
 
@@ -24,6 +30,7 @@ def register(app: typer.Typer) -> None:
         interval: float = typer.Option(2.0, "--interval", min=0.2,
                                        help="Seconds between refreshes with --watch."),
         url: str | None = url_option(),
+        token: str | None = token_option(),
         config: str | None = config_option(),
     ) -> None:
         """Show strong share, escalations, denials, cache hits and cost.
@@ -33,7 +40,7 @@ def register(app: typer.Typer) -> None:
             orca stats
             orca stats --watch
         """
-        op = Operator(url, config)
+        op = Operator(url, config, token=token)
         if not watch:
             doc = op.stats()
             if as_json:

@@ -17,7 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import signal
 import socket
+import threading
 from collections.abc import Generator
 from typing import Any, ClassVar
 
@@ -225,6 +227,29 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
+class _GracefulServer(uvicorn.Server):
+    """uvicorn's server, stopped gracefully by SIGINT or SIGTERM, whose `serve()` then returns.
+
+    uvicorn re-raises a captured signal once it has shut down, so that the default action
+    follows. For SIGTERM that action kills the process at once: after the lifespan shutdown
+    (the request log and the store were closed) but before the owner's own clean-up, such as
+    removing the sidecar record, with exit status 143. Here the stop is already complete, so
+    the signal is not raised again and the owner finishes normally."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield  # signals reach only the main thread
+            return
+        original = {sig: signal.signal(sig, self.handle_exit)
+                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in original.items():
+                signal.signal(sig, handler)
+
+
 class _QuietServer(uvicorn.Server):
     """A server that leaves signal handling to its owner (tests, an embedding process)."""
 
@@ -267,7 +292,7 @@ def build_server(
         proxy_headers=False,
         server_header=False,
     )
-    return uvicorn.Server(config) if handle_signals else _QuietServer(config)
+    return _GracefulServer(config) if handle_signals else _QuietServer(config)
 
 
 def bind_socket(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:

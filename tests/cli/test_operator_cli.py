@@ -176,6 +176,30 @@ def test_a_wrong_token_is_refused_with_exit_1(sidecar: Agent) -> None:
     assert code == 1 and "refused the admin token" in err and out == ""
 
 
+# Every command that talks to the admin API, each with what it needs to answer 0 (README,
+# "Which sidecar the operator commands talk to").
+ADMIN_COMMANDS = [["requests"], ["explain", "last"], ["session", "list"],
+                  ["session", "show", "agent-t"], ["escalate", "agent-t", "--once"],
+                  ["reset", "agent-t"], ["pins", "dump"], ["audit"], ["stats"]]
+
+
+@pytest.mark.parametrize("cmd", ADMIN_COMMANDS, ids=" ".join)
+def test_every_admin_command_takes_token_and_the_env_variable(sidecar: Agent,
+                                                              cmd: list[str]) -> None:
+    """`--token` and `$ORCA_ADMIN_TOKEN` override the token file on every operator command."""
+    sidecar.turn("agent-t")
+    write_admin_token()  # the file now holds another run's token: only the override works
+    code, _, err = orca(*cmd, "--url", sidecar.base)
+    assert code == 1 and "refused the admin token" in err
+    code, _, err = orca(*cmd, "--url", sidecar.base, "--token", sidecar.token)
+    assert code == 0, err
+    result = CliRunner().invoke(app, [*cmd, "--url", sidecar.base],
+                                env={"ORCA_ADMIN_TOKEN": sidecar.token})
+    assert result.exit_code == 0, result.stderr
+    code, _, err = orca(*cmd, "--url", sidecar.base, "--token", "not-the-token")
+    assert code == 1 and "refused the admin token" in err
+
+
 def test_memory_backend_without_a_sidecar_says_it_must_run(tmp_path: Path) -> None:
     write_admin_token()
     code, out, err = orca("session", "list", "--url", "http://127.0.0.1:9")

@@ -4,14 +4,19 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from orca_cli.cli import app
 from orca_cli.config.schema import StateConfig
+from orca_cli.config.template import example_text
 from tests.cli.test_operator_cli import Agent, _cfg, orca, serving
 
 COMMANDS = [["serve"], ["demo"], ["init"], ["score"], ["explain"], ["requests"],
@@ -73,3 +78,42 @@ def test_stats_says_when_the_warm_up_allows_a_share_above_the_cap(
     assert code == 0 and "50.0 %" in out and "warm-up 2/20" in out
     assert "until then the strong share may exceed it" in out.replace("\n", " ").replace(
         "  ", " ") or "may exceed" in out
+
+
+def _commands(cmd: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
+    yield path, cmd
+    for name, sub in getattr(cmd, "commands", {}).items():
+        yield from _commands(sub, [*path, name])
+
+
+def _flat(text: str) -> str:
+    return re.sub(r"[\s│]+", " ", text).strip()
+
+
+def test_bracketed_help_text_is_printed_not_taken_for_markup() -> None:
+    """`[[routes]]` or `[server]` in a help text reaches the reader (rich reads `[x]` as a
+    style tag unless it is written `\\[x]`)."""
+    out = CliRunner().invoke(app, ["routes", "check", "--help"], env={"COLUMNS": "200"}).output
+    assert "A TOML file of [[routes]] tables." in _flat(out)
+    for path, cmd in _commands(typer.main.get_command(app), []):
+        out = _flat(CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "1000"}).output)
+        texts = [p.help for p in cmd.params if getattr(p, "help", None)] + [cmd.help or ""]
+        for text in texts:
+            for line in re.findall(r"[^\n]*\[[^\n]*", text):
+                want = _flat(line.replace("\\[", "[").replace("\b", ""))
+                assert want in out, (" ".join(path), want)
+
+
+@pytest.mark.parametrize("cmd", [["serve", "--port", "99999"], ["serve", "--port", "70000"],
+                                 ["serve", "--port", "-1"], ["demo", "--port", "99999"]],
+                         ids=" ".join)
+def test_a_port_out_of_range_is_a_usage_error_in_one_sentence(cmd: list[str],
+                                                               tmp_path: Path) -> None:
+    """Not bind()'s OverflowError: one sentence with the valid range, exit 2."""
+    config = tmp_path / "orca.toml"
+    config.write_text(example_text())  # a config that would serve: only the port is wrong
+    result = CliRunner().invoke(app, [*cmd, "--config", str(config)])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.stderr == (f"orca: --port must be a TCP port from 1 to 65535 (or 0 for a "
+                             f"free one), got {cmd[2]}\n")

@@ -73,6 +73,48 @@ def test_api_flag_overrides_detection(tmp_path: Path) -> None:
     assert doc["full"]["features"]["system_prompt_log_len"]["value"] == 0.0
 
 
+RESPONSES_BODY = {
+    "model": "gpt-5-codex",
+    "instructions": "You are Codex, a coding agent.",
+    "input": [
+        {"type": "message", "role": "user",
+         "content": [{"type": "input_text", "text": "fix the failing test"}]},
+        {"type": "function_call", "name": "shell", "call_id": "c1",
+         "arguments": '{"command":["pytest"]}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "1 failed"},
+        {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "now prove the invariant holds for every input"}]},
+    ],
+    "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}],
+}
+
+
+def test_api_responses_is_accepted_as_the_detector_names_it(tmp_path: Path) -> None:
+    """`--api responses` reads a Responses API body as detection does (the format `orca score`
+    prints), not a usage error."""
+    path = _write(tmp_path, RESPONSES_BODY)
+    code, out, err = _run(path, "--json")
+    assert (code, err) == (0, "")
+    detected = json.loads(out)
+    assert detected["api"] == "responses" and detected["api_detected"] is True
+    code, out, err = _run(path, "--api", "responses", "--json")
+    assert (code, err) == (0, "")
+    doc = json.loads(out)
+    _assert_scored(doc)
+    assert doc["api"] == "responses" and doc["api_detected"] is False
+    expected = Scorer()
+    assert doc["full"]["score"] == pytest.approx(
+        expected.full(RESPONSES_BODY, "responses").score, abs=1e-6)
+    assert doc["delta"]["score"] == pytest.approx(
+        expected.delta(RESPONSES_BODY, "responses").score, abs=1e-6)
+    assert {k: doc[k] for k in ("full", "delta", "turn")} == {
+        k: detected[k] for k in ("full", "delta", "turn")}
+    assert doc["turn"]["is_user_turn"] is True
+    assert doc["full"]["features"]["system_prompt_log_len"]["value"] > 0  # the instructions
+    code, out, _ = _run(path, "--api", "responses")
+    assert code == 0 and out.startswith("api: responses ")
+
+
 def test_a_tool_continuation_is_reported_as_one(tmp_path: Path) -> None:
     code, out, _ = _run(_write(tmp_path, B.tool_continuation("anthropic")), "--json")
     turn = json.loads(out)["turn"]

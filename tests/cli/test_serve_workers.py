@@ -5,6 +5,7 @@ real sockets (one new connection per request, so the kernel spreads them over th
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -13,11 +14,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 import redis
 
+from orca_cli.proxy.token import sidecars_dir
+from orca_cli.trace.log import short_id
 from tests.agents.kit import wait_for_base
 from tests.state.conftest import REDIS_URL
 
@@ -163,6 +167,77 @@ def test_two_workers_share_one_port_and_every_session(tmp_path: Path, prefix: st
     assert not any(_alive(p) for p in workers), "a worker outlived the sidecar"
     text = log.read_text()
     assert "2 workers" in text and "Traceback" not in text, text
+
+
+def test_sigterm_stops_every_worker_gracefully_and_removes_the_record(tmp_path: Path,
+                                                                      prefix: str) -> None:
+    """SIGTERM, what the parent sends each worker on a stop, ends a worker's graceful stop
+    with exit status 0 (not killed by uvicorn's re-raised signal); SIGTERM to the parent
+    stops every worker, writes the last request's log line, removes the sidecar record and
+    exits 0."""
+    proc, base, log = _start(tmp_path, prefix, 2)
+    try:
+        record = sidecars_dir() / f"{urlsplit(base).port}.json"
+        assert json.loads(record.read_text())["pid"] == proc.pid
+        workers = _children(proc.pid)
+        seen: set[int] = set()
+        deadline = time.monotonic() + 15
+        while seen != workers and time.monotonic() < deadline:  # both serving, not starting
+            seen.add(_pid(base))
+        assert seen == workers, (seen, workers)
+        one = min(workers)
+        os.kill(one, signal.SIGTERM)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and f"(pid {one}) exited" not in log.read_text():
+            time.sleep(0.05)
+        assert f"(pid {one}) exited with 0 " in log.read_text(), log.read_text()
+        body = {"model": "orca/coding", "messages": [{"role": "user", "content": "hi"}]}
+        r = httpx.post(base + "/v1/chat/completions", json=body, timeout=10,
+                       headers={"connection": "close"})
+        assert r.status_code == 200, r.text
+        rid = r.headers["x-orca-request-id"]
+        workers = _children(proc.pid)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=20)
+    text = log.read_text()
+    assert code == 0, text
+    assert not record.exists(), "the sidecar record outlived orca serve"
+    assert not any(_alive(p) for p in workers), "a worker outlived the sidecar"
+    assert len([x for x in text.splitlines() if short_id(rid) in x]) == 1, text
+    assert "Traceback" not in text, text
+
+
+def test_sigterm_while_the_workers_start_stops_at_once(tmp_path: Path, prefix: str) -> None:
+    """A stop asked for before any worker answers is not held until the banner's wait for
+    one (30 s) runs out, and still removes the record."""
+    config = tmp_path / "orca.toml"
+    config.write_text(CONFIG.format(url=REDIS_URL, prefix=prefix))
+    log = tmp_path / "serve.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "orca_cli", "serve", "--config",
+                                 str(config), "--port", "0", "--workers", "2"],
+                                env=_env(), cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # its workers go with it on a failure
+    try:
+        deadline = time.monotonic() + 30
+        while not list(sidecars_dir().glob("*.json")) and time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            time.sleep(0.01)
+        [record] = sidecars_dir().glob("*.json")
+        assert "listening" not in log.read_text()  # no worker answers yet
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=20)
+    finally:
+        left = subprocess.run(["ps", "-o", "pid=", "-s", str(proc.pid)], capture_output=True,
+                              text=True, check=False).stdout.split()
+        if left:  # a worker forked after the stop, or the whole sidecar still running
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert code == 0, log.read_text()
+    assert not left, f"processes outlived the sidecar: {left}"
+    assert not record.exists(), "the sidecar record outlived orca serve"
+    assert "no worker accepts connections" not in log.read_text()
 
 
 def _alive(pid: int) -> bool:
