@@ -57,6 +57,9 @@ def render_audit(events: list[Mapping[str, Any]]) -> Any:
         table.add_column(col, overflow="fold", no_wrap=keep)
     for e in events:
         add_row(table, fmt_ts(e.get("ts")), e.get("router") or "-", short(e.get("session")),
-                e.get("event"), e.get("trigger") or "-", e.get("reason") or "-",
+                e.get("event"), e.get("trigger") or "-",
+                # an operator's `--reason` beside the machine reason it resolved as
+                f"{e.get('reason') or '-'} ({e['note']})" if e.get("note") else
+                e.get("reason") or "-",
                 e.get("actor") or "-", e.get("request_id") or "-")
     return table

@@ -129,11 +129,13 @@ class _Ask:
     ask: Ask | None
     actor: str
     consume: tuple[Intent, ...] = ()
+    note: str = ""  # a pending ask's `--reason`, carried to its audit event
 
 
 def _explicit_ask(st: TierState, sig: TurnSignals) -> _Ask:
     if sig.ask is None and st.pending is not None:
-        return _Ask(st.pending.ask, st.pending.actor, (ConsumePending(st.pending.id),))
+        p = st.pending
+        return _Ask(p.ask, p.actor, (ConsumePending(p.id),), p.reason)
     return _Ask(sig.ask, sig.actor)
 
 
@@ -206,9 +208,9 @@ def _escalation(a: _Ask, eng: _Engine, esc: EscalationConfig,
                 strong_window_s: float) -> tuple[str, Intent] | None:
     """The base session's transition to strong this turn, if any: (trigger, intent)."""
     if a.ask == "strong":
-        return "explicit", Escalate("explicit", strong_window_s, a.actor)
+        return "explicit", Escalate("explicit", strong_window_s, a.actor, note=a.note)
     if a.ask == "once":
-        return "once", OnceBoost(a.actor)
+        return "once", OnceBoost(a.actor, a.note)
     if esc.mode == "auto" and (eng.b["fires"] or eng.c["fires"]):
         trigger = "difficulty" if eng.b["fires"] else "strikes"
         return trigger, Escalate(trigger, strong_window_s, "engine")
@@ -252,6 +254,8 @@ def resolve_tier(state: TierState | None, sig: TurnSignals, caps: CapsView,
     evals: dict[str, Any] = {"A": {"class": "A", "ask": a.ask,
                                    "actor": a.actor if a.ask else None,
                                    "fires": a.ask is not None}}
+    if a.note:
+        evals["A"]["note"] = a.note
     record = _record(sig, st, t2)
 
     def decide(tier: Tier, reason: str, trigger: str = "", extra: tuple[Intent, ...] = (),
@@ -265,7 +269,8 @@ def resolve_tier(state: TierState | None, sig: TurnSignals, caps: CapsView,
                             state_tier=state_tier or st.tier)
 
     if a.ask == "base":  # a reset works even inside the warm window and refunds nothing
-        return decide("base", "reset", "reset", (Reset(a.actor),), state_tier="base")
+        return decide("base", "reset", "reset", (Reset(a.actor, a.note),),
+                      state_tier="base")
 
     eng = _engine_triggers(st, sig, esc, t2=t2, dup=st.seen(sig.dedupe_key), now=now,
                            strong_window_s=strong_window_s)

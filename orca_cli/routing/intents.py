@@ -38,6 +38,7 @@ class Escalate:
     window_s: float  # the provider cache window of the strong tier, recorded for de-escalation
     actor: str = "client"
     scope: Scope = "main"
+    note: str = ""  # the operator's `--reason` of the pending ask it resolves
 
 
 @immutable
@@ -45,6 +46,7 @@ class OnceBoost:
     """One turn served strong; the tier stays base; counts one against `max_per_session`."""
 
     actor: str = "client"
+    note: str = ""  # the operator's `--reason` of the pending ask it resolves
 
 
 @immutable
@@ -65,6 +67,7 @@ class Reset:
     """Back to base; streak, strikes and pending cleared; count, base pin and ring kept."""
 
     actor: str = "client"
+    note: str = ""  # the operator's `--reason` of the pending ask it resolves
 
 
 @immutable

@@ -118,10 +118,15 @@ class PlanContext:
 
 
 def audit_event(ctx: PlanContext, event: str, *, trigger: str = "", reason: str = "",
-                actor: str = "") -> dict[str, Any]:
-    return {"ts": ctx.now, "router": ctx.router or "", "session": ctx.session or "",
-            "request_id": ctx.request_id, "event": event, "trigger": trigger or None,
-            "reason": reason, "actor": actor or ctx.actor}
+                actor: str = "", note: str = "") -> dict[str, Any]:
+    """One audit event; `note`: the operator's `--reason` of the ask it resolves (the key is
+    there only when there is one)."""
+    event_doc = {"ts": ctx.now, "router": ctx.router or "", "session": ctx.session or "",
+                 "request_id": ctx.request_id, "event": event, "trigger": trigger or None,
+                 "reason": reason, "actor": actor or ctx.actor}
+    if note:
+        event_doc["note"] = note
+    return event_doc
 
 
 def _with_response(intents: Sequence[Intent], strikes: tuple[str, ...]) -> tuple[Intent, ...]:
@@ -139,11 +144,12 @@ def _transition_audit(ctx: PlanContext, intents: Sequence[Intent],
             continue
         if isinstance(i, Escalate) and i.scope == "main":
             out.append(audit_event(ctx, "escalated", trigger=i.trigger, reason=i.trigger,
-                                   actor=i.actor))
+                                   actor=i.actor, note=i.note))
         elif isinstance(i, OnceBoost):
-            out.append(audit_event(ctx, "once", trigger="once", reason="once", actor=i.actor))
+            out.append(audit_event(ctx, "once", trigger="once", reason="once", actor=i.actor,
+                                   note=i.note))
         elif isinstance(i, Reset):
-            out.append(audit_event(ctx, "reset", reason="reset", actor=i.actor))
+            out.append(audit_event(ctx, "reset", reason="reset", actor=i.actor, note=i.note))
         elif isinstance(i, Deescalate) and i.scope == "main":
             out.append(audit_event(ctx, "deescalated", reason="deescalated", actor="engine"))
     return out
@@ -337,9 +343,10 @@ def settle_batch(ctx: PlanContext, batch: CommitBatch,
     event, trigger = mutate.changed
     intents = mutate.intents
     if event == "escalated":
-        actor = next((i.actor for i in intents if isinstance(i, Escalate) and i.scope == "main"),
-                     "engine")
-        audit = audit_event(ctx, "escalated", trigger=trigger, reason=trigger, actor=actor)
+        up = next((i for i in intents if isinstance(i, Escalate) and i.scope == "main"), None)
+        audit = audit_event(ctx, "escalated", trigger=trigger, reason=trigger,
+                            actor=up.actor if up is not None else "engine",
+                            note=up.note if up is not None else "")
         ops: tuple[Op, ...] = (HIncrOp(K.stats_key(int(ctx.now // 3600)),
                                        f"escalations:{trigger}", 1, STATS_TTL_S),)
     else:

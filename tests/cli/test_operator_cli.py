@@ -240,3 +240,18 @@ def test_redis_backend_without_a_sidecar_reads_the_store(tmp_path: Path) -> None
         assert code == 0 and json.loads(out)["routers"]["coding"]["requests"] == 1
     finally:
         delete_prefix(REDIS_URL, prefix)
+
+
+def test_the_audit_table_shows_an_operators_reason_beside_the_machine_one() -> None:
+    from rich.console import Console
+
+    from orca_cli.cli.audit import render_audit
+
+    console = Console(width=200, record=True)
+    console.print(render_audit([
+        {"ts": 1.0, "router": "coding", "session": "s1", "event": "once", "trigger": "once",
+         "reason": "once", "actor": "cli", "request_id": "r1", "note": "audit: stuck"},
+        {"ts": 2.0, "router": "coding", "session": "s1", "event": "reset", "reason": "reset",
+         "actor": "client", "request_id": "r2"}]))
+    text = console.export_text()
+    assert "once (audit: stuck)" in text and "reset (" not in text

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from orca_cli.config.schema import TranslationConfig
 from tests.e2e.tier_bodies import FIX_THE_BUILD, Conversation, build_failure
 from tests.e2e.tier_kit import (
@@ -13,6 +15,7 @@ from tests.e2e.tier_kit import (
     Launch,
     Reply,
     TierStack,
+    evals,
     ok,
     tier_config,
 )
@@ -130,6 +133,25 @@ async def test_a_pending_once_from_the_operator_serves_the_next_turn_strong(
     state = await st.state("op-1")
     assert state is not None and state.pending is None and state.escalation_count == 1
     assert [(e["event"], e["actor"]) for e in await st.audit()] == [("once", "cli")]
+    # The operator's words travel with the ask to what it did.
+    assert [e.get("note") for e in await st.audit()] == ["stuck"]
+    assert evals(await st.trace(boosted))["A"]["note"] == "stuck"
+
+
+@pytest.mark.parametrize("ask", ["escalate", "reset"])
+async def test_an_operator_asks_reason_is_in_its_audit_event(launch: Launch, ask: str) -> None:
+    st = await launch()
+    conv = Conversation()
+    ok(await st.chat(conv.trivial_edit(0), session="op-why"))
+    if ask == "reset":
+        ok(await st.chat(conv.trivial_edit(1), session="op-why", tier="strong"))
+    asked = await st.admin("POST", f"sessions/coding/op-why/{ask}",
+                           {"reason": "audit: stuck", "actor": "cli"})
+    assert asked.status_code == 200, asked.text
+    ok(await st.chat(conv.trivial_edit(2), session="op-why"))
+    event = (await st.audit())[-1]
+    assert (event["event"], event["actor"], event.get("note")) == (
+        "escalated" if ask == "escalate" else "reset", "cli", "audit: stuck")
 
 
 async def test_a_pending_once_survives_a_failed_request(launch: Launch) -> None:
