@@ -10,6 +10,11 @@ It never fails the agent: when no sidecar answers, or the session is unknown yet
 short line and exits 0. It runs as its own process on every update, so the entry point
 dispatches here before the CLI framework is imported: this module uses the standard library
 only, and speaks HTTP/1.0 over a plain socket to the sidecar's `GET /orca/v1/status`.
+
+Which sidecar: `--url`, else `$ORCA_URL`, else the running sidecars' records. With several
+running, the one serving the project's config (found as `orca` finds it, from the workspace
+Claude Code names) is asked first, then the others, each with a short timeout, and the first
+that knows the session answers (`serving_order`; the operator commands use it too).
 """
 
 from __future__ import annotations
@@ -19,12 +24,16 @@ import os
 import socket
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
-__all__ = ["format_status", "main"]
+if TYPE_CHECKING:
+    from orca_cli.proxy.token import SidecarRecord
+
+__all__ = ["format_status", "main", "project_configs", "record_config", "serving_order"]
 
 TIMEOUT_S = 0.5
+PROBE_TIMEOUT_S = 0.2  # each of several running sidecars, asked in turn
 NOT_RUNNING = "orca: not running"
 _USAGE = ("usage: orca statusline [--session S] [--router R] [--url URL] [--token T]\n"
           "Reads Claude Code's status-line JSON on stdin when --session is not given.\n")
@@ -47,18 +56,82 @@ def _args(argv: Sequence[str]) -> dict[str, str] | None:
     return out
 
 
-def _stdin_session() -> str | None:
+def _stdin_doc() -> dict[str, Any]:
+    """Claude Code's status JSON (`session_id`, `workspace`, ...); {} when there is none."""
     try:
         if sys.stdin is None or sys.stdin.isatty():
-            return None
+            return {}
         doc = json.loads(sys.stdin.read() or "{}")
     except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _workspaces(doc: Mapping[str, Any]) -> list[str]:
+    """The directories whose config is the project's: those Claude Code names, then ours."""
+    ws = doc.get("workspace")
+    ws = ws if isinstance(ws, dict) else {}
+    dirs = [_text(ws.get("current_dir")), _text(ws.get("project_dir")), _text(doc.get("cwd"))]
+    out: list[str] = []
+    for d in [*dirs, os.getcwd()]:
+        if d is not None and d not in out:
+            out.append(d)
+    return out
+
+
+def project_configs(dirs: Sequence[str], environ: Mapping[str, str] | None = None) -> list[str]:
+    """The config `orca` would load in each directory, as real paths, in order, none twice.
+
+    The order of `orca_cli/config/discover.py` (`$ORCA_CONFIG`, `./orca.toml`,
+    `$XDG_CONFIG_HOME/orca/orca.toml`), written again here because importing the config
+    package costs this process about 90 ms; a test holds the two to the same answers."""
+    env = os.environ if environ is None else environ
+    xdg = env.get("XDG_CONFIG_HOME", "")
+    if not xdg or not os.path.isabs(xdg):
+        xdg = os.path.join(env.get("HOME") or os.path.expanduser("~"), ".config")
+    home_cfg = os.path.join(xdg, "orca", "orca.toml")
+    out: list[str] = []
+    for d in dirs:
+        named = env.get("ORCA_CONFIG")
+        local = os.path.join(d, "orca.toml")
+        found = (os.path.join(os.getcwd(), named) if named else local if os.path.isfile(local)
+                 else home_cfg if os.path.isfile(home_cfg) else None)
+        if found is not None and os.path.realpath(found) not in out:
+            out.append(os.path.realpath(found))
+    return out
+
+
+def record_config(rec: SidecarRecord) -> str | None:
+    """The real path of the config a sidecar serves. Records name it absolutely; an older
+    record's relative path is read against that process's directory (Linux `/proc`)."""
+    if not rec.config:
         return None
-    sid = doc.get("session_id") if isinstance(doc, dict) else None
-    return sid if isinstance(sid, str) and sid else None
+    if os.path.isabs(rec.config):
+        return os.path.realpath(rec.config)
+    try:
+        return os.path.realpath(os.path.join(os.readlink(f"/proc/{rec.pid}/cwd"), rec.config))
+    except OSError:
+        return None
 
 
-def _get(url: str, path: str, token: str | None) -> tuple[int, Any]:
+def serving_order(recs: Sequence[SidecarRecord], configs: Sequence[str]) -> list[SidecarRecord]:
+    """The running sidecars to ask, best first: those serving one of `configs` (in the
+    order of `configs`), then the others; newest first within each (`recs`' order)."""
+    rank = {path: i for i, path in enumerate(configs)}
+
+    def key(rec: SidecarRecord) -> int:
+        path = record_config(rec)
+        return rank.get(path, len(rank)) if path is not None else len(rank)
+
+    return sorted(recs, key=key)
+
+
+def _get(url: str, path: str, token: str | None,
+         timeout_s: float = TIMEOUT_S) -> tuple[int, Any]:
     parts = urlsplit(url)
     host = parts.hostname or "127.0.0.1"
     port = parts.port or 80
@@ -66,7 +139,7 @@ def _get(url: str, path: str, token: str | None) -> tuple[int, Any]:
             f"Accept: application/json\r\n")
     if token:
         head += f"Authorization: Bearer {token}\r\n"
-    with socket.create_connection((host, port), timeout=TIMEOUT_S) as sock:
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
         sock.sendall((head + "\r\n").encode("latin-1"))
         chunks = []
         while True:
@@ -108,26 +181,42 @@ def format_status(doc: Mapping[str, Any]) -> str:
 
 
 def _line(opts: Mapping[str, str]) -> str:
-    from orca_cli.proxy.token import find_sidecar
+    from orca_cli.proxy.token import find_sidecar, running_sidecars
 
-    session = opts.get("session") or _stdin_session()
-    url, token, _ = find_sidecar(opts.get("url"), opts.get("token"))
-    if url is None:
-        url = "http://127.0.0.1:8787"  # the default port; the config is not read here
+    stdin = {} if opts.get("session") else _stdin_doc()
+    session = opts.get("session") or _text(stdin.get("session_id"))
     if not session:
         return "orca: no session yet"
     query = f"?session={quote(session, safe='')}"
     if opts.get("router"):
         query += f"&router={quote(opts['router'], safe='')}"
-    try:
-        status, doc = _get(url, "/orca/v1/status" + query, token)
-    except (OSError, ValueError, IndexError):
-        return NOT_RUNNING
-    if status == 404:
-        return "orca: no requests from this session yet"
-    if status != 200 or not isinstance(doc, dict):
-        return f"orca: the sidecar answered {status}"
-    return format_status(doc)
+    recs = [] if opts.get("url") or os.environ.get("ORCA_URL") else running_sidecars()
+    if len(recs) > 1:
+        order = serving_order(recs, project_configs(_workspaces(stdin)))
+        return _first_that_knows([(r.url, opts.get("token") or r.token) for r in order],
+                                 "/orca/v1/status" + query)
+    url, token, _ = find_sidecar(opts.get("url"), opts.get("token"))
+    if url is None:
+        url = "http://127.0.0.1:8787"  # the default port; the config is not read here
+    return _first_that_knows([(url, token)], "/orca/v1/status" + query, TIMEOUT_S)
+
+
+def _first_that_knows(sidecars: Sequence[tuple[str, str | None]], path: str,
+                      timeout_s: float = PROBE_TIMEOUT_S) -> str:
+    """The line from the first sidecar that knows the session; else why none did."""
+    line = NOT_RUNNING
+    for url, token in sidecars:
+        try:
+            status, doc = _get(url, path, token, timeout_s)
+        except (OSError, ValueError, IndexError):
+            continue
+        if status == 200 and isinstance(doc, dict):
+            return format_status(doc)
+        if status == 404:
+            line = "orca: no requests from this session yet"
+        elif line == NOT_RUNNING:
+            line = f"orca: the sidecar answered {status}"
+    return line
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,6 +35,7 @@ from orca_cli.state.codec import AUDIT_FIELDS
 from orca_cli.state.keys import RECENT_KEY, check_name
 
 __all__ = [
+    "MIN_SESSION_PREFIX",
     "RECENT_WINDOW_S",
     "AmbiguousSession",
     "OperatorError",
@@ -53,6 +54,8 @@ __all__ = [
 ]
 
 RECENT_WINDOW_S = 300.0  # SPEC §1.1: several sessions active in the last 5 minutes -> ask
+MIN_SESSION_PREFIX = 8  # the request log shortens session ids; a prefix this long names one
+_SHOWN_CANDIDATES = 10
 MAX_REASON = 200
 MAX_ACTOR = 64
 
@@ -105,20 +108,45 @@ async def list_sessions(store: Store, cfg: Config, router: str | None = None, *,
         _router(cfg, router)
     if session is not None:
         _check_session(session)
-    entries = await store.scan("session", router=router, session=session)
-    views = [session_view(cfg, r, s, keys) for (r, s), keys in group_sessions(entries).items()]
+        found = await _session_keys(store, session, router)
+    else:
+        found = group_sessions(await store.scan("session", router=router))
+    views = [session_view(cfg, r, s, keys) for (r, s), keys in found.items()]
     views.sort(key=lambda v: (-(v["last_success"] or 0.0), v["router"], v["session_id"]))
     return views
 
 
+async def _session_keys(store: Store, session: str,
+                        router: str | None) -> dict[tuple[str, str], SessionKeys]:
+    """The stored keys of `session` by (router, session id). An id orca does not hold, of at
+    least `MIN_SESSION_PREFIX` characters, is taken as the start of one it does, as `orca
+    explain` takes a request id's first 8 hex digits: the request log prints session ids
+    shortened. A prefix that several sessions start with is a 400 that lists them."""
+    found = group_sessions(await store.scan("session", router=router, session=session))
+    if found or len(session) < MIN_SESSION_PREFIX:
+        return found
+    everything = group_sessions(await store.scan("session", router=router))
+    found = {(r, s): keys for (r, s), keys in everything.items() if s.startswith(session)}
+    ids = sorted({s for _, s in found})
+    if len(ids) > 1:
+        shown = [f"{s} (router {', '.join(sorted(r for r, x in found if x == s))})"
+                 for s in ids[:_SHOWN_CANDIDATES]]
+        more = f" and {len(ids) - _SHOWN_CANDIDATES} more" if len(ids) > _SHOWN_CANDIDATES else ""
+        raise OperatorError(f"session id prefix {session!r} matches {len(ids)} sessions: "
+                            f"{', '.join(shown)}{more}; pass more of the id",
+                            status=400, code="ambiguous_session")
+    return found
+
+
 async def locate_session(store: Store, cfg: Config, session: str,
                          router: str | None = None) -> tuple[str, str, SessionKeys]:
-    """(router, stored session id, its keys); 404 for a session orca never saw, 400 when the
-    id exists under several routers and none was named."""
+    """(router, stored session id, its keys); `session` may be a unique prefix of the id
+    (`_session_keys`). 404 for a session orca never saw, 400 when the id exists under several
+    routers and none was named, or several ids start with the prefix."""
     _check_session(session)
     if router is not None:
         _router(cfg, router)
-    found = group_sessions(await store.scan("session", router=router, session=session))
+    found = await _session_keys(store, session, router)
     if not found:
         where = f" in router {router!r}" if router else ""
         raise OperatorError(f"no such session {session!r}{where}: orca has no tier state or "
@@ -127,7 +155,8 @@ async def locate_session(store: Store, cfg: Config, session: str,
                             status=404, code="no_such_session")
     if len(found) > 1:
         names = ", ".join(sorted(r for r, _ in found))
-        raise OperatorError(f"session {session!r} exists in routers {names}; pass --router",
+        sid = next(iter(found))[1]
+        raise OperatorError(f"session {sid!r} exists in routers {names}; pass --router",
                             status=400, code="ambiguous_router")
     (r, s), keys = next(iter(found.items()))
     return r, s, keys
@@ -261,6 +290,8 @@ async def pins_dump(store: Store, cfg: Config, *, session: str | None = None,
         _router(cfg, router)
     if session is not None:
         _check_session(session)
+        found = await _session_keys(store, session, router)
+        session = next(iter(found))[1] if found else session
     pins = await store.scan("session", router=router, session=session, key_prefix="")
     affinity = [] if session is not None else await store.scan("router", router=router,
                                                                  key_prefix="aff:")

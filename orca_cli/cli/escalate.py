@@ -20,6 +20,7 @@ from orca_cli.cli.operator import (
     json_option,
     pick_session,
     router_option,
+    session_argument,
     token_option,
     url_option,
 )
@@ -27,13 +28,12 @@ from orca_cli.cli.output import out_console, print_json
 
 __all__ = ["register"]
 
-_SESSION_HELP = "Default: the most recently active session."
 
 
 def register(app: typer.Typer) -> None:
     @app.command("escalate")
     def escalate_cmd(
-        session: str | None = typer.Argument(None, metavar="[SESSION_ID]", help=_SESSION_HELP),
+        session: str | None = session_argument(),
         once: bool = typer.Option(False, "--once", help="Serve only the next request strong; "
                                   "the tier stays base."),
         router: str | None = router_option(),
@@ -56,7 +56,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("reset")
     def reset_cmd(
-        session: str | None = typer.Argument(None, metavar="[SESSION_ID]", help=_SESSION_HELP),
+        session: str | None = session_argument(),
         router: str | None = router_option(),
         reason: str = typer.Option("", "--reason", help="Why (recorded with the ask)."),
         as_json: bool = json_option(),

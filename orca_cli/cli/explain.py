@@ -165,8 +165,17 @@ def _route(root: Any, r: Mapping[str, Any]) -> None:
     b = r.get("budget")
     if b:
         node.add(f"budget {_e(b.get('name'))}: {_e(b.get('verdict'))} · spent "
-                 f"${_num(b.get('spent_usd'), 4)} of ${_num(b.get('limit_usd'), 4)} "
+                 f"{_usd(b.get('spent_usd'))} of {_usd(b.get('limit_usd'))} "
                  f"({_e(b.get('counter'))})")
+
+
+def _usd(value: Any) -> str:
+    """A budget amount as the 429 and `orca budget` write it (`format_usd`), `-` if absent."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-"
+    from orca_cli.routing.routes.budget import format_usd
+
+    return format_usd(float(value))
 
 
 def _tier(root: Any, tier: Mapping[str, Any]) -> None:
@@ -181,6 +190,8 @@ def _tier(root: Any, tier: Mapping[str, Any]) -> None:
     if a:
         ask = (f"ask {_e(a.get('ask'))} by {_e(a.get('actor'))}" if a.get("ask")
                else "no header, no pending ask")
+        if a.get("note"):  # the operator's `--reason` of the pending ask it resolved
+            ask += f" ({_e(repr(str(a['note'])))})"
         node.add(f"A explicit: {ask}" + (" → fires" if a.get("fires") else ""))
     b = ev.get("B")
     if b:

@@ -1,7 +1,9 @@
 """`orca init [--path orca.toml] [--force] [--agent NAME [--write] [--url URL] [--settings PATH]]`
 (SPEC §1.1, §14.5, §15): write the commented example config; with `--agent`, print what makes
-that agent use the sidecar, and with `--write` put it in the agent's own config file.
-`--agent claude-code` always adds `orca statusline` as Claude Code's status line."""
+that agent use the sidecar instead, and with `--write` also write the files: the config when
+there is none (never replaced from here) and the set-up into the agent's own config file.
+`--agent claude-code` always adds `orca statusline` as Claude Code's status line (SPEC §15):
+that one edit is what the command is for, so it needs no `--write`."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from orca_cli.cli.output import fail
 __all__ = ["STATUSLINE_COMMAND", "agent_text", "register", "write_claude_statusline"]
 
 STATUSLINE_COMMAND = "orca statusline"
+_FILE_AGENTS = ("codex", "llm", "opencode")  # the agents whose own config --write edits
 
 
 def register(app: typer.Typer) -> None:
@@ -35,9 +38,10 @@ def register(app: typer.Typer) -> None:
                                          help="Print that agent's set-up for this sidecar; "
                                               "for claude-code, also add `orca statusline` "
                                               "as its status line."),
-        write: bool = typer.Option(False, "--write", help="With --agent codex, llm or "
-                                   "opencode: also write the set-up into the agent's config "
-                                   "file (keeping what is there)."),
+        write: bool = typer.Option(False, "--write", help="With --agent: also write the "
+                                   "config (--path) when there is none and, for codex, llm "
+                                   "and opencode, the set-up into the agent's config file "
+                                   "(keeping what is there). Without it --agent only prints."),
         url: str | None = typer.Option(None, "--url", help="The sidecar's address in the "
                                        "set-up (default: \\[server] host and port of the "
                                        "config, http://127.0.0.1:8787)."),
@@ -45,7 +49,9 @@ def register(app: typer.Typer) -> None:
                                             help="Claude Code settings file to edit (default "
                                                  "~/.claude/settings.json)."),
     ) -> None:
-        """Write a commented orca.toml that serves offline (sim channels) out of the box.
+        """Write a commented orca.toml that serves offline (sim channels) out of the box;
+        with --agent, print that agent's set-up instead (--write: write it, and the config
+        when there is none).
 
         \b
         Example:
@@ -53,12 +59,16 @@ def register(app: typer.Typer) -> None:
           orca init --agent claude-code
           orca init --agent codex --write
         """
-        if agent is not None and agent not in AGENTS:
-            fail(f"--agent must be one of {', '.join(AGENTS)}, got {agent!r}", 2)
-        if agent is None or not os.path.exists(path) or force:
-            _write_config(path, force)
         if agent is None:
+            _write_config(path, force)
             return
+        if agent not in AGENTS:
+            fail(f"--agent must be one of {', '.join(AGENTS)}, got {agent!r}", 2)
+        if write and agent not in (*_FILE_AGENTS, "claude-code"):  # before anything is written
+            fail(f"{agent} is set up by environment variables alone (`orca init --agent "
+                 f"{agent}` prints them); there is no file to write", 2)
+        if write and not os.path.exists(path):
+            _write_config(path, force=False)
         setup = Setup(base=(url or _config_url(path)).rstrip("/"))
         typer.echo(agent_text(agent, setup), nl=False)
         if agent == "claude-code":

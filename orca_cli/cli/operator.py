@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from orca_cli.state.base import Store
 
 __all__ = ["Operator", "config_option", "json_option", "pick_session", "router_option",
-           "token_option", "url_option"]
+           "session_argument", "token_option", "url_option"]
 
 CLI_ACTOR = "cli"
 HTTP_TIMEOUT_S = 10.0
@@ -58,6 +58,12 @@ def config_option() -> Any:
 
 def router_option() -> Any:
     return typer.Option(None, "--router", "-r", help="Router name (default: any).")
+
+
+def session_argument() -> Any:
+    return typer.Argument(None, metavar="[SESSION_ID]", help="A session id, or a unique start "
+                          "of one (8 characters or more, as the request log prints it). "
+                          "Default: the most recently active session.")
 
 
 def json_option() -> Any:
@@ -132,9 +138,9 @@ class Operator:
         """Pick the way in once: HTTP when a token file exists, else the direct fallback."""
         if self._mode is not None:
             return
-        from orca_cli.proxy.token import admin_token_path, find_sidecar
+        from orca_cli.proxy.token import admin_token_path
 
-        url, self._token, how = find_sidecar(self._url_opt, self._token_opt)
+        url, self._token, how = self._find_sidecar()
         self.url = url or self._config_url()
         if how != "--url":
             sys.stderr.write(f"orca: sidecar {self.url} (from {how})\n")
@@ -142,6 +148,44 @@ class Operator:
             self._fallback(f"no admin token at {admin_token_path()} (is `orca serve` running?)")
         else:
             self._mode = "http"
+
+    def _find_sidecar(self) -> tuple[str | None, str | None, str]:
+        """`find_sidecar`, except that with several sidecars running (and no `--url` or
+        `$ORCA_URL`) the one serving this directory's config wins, then the one on the
+        config's port, before the newest."""
+        import os
+
+        from orca_cli.proxy.token import find_sidecar, running_sidecars
+
+        recs = [] if self._url_opt or os.environ.get("ORCA_URL") else running_sidecars()
+        if len(recs) < 2:
+            return find_sidecar(self._url_opt, self._token_opt)
+        from orca_cli.config.discover import discover
+        from orca_cli.errors import ConfigError
+        from orca_cli.statusline import record_config, serving_order
+
+        try:
+            config = discover(self._config_path, _OperatorEnviron())
+        except ConfigError:
+            config = None
+        if config is not None:
+            real = os.path.realpath(config)
+            best = serving_order(recs, [real])[0]
+            if record_config(best) == real:
+                return (best.url, self._token_opt or best.token,
+                        f"the sidecar started with pid {best.pid} serving {real}, one of "
+                        f"{len(recs)} running")
+        return find_sidecar(None, self._token_opt, config_port=self._config_port())
+
+    def _config_port(self) -> int | None:
+        from orca_cli.config.load import load
+        from orca_cli.errors import ConfigError
+
+        try:
+            self._cfg = self._cfg or load(self._config_path, environ=_OperatorEnviron())
+        except ConfigError:
+            return None
+        return self._cfg.server.port
 
     def _call(self, method: str, path: str, params: Mapping[str, Any] | None,
               body: Mapping[str, Any] | None, direct: Direct) -> Any:
@@ -228,23 +272,28 @@ class Operator:
                           lambda st, cfg, now: S.most_recent_sessions(st, cfg, within_s,
                                                                       now=now, router=router))
 
-    def _router_of(self, router: str | None, session: str) -> str:
-        """Over HTTP the path names the router: find it from the session when not given."""
+    def _router_of(self, router: str | None, session: str) -> tuple[str, str]:
+        """Over HTTP the path names the router: (router, session id), the router found from
+        the session when not given. The sidecar takes a unique prefix of the id (the request
+        log shortens them) and lists the candidates when several start with it."""
         if router is not None:
-            return router
+            return router, session
         rows = self.list_sessions(None, session)
         if not rows:
             fail(f"no such session {session!r}: orca has no tier state or pin for it; "
                  "`orca session list` shows the sessions orca knows")
+        full = str(rows[0]["session_id"])
         routers = sorted({row["router"] for row in rows})
         if len(routers) > 1:
-            fail(f"session {session!r} exists in routers {', '.join(routers)}; pass --router",
+            fail(f"session {full!r} exists in routers {', '.join(routers)}; pass --router",
                  EXIT_USAGE)
-        return str(routers[0])
+        if full != session:
+            sys.stderr.write(f"orca: session {full} (router {routers[0]})\n")
+        return str(routers[0]), full
 
     def _session_path(self, router: str | None, session: str, tail: str = "") -> str:
-        r = self._router_of(router, session)
-        return f"/orca/v1/sessions/{quote(r, safe='')}/{quote(session, safe='')}{tail}"
+        r, s = self._router_of(router, session)
+        return f"/orca/v1/sessions/{quote(r, safe='')}/{quote(s, safe='')}{tail}"
 
     def show_session(self, router: str | None, session: str) -> Any:
         from orca_cli.admin import service as S

@@ -30,7 +30,8 @@ def register(app: typer.Typer) -> None:
 
 @sub.command("dump")
 def dump_cmd(
-    session: str | None = typer.Option(None, "--session", "-s", help="Only this session."),
+    session: str | None = typer.Option(None, "--session", "-s", help="Only this session (its "
+                                       "id, or a unique start of it, 8 characters or more)."),
     router: str | None = router_option(),
     as_json: bool = json_option(),
     url: str | None = url_option(),

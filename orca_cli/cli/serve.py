@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from types import FrameType
 from typing import Any
@@ -167,7 +168,10 @@ def _run(cfg: object, host: str, port: int, log_level: str,
     # through its `finally` blocks, the sidecar record's removal among them, with status 0;
     # the default action would kill it on the spot. `--workers` replaces it with its own.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    with sidecar_record(host, real_port, token, cfg.source):
+    # The record names the config by its absolute path: `orca statusline` and the operator
+    # commands, run from any directory, pick the sidecar serving their project's config.
+    with sidecar_record(host, real_port, token, os.path.abspath(cfg.source) if cfg.source
+                        else None):
         if workers == 1:
             # Listening before the banner says so: a client that connects as soon as it reads
             # "listening on" waits in the backlog while the app starts, never refused.

@@ -14,6 +14,7 @@ from orca_cli.cli.operator import (
     json_option,
     pick_session,
     router_option,
+    session_argument,
     token_option,
     url_option,
 )
@@ -52,8 +53,7 @@ def list_cmd(
 
 @sub.command("show")
 def show_cmd(
-    session: str | None = typer.Argument(None, metavar="[SESSION_ID]",
-                                         help="Default: the most recently active session."),
+    session: str | None = session_argument(),
     router: str | None = router_option(),
     as_json: bool = json_option(),
     url: str | None = url_option(),

@@ -100,12 +100,45 @@ def resolve_target(model_field: str, cfg: Config) -> Target:
 
 
 def _hint(name: str, cfg: Config) -> str | None:
+    """What the 404 adds: an unknown suffix after a name that resolves, a channel that does
+    not serve the model, else the nearest configured name and the alias that would catch it."""
+    hint = _suffix_hint(name, cfg) or _channel_hint(name, cfg)
+    if hint is not None:
+        return hint
     near = nearest_name(name, cfg)
     if near is None:
         return None
     target = cfg.aliases.get(near, near)
     return (f"the nearest configured name is {near!r}; to serve this one too, add an alias "
             f"such as \"{_pattern_of(name)}\" = \"{target}\" under [aliases]")
+
+
+def _suffix_hint(name: str, cfg: Config) -> str | None:
+    """`orca/coding:bogus`: the name before the last `:` resolves, and the segment after it
+    is not a routing suffix."""
+    head, sep, last = name.rpartition(":")
+    if not sep or not head or not last or last in SUFFIX_MODE:
+        return None
+    if _resolve(head, cfg, None, name, globs=True) is None:
+        return None
+    known = ", ".join(f":{word} ({mode})" for word, mode in SUFFIX_MODE.items())
+    return (f"unknown routing suffix {':' + last!r} after {head!r}; the known suffixes are "
+            f"{known}")
+
+
+def _channel_hint(name: str, cfg: Config) -> str | None:
+    """`sim-cheap:claude-haiku-4-5`: a configured channel that does not list the model; says
+    which models it serves, and which channels serve that model."""
+    base, _suffix = _split_suffix(name)
+    channel, sep, model = base.partition(":")
+    ch = cfg.channel(channel) if sep and model else None
+    if ch is None or model in ch.models:
+        return None
+    others = [c.name for c in cfg.enabled_channels() if model in c.models]
+    served = (f" ({', '.join(others)} {'does' if len(others) == 1 else 'do'})" if others
+              else "")
+    listed = ", ".join(ch.models) or "nothing"
+    return f"channel {channel!r} does not serve model {model!r}{served}; it serves {listed}"
 
 
 def _pattern_of(name: str) -> str:

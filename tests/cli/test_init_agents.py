@@ -42,7 +42,22 @@ def test_each_agent_setup_is_printed(tmp_path: Path, agent: str, needles: list[s
     assert code == 0, err
     for needle in needles:
         assert needle in out, out
-    assert (tmp_path / "orca.toml").exists()
+    assert not (tmp_path / "orca.toml").exists()  # without --write it only prints
+
+
+def test_write_also_writes_a_missing_config_and_never_replaces_one(tmp_path: Path) -> None:
+    """`--write` writes the files: the config when there is none, the agent's own file; an
+    existing config stays as it is, `--force` (which replaces the agent's provider) included."""
+    codex_home = tmp_path / "codex"
+    code, _, err = orca_init(tmp_path, "--agent", "codex", "--write", "--url", BASE,
+                             CODEX_HOME=str(codex_home))
+    assert code == 0, err
+    assert (tmp_path / "orca.toml").exists() and (codex_home / "config.toml").exists()
+    (tmp_path / "orca.toml").write_text("# mine\n")
+    code, _, err = orca_init(tmp_path, "--agent", "codex", "--write", "--force", "--url",
+                             BASE, CODEX_HOME=str(codex_home))
+    assert code == 0, err
+    assert (tmp_path / "orca.toml").read_text() == "# mine\n"
 
 
 def test_the_url_defaults_to_the_configs_server(tmp_path: Path) -> None:
@@ -96,8 +111,9 @@ def test_llm_and_opencode_write_once(tmp_path: Path) -> None:
 
 
 def test_aider_write_has_nothing_to_write(tmp_path: Path) -> None:
-    code, _, err = orca_init(tmp_path, "--agent", "aider", "--write")
+    code, out, err = orca_init(tmp_path, "--agent", "aider", "--write")
     assert code == 2 and "environment" in err
+    assert out == "" and not (tmp_path / "orca.toml").exists()  # refused before any write
 
 
 def test_banner_names_every_agent_and_the_key_to_give() -> None:

@@ -141,10 +141,11 @@ def test_init_agent_claude_code_writes_the_status_line(tmp_path: Path) -> None:
     doc = json.loads(settings.read_text())
     assert doc["statusLine"] == {"type": "command", "command": "orca statusline", "padding": 0}
     assert doc["model"] == "sonnet" and doc["env"] == {"A": "1"}
-    assert (tmp_path / "orca.toml").exists() and "status line set" in out
+    assert "status line set" in out
+    assert not (tmp_path / "orca.toml").exists()  # the config only with --write
     code, out, _ = orca("init", "--agent", "claude-code", "--settings", str(settings),
-                        "--path", str(tmp_path / "orca.toml"))
-    assert code == 0 and "already shows" in out  # the config exists: no failure either
+                        "--path", str(tmp_path / "orca.toml"), "--write")
+    assert code == 0 and "already shows" in out and (tmp_path / "orca.toml").exists()
     settings.write_text(json.dumps({"statusLine": {"type": "command", "command": "mine"}}))
     code, _, err = orca("init", "--agent", "claude-code", "--settings", str(settings),
                         "--path", str(tmp_path / "orca.toml"))

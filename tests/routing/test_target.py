@@ -229,3 +229,28 @@ def test_equal_length_globs_tie_on_the_pattern_text() -> None:
     # "gpt-5" matches all three; "gpt-*" and "g*t-5" are the longest: "g*t-5" sorts first
     assert resolve_target("gpt-5", cfg).model == "m-b"
     assert resolve_target("gpt-4o", cfg).model == "m-a"
+
+
+def test_an_unknown_suffix_on_a_known_name_lists_the_suffixes() -> None:
+    with pytest.raises(UnknownModel) as err:
+        resolve_target("orca/coding:bogus", _cfg({"o[0-9]*": "orca/coding"}))
+    msg = str(err.value)
+    assert "unknown routing suffix ':bogus' after 'orca/coding'" in msg, msg
+    assert ":nitro (throughput), :cheap (price), :fast (latency)" in msg
+    assert "nearest configured name" not in msg and "[aliases]" not in msg
+
+
+def test_a_channel_that_does_not_serve_the_model_says_so_and_what_it_serves() -> None:
+    with pytest.raises(UnknownModel) as err:
+        resolve_target("deepseek:claude-haiku-4-5", _cfg())
+    msg = str(err.value)
+    assert ("channel 'deepseek' does not serve model 'claude-haiku-4-5' (anthropic does); "
+            "it serves deepseek-chat") in msg, msg
+    with pytest.raises(UnknownModel) as err:
+        resolve_target("anthropic:deepseek-chat:fast", _cfg())
+    assert ("channel 'anthropic' does not serve model 'deepseek-chat' (deepseek, openrouter "
+            "do); it serves claude-haiku-4-5, claude-opus-4-1") in str(err.value)
+    with pytest.raises(UnknownModel) as err:
+        resolve_target("deepseek:gpt-9", _cfg())
+    assert "channel 'deepseek' does not serve model 'gpt-9'; it serves deepseek-chat" in str(
+        err.value)
