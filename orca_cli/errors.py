@@ -70,12 +70,15 @@ class UpstreamError(OrcaError):
 
 class UnknownModel(OrcaError):
     def __init__(self, requested: str, available: Sequence[str], *,
-                 hint: str | None = None) -> None:
+                 hint: str | None = None, lead: str | None = None) -> None:
+        """`lead`: what is wrong, when the name is not simply unknown (an unknown suffix
+        after a known name, a channel that does not serve the model); `hint`: what to do."""
         self.requested = requested
         self.available = list(available)
         shown = ", ".join(self.available[:50])
         near = f"; {hint}" if hint else ""
-        super().__init__(f"unknown model or router {requested!r}{near}; available: {shown}")
+        what = lead or f"unknown model or router {requested!r}"
+        super().__init__(f"{what}{near}; available: {shown}")
 
 
 class NoCandidate(OrcaError):

@@ -96,15 +96,15 @@ def resolve_target(model_field: str, cfg: Config) -> Target:
                 found = _resolve(name, cfg, None, model_field, globs=True)
         if found is not None:
             return found
-    raise UnknownModel(model_field, available_targets(cfg), hint=_hint(name, cfg))
+    lead = _suffix_hint(name, cfg) or _channel_hint(name, cfg)
+    raise UnknownModel(model_field, available_targets(cfg), lead=lead,
+                       hint=None if lead else _hint(name, cfg))
 
 
 def _hint(name: str, cfg: Config) -> str | None:
-    """What the 404 adds: an unknown suffix after a name that resolves, a channel that does
-    not serve the model, else the nearest configured name and the alias that would catch it."""
-    hint = _suffix_hint(name, cfg) or _channel_hint(name, cfg)
-    if hint is not None:
-        return hint
+    """What the 404 of a name that is simply unknown adds: the nearest configured name and
+    the alias that would catch it. (An unknown suffix after a name that resolves, or a
+    channel that does not serve the model, is said instead of "unknown model".)"""
     near = nearest_name(name, cfg)
     if near is None:
         return None
