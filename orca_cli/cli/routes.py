@@ -58,18 +58,39 @@ def _headers(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def _spent(pairs: list[str]) -> dict[str, Any]:
+def _spent(pairs: list[str], facts: Any, cfg: Any) -> dict[str, Any]:
+    """`--spent COUNTER=USD` pairs as the counters a budget node or `[budgets]` reads. A
+    counter is named in full (`key:ci:day:2026-12-04`) or without its period
+    (`key:ci:day`, `session:s1:all`: the current one); one this request would not read is a
+    usage error listing those it reads, rather than a spend silently ignored."""
     from orca_cli.routing.routes import Spend
+    from orca_cli.routing.routes.budget import (
+        BUDGET_WINDOWS,
+        config_budget_counters,
+        counter_key,
+        spend_keys,
+    )
 
+    readable = set(config_budget_counters(facts).values())
+    for route in cfg.routes:
+        readable.update(spend_keys(facts, route.name))
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, usd = pair.rpartition("=")
         try:
-            out[key] = Spend(0, float(usd))
+            amount = float(usd)
         except ValueError:
             sep = ""
         if not sep:
-            fail(f"--spent must be COUNTER=USD (e.g. key:ci:day:2026-12-04=12.5), got {pair!r}", 2)
+            fail(f"--spent must be COUNTER=USD (e.g. key:ci:day=12.5), got {pair!r}", 2)
+        head, _, window = key.rpartition(":")
+        scope, _, ident = head.partition(":")
+        if ident and window in (*BUDGET_WINDOWS, "all"):
+            key = counter_key(scope, ident, window, facts.now)
+        if key not in readable:
+            fail(f"--spent {key!r} is no counter this request reads; it reads "
+                 f"{', '.join(sorted(readable))}", 2)
+        out[key] = Spend(0, amount)
     return out
 
 
@@ -83,7 +104,9 @@ def test_cmd(
                                    "key whose token --header authorization/x-api-key carries)."),
     routes: str | None = typer.Option(None, "--routes", help="A routes file (default: the "
                                       "config's \\[\\[routes]])."),
-    spent: list[str] = typer.Option([], "--spent", help="COUNTER=USD budget spend (repeatable)."),
+    spent: list[str] = typer.Option([], "--spent", help="COUNTER=USD budget spend "
+                                    "(repeatable): SCOPE:ID:WINDOW, e.g. key:ci:day, "
+                                    "route:r1:month, session:s1:all (the current period)."),
     config: str | None = typer.Option(None, "--config", help="Config file."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout."),
 ) -> None:
@@ -112,7 +135,7 @@ def test_cmd(
     model = doc.get("model") if isinstance(doc.get("model"), str) else ""
     facts = RequestFacts(endpoint, model or "", hdrs, doc, session, key,  # type: ignore[arg-type]
                          "dry-run", _now())
-    d = compile_routes(cfg.routes).evaluate(facts, _spent(spent))
+    d = compile_routes(cfg.routes).evaluate(facts, _spent(spent, facts, cfg))
     out = {"decision": d.kind, "route": d.route or None, "path": list(d.path),
            "bucket": d.bucket or None, "key": key,
            "target": None if d.target is None else {

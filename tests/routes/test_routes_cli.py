@@ -170,3 +170,50 @@ def test_serve_state_option_errors(files: dict[str, str], served: list[Any]) -> 
     r = _run("serve", "--config", files["config"], "--redis-url", "http://h:1/0")
     assert r.exit_code == 2
     assert served == []
+
+
+BUDGET_ROUTES = """
+[[routes]]
+name = "capped"
+keys = ["ci"]
+start = "spend"
+
+[routes.nodes.spend]
+type = "budget"
+scope = "key"
+window = "day"
+usd = 10
+within = "big"
+exceeded = "no"
+
+[routes.nodes.big]
+type = "target"
+target = "sim:big"
+
+[routes.nodes.no]
+type = "deny"
+status = 429
+message = "spent"
+"""
+
+
+def test_dry_run_spent_names_a_counter_with_or_without_its_period(
+        files: dict[str, str], tmp_path: Path) -> None:
+    routes = tmp_path / "budget.toml"
+    routes.write_text(BUDGET_ROUTES)
+    files = {**files, "routes": str(routes)}
+    assert _test(files, "--key", "ci")["path"] == ["spend", "big"]
+    assert _test(files, "--key", "ci", "--spent", "key:ci:day=12")["path"] == ["spend", "no"]
+    r = _run("routes", "test", "--routes", files["routes"], "--config", files["config"],
+             "--body", files["body"], "--key", "ci", "--spent", "key:ci:day=5", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["path"] == ["spend", "big"]
+
+
+@pytest.mark.parametrize("counter", ["spend", "session=1", "key:other:day", "key:ci:year"])
+def test_dry_run_spent_on_a_counter_the_request_does_not_read_is_a_usage_error(
+        files: dict[str, str], counter: str) -> None:
+    pair = counter if "=" in counter else f"{counter}=1"
+    r = _run("routes", "test", "--routes", files["routes"], "--config", files["config"],
+             "--body", files["body"], "--key", "ci", "--spent", pair)
+    assert r.exit_code == 2, r.output
+    assert "is no counter this request reads; it reads" in r.output and "key:ci:day:" in r.output
