@@ -19,6 +19,10 @@ did not answer). Nothing here answers 500.
     GET  /orca/v1/stats
     GET  /orca/v1/budgets                          (orca budget)
     POST /orca/v1/budgets/{name}/raise             {"usd": number, "key": str|null, "actor": str}
+    GET  /orca/v1/routes                           (orca routes list; admin/routes.py)
+    GET  /orca/v1/routes/diff                      ?a=1&b=2
+    POST /orca/v1/routes/check|deploy              {"text": str, "source": str, "note": str}
+    POST /orca/v1/routes/rollback                  {"version": int|null}
 
 Path segments are percent-decoded one by one from `raw_path`, so a session id holding `/`
 travels as `%2F`.
@@ -34,6 +38,7 @@ from urllib.parse import parse_qs, unquote
 import orjson
 
 from orca_cli.admin import budgets as B
+from orca_cli.admin import routes as R
 from orca_cli.admin import service as S
 from orca_cli.admin.requests import DEFAULT_LIMIT, recent_requests
 from orca_cli.admin.status import session_status
@@ -90,8 +95,8 @@ def _float_param(params: Mapping[str, str], name: str) -> float | None:
     return value
 
 
-async def _body(rt: Runtime, receive: Receive) -> dict[str, Any]:
-    raw = await read_body(receive, limit=MAX_ADMIN_BODY,
+async def _body(rt: Runtime, receive: Receive, limit: int = MAX_ADMIN_BODY) -> dict[str, Any]:
+    raw = await read_body(receive, limit=limit,
                           deadline_s=rt.cfg.server.header_timeout_s)
     if not raw.strip():
         return {}
@@ -185,9 +190,12 @@ async def _route(rt: Runtime, method: str, seg: list[str], params: dict[str, str
             raise AdminError("body field key must be a string or null", status=400)
         return await B.raise_budget(store, cfg, rest[0], doc.get("usd"), key,
                                     actor=_text_field(doc, "actor", "admin-api"), now=now)
+    elif head == "routes":
+        return await R.routes_endpoint(rt, method, rest, params,
+                                       lambda limit: _body(rt, receive, limit))
     raise AdminError(f"no admin endpoint {method} /orca/v1/{'/'.join(seg)}; see "
                      "/orca/v1/sessions, /requests, /explain/<id>, /pins, /audit, /stats, "
-                     "/budgets", status=404)
+                     "/budgets, /routes", status=404)
 
 
 async def admin_handler(rt: Runtime, scope: Scope, receive: Receive, send: Send) -> None:
@@ -205,6 +213,9 @@ async def admin_handler(rt: Runtime, scope: Scope, receive: Receive, send: Send)
         result = await _route(rt, method, seg[2:], _query(scope), receive)
     except S.OperatorError as exc:
         await _error(send, exc.status, str(exc), exc.code)
+        return
+    except R.InvalidRoutes as exc:  # with every problem listed, as `orca routes check` does
+        await _send(send, exc.status, exc.body())
         return
     except AdminError as exc:
         await _error(send, exc.status, str(exc))

@@ -2,7 +2,9 @@
 
 `check` validates a routes file against the effective config (every error, with node paths).
 `test` is a dry run: which route, node path and split bucket a request would take, with the
-budget counters at zero unless `--spent COUNTER=USD` says otherwise; nothing is sent.
+budget counters at zero unless `--spent COUNTER=USD` says otherwise; nothing is sent. Both
+stay local: they read the config and the file, never a store. `deploy|list|diff|rollback`
+(`routes_versions.py`) go through the running sidecar, or a Redis store.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import typer
 
 from orca_cli.cli.output import fail, print_json
 
-routes_app = typer.Typer(help="Dynamic routes: check a routes file, dry-run a request.",
+routes_app = typer.Typer(help="Dynamic routes: check a routes file, dry-run a request, deploy "
+                         "and roll back versions.",
                          no_args_is_help=True)
 
 

@@ -1,77 +1,127 @@
-"""`orca routes deploy|list|diff|rollback` (SPEC §17): route versions in the shared store.
+"""`orca routes deploy|list|diff|rollback` (SPEC §17): route versions, on either store.
 
-Versions live in the configured store. With `[state] backend = "redis"` (or `--redis-url`)
-every sidecar on that store applies the active version within about a second. The memory
-store keeps versions inside one sidecar process, which this command cannot reach: it says so.
+They reach the versions as the other inspect/steer commands reach the state (SPEC §1.1,
+`cli/operator.py`): the running sidecar's admin API on any backend (`--url`, `--token`, its
+record, the config's `[server]`), which on the memory store is the only place the versions
+live and which applies a deploy or rollback before it answers, so its next request walks it;
+with `[state] backend = "redis"` and no sidecar answering, the store directly (every sidecar
+on it follows within about a second). `--redis-url` names a Redis store to use directly,
+without asking a sidecar. The documents and errors are the same either way
+(`admin/routes.py`).
+
+`deploy` checks the file first and prints every problem with its node path, as `orca routes
+check` does, against the config of whoever stores it (the sidecar's, else `--config`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import difflib
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from orca_cli.cli.operator import Operator, config_option, json_option, token_option, url_option
 from orca_cli.cli.output import fail, print_json
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from orca_cli.config.schema import Config
+    from orca_cli.state.base import Store
+    from orca_cli.state.route_versions import RouteVersions
 
-_CONFIG = typer.Option(None, "--config", help="Config file.")
-_REDIS = typer.Option(None, "--redis-url", metavar="URL", help="Redis URL (default "
-                      "\\[state].redis_url when \\[state].backend is redis).")
-_JSON = typer.Option(False, "--json", help="One JSON document on stdout.")
+__all__ = ["RoutesOperator", "register"]
 
-
-def _with_versions(config: str | None, redis_url: str | None,
-                   fn: Callable[[Any, Any], Awaitable[T]]) -> T:
-    """Run `fn(versions, cfg)` against the configured shared store."""
-    from orca_cli.state.route_versions import RedisRouteVersions
-
-    return with_redis(config, redis_url, "route versions",
-                      lambda client, prefix, cfg: fn(RedisRouteVersions(client, prefix), cfg))
+OnVersions = Callable[["RouteVersions", "Config", float], Awaitable[Any]]
 
 
-def with_redis(config: str | None, redis_url: str | None, what: str,
-               fn: Callable[[Any, str, Any], Awaitable[T]]) -> T:
-    """Run `fn(redis client, key prefix, cfg)` against the configured shared Redis store."""
-    import dataclasses
+def _redis_option() -> Any:
+    return typer.Option(None, "--redis-url", metavar="URL", help="Use this Redis store "
+                        "directly instead of asking the running sidecar.")
 
-    from orca_cli.config.load import load
-    from orca_cli.config.redact import redact_url
+
+class RoutesOperator(Operator):
+    """`Operator` with the route-version calls; `redis_url` skips the sidecar for that store
+    (as `cli/budget.py`'s `BudgetOperator` does)."""
+
+    def __init__(self, url: str | None, config: str | None, *, token: str | None,
+                 redis_url: str | None) -> None:
+        super().__init__(url, config, token=token)
+        self._redis_url = redis_url
+
+    @property
+    def cfg(self) -> Config:
+        cfg = super().cfg
+        if self._redis_url and (cfg.state.backend, cfg.state.redis_url) != (
+                "redis", self._redis_url):
+            import dataclasses
+
+            state = dataclasses.replace(cfg.state, backend="redis", redis_url=self._redis_url)
+            cfg = self._cfg = dataclasses.replace(cfg, state=state)
+        return cfg
+
+    def _versions_call(self, method: str, path: str, params: Mapping[str, Any] | None,
+                       body: Mapping[str, Any] | None, direct: OnVersions) -> Any:
+        from orca_cli.admin.routes import versions_in
+
+        def on_store(store: Store, cfg: Config, now: float) -> Awaitable[Any]:
+            return direct(versions_in(store), cfg, now)
+
+        if self._redis_url:
+            return self._direct(on_store)
+        return self._call(method, path, params, body, on_store)
+
+    def check(self, text: str, source: str) -> Any:
+        from orca_cli.admin import routes as R
+
+        async def local(_vs: RouteVersions, cfg: Config, _now: float) -> Any:
+            return R.check_routes(cfg, text, source)
+
+        return self._versions_call("POST", "/orca/v1/routes/check", None,
+                                   {"text": text, "source": source}, local)
+
+    def deploy(self, text: str, source: str, note: str) -> Any:
+        from orca_cli.admin import routes as R
+
+        return self._versions_call(
+            "POST", "/orca/v1/routes/deploy", None,
+            {"text": text, "source": source, "note": note},
+            lambda vs, cfg, now: R.deploy_routes(vs, cfg, text, source=source, note=note,
+                                                 now=now))
+
+    def versions(self) -> Any:
+        from orca_cli.admin import routes as R
+
+        return self._versions_call("GET", "/orca/v1/routes", None, None,
+                                   lambda vs, cfg, now: R.list_routes(vs))
+
+    def diff(self, a: int, b: int) -> Any:
+        from orca_cli.admin import routes as R
+
+        return self._versions_call("GET", "/orca/v1/routes/diff", {"a": a, "b": b}, None,
+                                   lambda vs, cfg, now: R.diff_routes(vs, a, b))
+
+    def rollback(self, version: int | None) -> Any:
+        from orca_cli.admin import routes as R
+
+        return self._versions_call("POST", "/orca/v1/routes/rollback", None,
+                                   {"version": version},
+                                   lambda vs, cfg, now: R.rollback_routes(vs, cfg, version))
+
+
+def _read(file: str) -> str:
+    """The routes file's text; unreadable -> the line `orca routes check` prints, exit 1."""
     from orca_cli.errors import ConfigError
-    from orca_cli.state.factory import redis_client_factory
 
     try:
-        cfg = load(config)
-    except ConfigError as exc:
-        fail(str(exc))
-    state = cfg.state
-    if redis_url:
-        state = dataclasses.replace(state, backend="redis", redis_url=redis_url)
-    if state.backend != "redis":
-        fail(f"{what} are shared through Redis; with the memory store they live inside "
-             "one sidecar. Set [state] backend = \"redis\" or pass --redis-url")
-    connect, on_close = redis_client_factory(state, max_connections=4)
+        with open(file, encoding="utf-8") as fh:
+            return fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        typer.echo(f"error: {ConfigError(file, '', f'cannot be read: {why}')}", err=True)
+        fail(f"1 problem(s) in {file}; nothing deployed")
 
-    async def go() -> T:
-        client = connect()
-        try:
-            return await fn(client, state.key_prefix, cfg)
-        finally:
-            await client.aclose()
-            await on_close()
 
-    from redis.exceptions import RedisError
-
-    try:
-        return asyncio.run(go())
-    except LookupError as exc:
-        fail(str(exc).strip("'\""))
-    except (RedisError, OSError) as exc:
-        fail(f"the store at {redact_url(state.redis_url)} did not answer "
-             f"({type(exc).__name__})")
+def _active_line(doc: Mapping[str, Any]) -> str:
+    return f"active: version {doc['version']} (sha256 {str(doc['sha256'])[:12]})"
 
 
 def register(routes_app: typer.Typer) -> None:
@@ -79,82 +129,85 @@ def register(routes_app: typer.Typer) -> None:
     def deploy_cmd(
         file: str = typer.Argument(..., help="A TOML file of \\[\\[routes]] tables."),
         note: str = typer.Option("", "--note", help="A line kept with the version."),
-        config: str | None = _CONFIG, redis_url: str | None = _REDIS, as_json: bool = _JSON,
+        config: str | None = config_option(), redis_url: str | None = _redis_option(),
+        url: str | None = url_option(), token: str | None = token_option(),
+        as_json: bool = json_option(),
     ) -> None:
-        """Check FILE, store it as a new immutable version and make it active on every
-        sidecar sharing the store (within about a second, no restart)."""
-        import time
+        """Check FILE, store it as a new immutable version and make it active: at once on
+        the sidecar that stores it, within about a second on every sidecar sharing a Redis
+        store; no restart.
 
-        from orca_cli.config.routes_file import load_routes_file
-
-        _cfg, errors = load_routes_file(file, config)
-        if errors:
-            for e in errors:
-                typer.echo(f"error: {e}", err=True)
-            fail(f"{len(errors)} problem(s) in {file}; nothing deployed")
-        with open(file, encoding="utf-8") as fh:
-            text = fh.read()
-        v = _with_versions(config, redis_url,
-                           lambda vs, _cfg: vs.deploy(text, now=time.time(), note=note))
+        \b
+        Example:
+            orca routes deploy routes.toml --note "10% to gpt-4.1"
+        """
+        text = _read(file)
+        op = RoutesOperator(url, config, token=token, redis_url=redis_url)
+        checked = op.check(text, file)
+        if not checked["ok"]:
+            for e in checked["errors"]:
+                typer.echo(f"error: {e['message']}", err=True)
+            fail(f"{len(checked['errors'])} problem(s) in {file}; nothing deployed")
+        doc = op.deploy(text, file, note)
         if as_json:
-            print_json(v.doc())
+            print_json(doc)
             return
-        typer.echo(f"active: version {v.version} (sha256 {v.sha256[:12]})")
+        typer.echo(_active_line(doc))
 
     @routes_app.command("list")
-    def list_cmd(config: str | None = _CONFIG, redis_url: str | None = _REDIS,
-                 as_json: bool = _JSON) -> None:
-        """Every deployed version, the active one marked."""
-        async def both(vs: Any, _cfg: Any) -> tuple[Any, Any]:
-            return await vs.versions(), await vs.active_version()
+    def list_cmd(config: str | None = config_option(), redis_url: str | None = _redis_option(),
+                 url: str | None = url_option(), token: str | None = token_option(),
+                 as_json: bool = json_option()) -> None:
+        """Every deployed version, the active one marked with `*`.
 
-        versions, active = _with_versions(config, redis_url, both)
+        \b
+        Example:
+            orca routes list --json
+        """
+        doc = RoutesOperator(url, config, token=token, redis_url=redis_url).versions()
         if as_json:
-            print_json({"active": active, "versions": [v.doc() for v in versions]})
+            print_json(doc)
             return
-        if not versions:
+        if not doc["versions"]:
             typer.echo("no route versions deployed")
-        for v in versions:
-            mark = "*" if v.version == active else " "
-            typer.echo(f"{mark} {v.version:4d}  {v.sha256[:12]}  {v.note}")
+        for v in doc["versions"]:
+            mark = "*" if v["version"] == doc["active"] else " "
+            typer.echo(f"{mark} {v['version']:4d}  {str(v['sha256'])[:12]}  {v['note']}")
 
     @routes_app.command("diff")
-    def diff_cmd(a: int = typer.Argument(...), b: int = typer.Argument(...),
-                 config: str | None = _CONFIG, redis_url: str | None = _REDIS) -> None:
-        """A unified diff between versions A and B."""
-        async def pair(vs: Any, _cfg: Any) -> tuple[Any, Any]:
-            return await vs.get(a), await vs.get(b)
+    def diff_cmd(a: int = typer.Argument(..., min=1), b: int = typer.Argument(..., min=1),
+                 config: str | None = config_option(), redis_url: str | None = _redis_option(),
+                 url: str | None = url_option(), token: str | None = token_option(),
+                 as_json: bool = json_option()) -> None:
+        """A unified diff between versions A and B.
 
-        va, vb = _with_versions(config, redis_url, pair)
-        for n, v in ((a, va), (b, vb)):
-            if v is None:
-                fail(f"no route version {n}; see `orca routes list`")
-        lines = difflib.unified_diff(va.text.splitlines(keepends=True),
-                                     vb.text.splitlines(keepends=True),
-                                     fromfile=f"version {a}", tofile=f"version {b}")
-        typer.echo("".join(lines), nl=False)
+        \b
+        Example:
+            orca routes diff 1 2
+        """
+        doc = RoutesOperator(url, config, token=token, redis_url=redis_url).diff(a, b)
+        if as_json:
+            print_json(doc)
+            return
+        typer.echo(doc["diff"], nl=False)
 
     @routes_app.command("rollback")
-    def rollback_cmd(version: int | None = typer.Argument(None, help="Default: the highest "
-                                                          "version below the active one."),
-                     config: str | None = _CONFIG, redis_url: str | None = _REDIS,
-                     as_json: bool = _JSON) -> None:
-        """Make an earlier version active again on every sidecar sharing the store."""
-        from orca_cli.config.routes_file import with_routes_text
-        from orca_cli.state.route_versions import rollback
+    def rollback_cmd(version: int | None = typer.Argument(None, min=1, help="Default: the "
+                                                          "highest version below the active "
+                                                          "one."),
+                     config: str | None = config_option(),
+                     redis_url: str | None = _redis_option(),
+                     url: str | None = url_option(), token: str | None = token_option(),
+                     as_json: bool = json_option()) -> None:
+        """Make an earlier version active again, as a deploy does.
 
-        async def back(vs: Any, cfg: Any) -> Any:
-            if version is not None:
-                target = await vs.get(version)
-                if target is None:
-                    raise LookupError(f"no route version {version}; see `orca routes list`")
-                _new, errors = with_routes_text(cfg, target.text, f"version {version}")
-                if errors:
-                    raise LookupError(f"version {version} does not fit this config: {errors[0]}")
-            return await rollback(vs, version)
-
-        v = _with_versions(config, redis_url, back)
+        \b
+        Example:
+            orca routes rollback
+            orca routes rollback 3
+        """
+        doc = RoutesOperator(url, config, token=token, redis_url=redis_url).rollback(version)
         if as_json:
-            print_json(v.doc())
+            print_json(doc)
             return
-        typer.echo(f"active: version {v.version} (sha256 {v.sha256[:12]})")
+        typer.echo(_active_line(doc))

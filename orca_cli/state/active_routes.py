@@ -7,7 +7,9 @@
 `refresh` reads the active version number (one GET); when it changed, it reads that version,
 validates it against this sidecar's config and compiles it. A version that does not fit (a
 target this sidecar does not know) is not applied: the previous routes stay and `last_error`
-says why. A store error keeps the current routes too (routes never fail a request).
+says why. A store error keeps the current routes too (routes never fail a request). With
+`period_s = 0` every call reads, so the admin API applies a deploy or rollback it just made
+before answering, and the sidecar's next request walks the new routes.
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ class ActiveRoutes:
         self.table: RouteTable = compile_routes(cfg.routes)
         self.version = 0
         self.last_error = ""
+
+    @property
+    def versions(self) -> RouteVersions | None:
+        """The deployed versions this sidecar follows (None: its store keeps none); the admin
+        API deploys and rolls back through the same handle (`admin/routes.py`)."""
+        return self._versions
 
     async def refresh(self, now: float) -> None:
         if self._versions is None or now < self._next:

@@ -8,9 +8,10 @@ A version is the routes file's text as deployed (validated by the deployer again
 config; a sidecar re-validates it against its own before applying it, and keeps its current
 routes when that fails). Deploying text identical (same sha256) to the active version makes no
 new version. `rollback()` with no version activates the highest version below the active one.
-Sidecars sharing a Redis store read `active` once a second (`active_version`), so a deploy or
-rollback applies everywhere within about a second, without restart. The memory store keeps
-versions in the process (`MemoryRouteVersions`), for one sidecar.
+Sidecars sharing a Redis store read `active` every half second (`active_version`), so a deploy
+or rollback applies everywhere within about a second, without restart. The memory store keeps
+versions in the process (`MemoryRouteVersions`), for one sidecar: `orca routes` reaches them
+through that sidecar's admin API (`admin/routes.py`), which applies a change at once.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Any, Protocol
 
 from orca_cli.immutable import immutable
 
-__all__ = ["MemoryRouteVersions", "RedisRouteVersions", "RouteVersion", "RouteVersions"]
+__all__ = ["MemoryRouteVersions", "RedisRouteVersions", "RouteVersion", "RouteVersions",
+           "rollback", "rollback_target"]
 
 
 @immutable
@@ -52,14 +54,19 @@ class RouteVersions(Protocol):
     async def activate(self, version: int) -> RouteVersion: ...
 
 
+async def rollback_target(store: RouteVersions) -> int:
+    """The version `rollback()` with no version activates: the highest below the active one."""
+    active = await store.active_version()
+    below = [v.version for v in await store.versions() if active and v.version < active]
+    if not below:
+        raise LookupError("no earlier version to roll back to")
+    return max(below)
+
+
 async def rollback(store: RouteVersions, version: int | None = None) -> RouteVersion:
     """Activate `version`, or the highest version below the active one."""
     if version is None:
-        active = await store.active_version()
-        below = [v.version for v in await store.versions() if active and v.version < active]
-        if not below:
-            raise LookupError("no earlier version to roll back to")
-        version = max(below)
+        version = await rollback_target(store)
     return await store.activate(version)
 
 

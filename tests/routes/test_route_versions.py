@@ -114,8 +114,9 @@ def test_cli_deploy_refuses_an_invalid_file(files: dict[str, str]) -> None:
     assert doc == {"active": None, "versions": []}
 
 
-def test_cli_versions_need_a_shared_store(tmp_path: Path) -> None:
+def test_cli_versions_on_the_memory_store_need_the_running_sidecar(tmp_path: Path) -> None:
     cfg = tmp_path / "orca.toml"
-    cfg.write_text(CONFIG)
+    cfg.write_text(CONFIG)  # no sidecar record under this test's $XDG_STATE_HOME
     r = _cli("routes", "list", "--config", str(cfg))
-    assert r.exit_code == 1 and "shared through Redis" in r.output
+    assert r.exit_code == 1 and r.stdout == ""
+    assert "the memory store lives inside the `orca serve` process" in r.stderr
