@@ -13,6 +13,7 @@ from typing import Any
 from orca_cli.config.schema import Config, EscalationConfig
 from orca_cli.routing.tiers import TierState
 from orca_cli.state.base import KeyEntry
+from orca_cli.state.keys import is_direct_router
 
 __all__ = [
     "SessionKeys",
@@ -54,10 +55,12 @@ def group_sessions(entries: Iterable[KeyEntry]) -> dict[tuple[str, str], Session
     """Session-slot entries grouped per (router, session); idempotency markers left out, so a
     session whose state expired and left only markers is not listed. Neither is one with
     figures alone: side requests under an id no real turn used (Codex's title request comes
-    under a session id of its own) count there, but they make no session."""
+    under a session id of its own) count there, but they make no session. Nor do a concrete
+    model's channel pins (`keys.direct_router`): no router, no tier; `pins dump` lists them."""
     out: dict[tuple[str, str], SessionKeys] = {}
     for e in entries:
-        if e.slot.kind != "session" or e.key not in _SESSION_KEYS:
+        if (e.slot.kind != "session" or e.key not in _SESSION_KEYS
+                or is_direct_router(e.slot.router)):
             continue
         out.setdefault((e.slot.router, e.slot.session), {})[e.key] = e
     return {k: v for k, v in out.items() if set(v) != {"figures"}}

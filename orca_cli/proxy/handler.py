@@ -171,9 +171,10 @@ async def _finish(rt: Runtime, turn: Turn) -> CommitResult | None:
     rt.emit_trace(done.batch.trace)
     rt.measured.after(turn.outcome, done.usage.output_tokens if done.usage else 0, turn.stream)
     result = await rt.gate.commit(done.batch, follow_up=done.follow_up)
-    if done.degraded_pin is not None and turn.router is not None and turn.session:
+    scope = turn.pin_router
+    if done.degraded_pin is not None and scope is not None and turn.session:
         model, chan, window = done.degraded_pin
-        rt.gate.degraded_pins.put(turn.router.name, turn.session, model, chan, window)
+        rt.gate.degraded_pins.put(scope, turn.session, model, chan, window)
     router = turn.router_name or ""
     tier = turn.plan.decision.tier if turn.plan is not None else ""
     rt.metrics.request(turn.api, router, turn.outcome.status, latency_ms / 1000, tier)

@@ -113,7 +113,9 @@ class DegradedPins:
             return Snapshot()
         self._pins.move_to_end((router, session))
         model, chan, _ = found
-        return Snapshot(pins={"base": model}, channel_pins={"base": chan})
+        # A degraded router request is served base; a concrete model's tier is its own
+        # (`strong` for a strong-pool model), so its channel pin is read under either.
+        return Snapshot(pins={"base": model}, channel_pins={"base": chan, "strong": chan})
 
     def put(self, router: str, session: str, model: str, chan: dict[str, Any],
             ttl_s: float) -> None:
@@ -175,8 +177,9 @@ class StoreGate:
             turn.snapshot = got
             return
         turn.degraded = True
-        if turn.router is not None and turn.session is not None:
-            turn.snapshot = self.degraded_pins.get(turn.router.name, turn.session)
+        scope = turn.pin_router
+        if scope is not None and turn.session is not None:
+            turn.snapshot = self.degraded_pins.get(scope, turn.session)
 
     async def read_counters(self, names: tuple[str, ...]) -> dict[str, Spend]:
         """Budget counters (a route's budget nodes); none while the store is degraded or when

@@ -13,9 +13,10 @@ Choices the SPEC leaves open, made here:
 * Fallback models stay inside the request's tier: a base request never falls back onto a
   strong model (that would bypass the caps) and a strong request never silently drops to base.
   With no `fallbacks` configured, only other keys and channels of the chosen model are tried.
-* A concrete model request has no router, so no tier state and no pins; it counts as strong
-  in the workspace share when the model sits in any router's strong pool, and is refused
-  (429, `denied:workspace_cap`) over that cap.
+* A concrete model request has no router, so no tier state, no model pin and no escalation;
+  it keeps a router's channel pin and affinity (its session's, per model, else its prefix's;
+  SPEC §1.3, §5). It counts as strong in the workspace share when the model sits in any
+  router's strong pool, and is refused (429, `denied:workspace_cap`) over that cap.
 * Escalation `mode = "off"`, a session outside the canary and a degraded store serve base
   without evaluating triggers (reasons `off`, `canary`, `degraded`); the tier state is
   neither read into the decision nor written.
@@ -477,17 +478,16 @@ def _plan_model(c: _Ctx) -> RoutePlan:
                 503, "no_candidate", f"model {t.model!r} cannot be served: {why}")
         return RoutePlan(None, decision, candidates, (), caps=caps, refusal=refusal,
                          counts_strong_in_workspace=counts_strong)
-    first = None
-    pins: tuple[PinRead, ...] = ()
-    if snapshot.affinity is not None:
-        ok, _keep, why = check_channel_pin(snapshot.affinity, t.model, cfg, healthy, inp.api)
-        if ok:
-            first = _respected(c, candidates, t.model, (
-                str(snapshot.affinity["channel"]), int(snapshot.affinity["key_index"]),
-                "affinity"), [])
-        pins = (PinRead("affinity", tier, dict(snapshot.affinity), "hit" if ok else "skipped",
-                        why),)
+    # SPEC §1.3, §5: the session's channel pin (else the prefix's affinity), the same soft
+    # pin a router's tier consults; the tier is the model's own, and there is no model pin.
+    pins: list[PinRead] = []
+    first = _first_channel(c, tier, t.model, pins)
+    if first is not None and t.channel is not None and first[0] != t.channel:
+        # `channel:model` serves on that channel alone; the pin is another request's to use.
+        pins[-1] = replace(pins[-1], status="skipped", reason="qualified_channel")
+        first = None
+    first = _respected(c, candidates, t.model, first, pins)
     attempts = build_attempts(t.model, candidates, first, inp.route_fallbacks,
                               bool(inp.route_fallbacks), inp.prefs)
-    return RoutePlan(None, decision, candidates, attempts, pins, caps=caps,
+    return RoutePlan(None, decision, candidates, attempts, tuple(pins), caps=caps,
                      full_skipped="concrete_model", counts_strong_in_workspace=counts_strong)

@@ -10,6 +10,12 @@ and one Lua script can touch them atomically:
     <prefix>:{t}:<suffix>                       traces: trace:<id>, cid:<client id>, idx
     <prefix>:epoch                              the state-loss epoch (SPEC §9)
 
+A concrete model (SPEC §1.3: served directly, no router) keeps its pins in the session and
+router slots of a reserved router name, `direct_router(model)`: a session's channel pin in
+`{r:_direct.<model>:s:<session>}:chan:<tier>` (per model and session, so two models of one
+session keep apart), a sessionless prefix's affinity in `{r:_direct.<model>}:aff:<hash>`.
+Configured router names start with a letter or digit, so `_direct.` never meets one.
+
 Every slot a commit writes also holds that request's marker `commit:<request_id>`.
 
 `share` is the slot's share window, one hash: fields `<hour>:s` (billed successes served
@@ -49,9 +55,11 @@ __all__ = [
     "chan_key",
     "check_name",
     "client_id_key",
+    "direct_router",
     "epoch_key",
     "full_key",
     "glob_escape",
+    "is_direct_router",
     "key_matches",
     "linucb_key",
     "marker_key",
@@ -112,6 +120,23 @@ def safe_component(raw: str) -> str:
     if len(data) > _MAX_COMPONENT_BYTES or _UNSAFE_COMPONENT.search(raw):
         return "h:" + hashlib.sha256(data).hexdigest()
     return raw
+
+
+_DIRECT = "_direct."
+_DIRECT_HASHED = "_direct#"
+
+
+def direct_router(model: str) -> str:
+    """The reserved router name whose slots hold a concrete model's pins: `_direct.<model>`,
+    or `_direct#` + a hash of the id when the id cannot sit in a hash tag (`check_name`)."""
+    if model and not _UNSAFE_NAME.search(model):
+        return _DIRECT + model
+    return _DIRECT_HASHED + hashlib.sha256(model.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def is_direct_router(name: str) -> bool:
+    """Whether a slot's router is a concrete model's (`direct_router`), not a configured one."""
+    return name.startswith((_DIRECT, _DIRECT_HASHED))
 
 
 def slot_tag(prefix: str, slot: SlotRef) -> str:

@@ -14,6 +14,8 @@ builds the batch; the caller sends it in one `store.commit`.
   channel's cache window as TTL — except base pins of explicit sessions on a durable store,
   which last 30 days; while the session is strong every commit extends its base pin to at
   least `tier_ttl_s`. The channel pin `{channel, key_index, key_fp}` lives one cache window.
+  A concrete model's request (SPEC §1.3) writes only its channel pin (or, sessionless, its
+  affinity), in the slots of `keys.direct_router(model)`, when that model served it.
 """
 
 from __future__ import annotations
@@ -115,6 +117,9 @@ class PlanContext:
     # The tier state decoded from the snapshot's document by the decision (RoutePlan.
     # tier_state): the commit's mutate reuses it when the store hands it that same document.
     base_state: TierState | None = None
+    # A concrete model's request (router None): the model, whose pins live in the slots of
+    # `keys.direct_router(model)` (SPEC §1.3).
+    direct: str | None = None
 
 
 def audit_event(ctx: PlanContext, event: str, *, trigger: str = "", reason: str = "",
@@ -207,9 +212,10 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
         if ctx.session is not None:
             ops.append(ZAddOp(K.RECENT_KEY, ctx.session, ctx.now, RECENT_MAX, 7 * 86400))
         if ctx.affinity is not None:
-            key, pin, ttl = ctx.affinity
-            ops.append(SetOp(K.affinity_key(key), orjson.dumps(dict(pin)).decode(), ttl))
+            ops.append(_affinity_op(ctx.affinity))
         writes.append(SlotWrite(SlotRef.of_router(ctx.router), tuple(ops)))
+    elif ctx.direct is not None and outcome.model == ctx.direct:
+        writes += _direct_writes(ctx, ctx.direct, decision, outcome)
 
     ws: list[Op] = [count_total]
     if served_strong or ctx.counts_strong_in_workspace:
@@ -230,9 +236,7 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
             model_ttl = outcome.window_s
         ops.append(SetOp(K.pin_key(served), outcome.model, model_ttl))
     if outcome.channel is not None and outcome.key_index is not None:
-        pin = {"channel": outcome.channel, "key_index": outcome.key_index,
-               "key_fp": outcome.key_fp}
-        ops.append(SetOp(K.chan_key(served), orjson.dumps(pin).decode(), outcome.window_s))
+        ops.append(_channel_pin_op(served, outcome))
     ops += figures_ops(outcome, max(float(ctx.esc.tier_ttl_s), outcome.window_s,
                                     float(LONG_PIN_S) if ctx.explicit_session
                                     and ctx.durable_store else 0.0))
@@ -245,6 +249,34 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
     # By position: slot, ops, mutate, expected_version, tier_ttl_s, base_doc
     return SlotWrite(SlotRef("session", ctx.router, ctx.session), tuple(ops), mutate,
                      snapshot.tier_version, ctx.esc.tier_ttl_s, snapshot.tier)
+
+
+def _channel_pin_op(tier: str, outcome: TurnOutcome) -> SetOp:
+    """The channel pin `{channel, key_index, key_fp}` of `tier`, one cache window (SPEC §5)."""
+    pin = {"channel": outcome.channel, "key_index": outcome.key_index, "key_fp": outcome.key_fp}
+    return SetOp(K.chan_key(tier), orjson.dumps(pin).decode(), outcome.window_s)
+
+
+def _affinity_op(affinity: tuple[str, Mapping[str, Any], float]) -> SetOp:
+    key, pin, ttl = affinity
+    return SetOp(K.affinity_key(key), orjson.dumps(dict(pin)).decode(), ttl)
+
+
+def _direct_writes(ctx: PlanContext, model: str, decision: TierDecision | None,
+                   outcome: TurnOutcome) -> list[SlotWrite]:
+    """A concrete model's pins (SPEC §1.3, §5), in the slots of `keys.direct_router(model)`:
+    its session's channel pin, else its prefix's affinity. No tier state, model pin, figures
+    or router counters: the model is the request's own, and no router served it."""
+    slots = K.direct_router(model)
+    if ctx.session is not None:
+        if outcome.channel is None or outcome.key_index is None:
+            return []
+        tier = decision.tier if decision is not None else "base"
+        return [SlotWrite(SlotRef.of_session(slots, ctx.session),
+                          (_channel_pin_op(tier, outcome),))]
+    if ctx.affinity is not None:
+        return [SlotWrite(SlotRef.of_router(slots), (_affinity_op(ctx.affinity),))]
+    return []
 
 
 def stats_ops(hour: int, outcome: TurnOutcome, *, side: bool = False,

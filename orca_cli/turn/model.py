@@ -127,6 +127,9 @@ class Turn:
     client_request_id: str | None = None
     ask: Ask | None = None
     router: RouterConfig | None = None
+    # A concrete model's request (no router): the reserved router name of its pin slots
+    # (`keys.direct_router`). None for a router's request.
+    direct: str | None = None
     sid: SessionId | None = None
     delta: Delta | None = None
     # The full-transcript score when the caller already computed it (the replay scores each
@@ -160,6 +163,12 @@ class Turn:
     @property
     def router_name(self) -> str | None:
         return self.router.name if self.router is not None else None
+
+    @property
+    def pin_router(self) -> str | None:
+        """The router whose slots hold this request's pins: its router's name, or the
+        reserved one of a concrete model (`direct`)."""
+        return self.router.name if self.router is not None else self.direct
 
     @property
     def stream(self) -> bool:

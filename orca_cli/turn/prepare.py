@@ -24,6 +24,7 @@ from orca_cli.routing.side import match_housekeeping
 from orca_cli.routing.target import Suffix, Target, resolve_target
 from orca_cli.routing.tiers import Ask
 from orca_cli.state.base import ReadRequest
+from orca_cli.state.keys import direct_router
 from orca_cli.turn.model import Arrival, RequestHead, Turn
 from orca_cli.turn.routes import Routed
 from orca_cli.types import MAPPING
@@ -124,11 +125,19 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, arrival: Arrival, *,
     router = cfg.routers.get(target.router) if target.router else None
     turn.router = router
     turn.routed = routed
-    hmap = head.header_map()
-    if router is not None and router.session_aware and not _sessionless(body) and (
-            routed is None or routed.affinity):
-        turn.sid = resolve_session_id(hmap, body, router=router.name, api=turn.api)
-        _side(cfg, turn)
+    if router is not None:
+        if router.session_aware and not _sessionless(body) and (
+                routed is None or routed.affinity):
+            turn.sid = resolve_session_id(head.header_map(), body, router=router.name,
+                                          api=turn.api)
+            _side(cfg, turn)
+    elif target.model is not None:
+        # SPEC §1.3: a concrete model keeps its conversation on one channel and key, by the
+        # same session chain as a router (derived under the model's own pin slots).
+        turn.direct = direct_router(target.model)
+        if not _sessionless(body) and (routed is None or routed.affinity):
+            turn.sid = resolve_session_id(head.header_map(), body, router=turn.direct,
+                                          api=turn.api)
     turn.delta = delta if delta is not None else scorer.delta(body, turn.api)
     router, session = turn.router, turn.session  # a side request may have moved them
     if router is not None and session is not None and turn.side is None:
@@ -136,9 +145,10 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, arrival: Arrival, *,
         turn.dedupe_key = turn.delta.dedupe_key(
             router.name, session, client_request_id=turn.client_request_id,
             continues=previous if isinstance(previous, str) else "")
-    if (router is not None and session is None and turn.side is None and not cache_aware_off(body)
+    scope = router.name if router is not None else turn.direct
+    if (scope is not None and session is None and turn.side is None and not cache_aware_off(body)
             and (routed is None or routed.affinity)):
-        turn.affinity_key = derive_session_id(body, router=router.name, api=turn.api)
+        turn.affinity_key = derive_session_id(body, router=scope, api=turn.api)
     previous = body.get("previous_response_id") if turn.api == "responses" else None
     if isinstance(previous, str) and previous and router is not None:
         # The stored response's record (SPEC §13.1): read where an affinity pin is read.
@@ -182,7 +192,7 @@ def _read_request(turn: Turn) -> ReadRequest | None:
     esc = router.escalation if router is not None else None
     routed = turn.routed
     return ReadRequest(
-        router=router.name if router is not None else "_direct",
+        router=router.name if router is not None else turn.direct or "",
         session=turn.session,
         share_hours=window_hours(turn.now, esc.share_window_h if esc else 24),
         affinity_key=turn.affinity_key,

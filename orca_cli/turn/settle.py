@@ -129,7 +129,7 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
     batch = build_commit(ctx, plan.decision, turn.snapshot, outcome, trace=trace,
                          settle_transitions=True)
     assert batch.writes or not billed
-    batch = _with_dropped_pins(batch, plan, out, turn.router_name, turn.session)
+    batch = _with_dropped_pins(batch, plan, out, turn.pin_router, turn.session)
     if turn.routed is not None and billed:  # SPEC §17: budget spend, once per request
         batch = replace(batch, writes=(*batch.writes, turn.routed.spend_write(sv.cost)))
     # Racing identical escalations merge: only the commit that changed the tier audits it.
@@ -181,6 +181,7 @@ def _context(cfg: Config, turn: Turn, esc: EscalationConfig, sv: Served, *, bill
         _stored_response(cfg, turn, sv, durable) or _affinity(turn, sv),  # affinity
         "client",  # actor
         plan.tier_state,  # base_state
+        turn.target.model if turn.direct is not None else None,  # direct
     )
 
 
@@ -262,8 +263,9 @@ def _stored_response(cfg: Config, turn: Turn, sv: Served,
     days on a durable store, the traces' lifetime in memory. Recorded where affinity pins
     live; on such a turn of a sessionless request this record takes the affinity's place."""
     att, tap = turn.outcome.served, turn.outcome.tap
-    if turn.api != "responses" or att is None or tap is None or turn.body.get("store") is False:
-        return None
+    if (turn.api != "responses" or att is None or tap is None or turn.router is None
+            or turn.body.get("store") is False):
+        return None  # (a concrete model's request does not follow a previous response)
     rid = tap.response_head().get("id")
     if not isinstance(rid, str) or not rid or not turn.outcome.billed_success:
         return None
@@ -275,11 +277,11 @@ def _stored_response(cfg: Config, turn: Turn, sv: Served,
 def _affinity(turn: Turn, sv: Served) -> tuple[str, dict[str, Any], float] | None:
     """Sessionless cache-aware affinity: pin the prefix to the channel+key that reported a
     real cache read, 15 min, refreshed on each further read, for at most 24 h (SPEC §5)."""
-    att, usage, router = turn.outcome.served, sv.usage, turn.router_name
-    key = turn.affinity_key  # derived once, by `prepare`
+    att, usage = turn.outcome.served, sv.usage
+    key = turn.affinity_key  # derived once, by `prepare`, for a router's or a concrete model's
     if key is None or turn.previous_response is not None:
         return None  # that key names a stored response's record, not a prefix
-    if router is None or att is None or usage is None:
+    if att is None or usage is None:
         return None
     if usage.cached_tokens <= 0:
         return None

@@ -149,6 +149,25 @@ async def test_pins_dump_lists_model_and_channel_pins(
     assert {r["session"] for r in only} == {"s1"}
 
 
+async def test_a_concrete_models_channel_pin_is_dumped_but_makes_no_session(
+        store: Store, env: StoreEnv, cfg: Config) -> None:
+    """SPEC §1.3: a concrete model's pins sit under `_direct.<model>`; `pins dump` lists
+    them, while the session commands (no router, no tier) see only the router's session."""
+    from orca_cli.state import keys as K
+    from orca_cli.state.base import SetOp
+
+    await drive(store, cfg, "s1", now=env.clock.now(), rid="r1")
+    pin = '{"channel":"sim-cheap","key_index":2,"key_fp":"abcd1234"}'
+    await store.commit(CommitBatch("r-direct", (SlotWrite(
+        SlotRef.of_session(K.direct_router("gpt-4.1"), "s1"), (SetOp("chan:base", pin, 300),)),)))
+    rows = await S.pins_dump(store, cfg)
+    direct = [r for r in rows if r["router"] == "_direct.gpt-4.1"]
+    assert [(r["session"], r["kind"], r["value"]["key_index"]) for r in direct] == [
+        ("s1", "channel", 2)]
+    assert [v["router"] for v in await S.list_sessions(store, cfg)] == [ROUTER]
+    assert (await S.show_session(store, cfg, None, "s1"))["router"] == ROUTER
+
+
 async def test_stats_counts_requests_strong_share_escalations_and_cost(
         store: Store, env: StoreEnv, cfg: Config) -> None:
     now = env.clock.now()

@@ -98,6 +98,20 @@ async def test_a_session_keeps_its_model_channel_and_key_from_the_in_process_pin
         assert last_key_fp(stack, h["x-orca-channel"]) == key
 
 
+async def test_a_concrete_models_session_keeps_its_key_from_the_in_process_pins(
+        stack: Sidecar) -> None:
+    """SPEC §1.3, §9: a concrete model's channel pin too, while the store is down."""
+    body = {"model": "sim-anthropic-cheap:claude-haiku-4-5", "messages": MSGS}
+    keys = set()
+    for _ in range(5):
+        r = await stack.http.post("/v1/chat/completions", content=orjson.dumps(body), headers={
+            "content-type": "application/json", "x-session-id": "deg-direct"})
+        assert r.status_code == 200, r.text
+        assert r.headers["x-orca-channel"] == "sim-anthropic-cheap"
+        keys.add(last_key_fp(stack, "sim-anthropic-cheap"))
+    assert len(keys) == 1
+
+
 async def test_the_store_is_skipped_once_known_down_and_logged_once(
         stack: Sidecar, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="orca")

@@ -138,6 +138,74 @@ def test_concrete_strong_model_over_the_workspace_cap_is_refused_429() -> None:
     assert ok.refusal is None and ok.counts_strong_in_workspace
 
 
+def _direct_pin(cfg, channel: str, index: int, fp: str | None = None):  # type: ignore[no-untyped-def]
+    return {"channel": channel, "key_index": index,
+            "key_fp": _fp(cfg, channel, index) if fp is None else fp}
+
+
+def test_a_concrete_models_session_follows_its_channel_pin_without_tier_or_model_pin() -> None:
+    """SPEC §1.3: a concrete model keeps its session on the pinned channel and key; the pin
+    is read under the model's own tier (base here), and no model pin is consulted."""
+    cfg = _cfg()
+    snap = Snapshot(pins={"base": "cheap-b"},  # another request's model pin: not for it
+                    channel_pins={"base": _direct_pin(cfg, "c1", 1)})
+    plan = _plan(cfg, snap, model="cheap-a")
+    assert plan.decision.header == "base; reason=default" and not plan.decision.evaluated
+    assert (plan.attempts[0].channel, plan.attempts[0].key_index) == ("c1", 1)
+    assert plan.attempts[0].source == "pin" and plan.attempts[0].model == "cheap-a"
+    assert [(p.kind, p.status) for p in plan.pins] == [("channel", "hit")]
+    assert plan.dropped_pins == ()
+    fresh = _plan(cfg, Snapshot(), model="cheap-a")
+    assert [(p.kind, p.status, p.reason) for p in fresh.pins] == [("channel", "miss", "no_pin")]
+
+
+def test_a_concrete_strong_model_reads_its_pin_under_the_strong_tier() -> None:
+    cfg = _cfg()
+    snap = Snapshot(channel_pins={"strong": _direct_pin(cfg, "f1", 0)})
+    plan = _plan(cfg, snap, model="frontier")
+    assert plan.counts_strong_in_workspace and plan.tier == "strong"
+    assert plan.attempts[0].source == "pin"
+    assert [(p.kind, p.tier, p.status) for p in plan.pins] == [("channel", "strong", "hit")]
+
+
+def test_a_concrete_models_stale_pin_is_dropped_and_an_unhealthy_one_kept() -> None:
+    """The soft-pin rules of SPEC §5 hold for a concrete model's pin as for a router's."""
+    cfg = _cfg()
+    rotated = _plan(cfg, Snapshot(channel_pins={"base": _direct_pin(cfg, "c1", 1, "00000000")}),
+                    model="cheap-a")
+    assert [(p.status, p.reason) for p in rotated.pins] == [("dropped", "key_rotated")]
+    assert rotated.dropped_pins == ("chan:base",)
+    assert rotated.attempts[0].source == "ranked"
+    snap = Snapshot(channel_pins={"base": _direct_pin(cfg, "c1", 1)})
+    inp = RouteInput(target=resolve_target("cheap-a", cfg), api="openai", body=BODY,
+                     delta=SCORER.delta(BODY, "openai"), est_tokens=100, session="s1")
+    sick = plan_route(cfg, inp, snap, now=1_000_000.0, scorer=SCORER, rng=random.Random(1),
+                      healthy=lambda ch, k: (ch, k) != ("c1", 1))
+    assert [(p.status, p.reason) for p in sick.pins] == [("miss", "unhealthy")]
+    assert sick.dropped_pins == () and ("c1", 1) not in {
+        (a.channel, a.key_index) for a in sick.attempts}
+
+
+def test_a_provider_qualified_model_skips_a_pin_to_another_channel_and_keeps_it() -> None:
+    cfg = _cfg()
+    snap = Snapshot(channel_pins={"base": _direct_pin(cfg, "c1", 1)})
+    plan = _plan(cfg, snap, model="c2:cheap-a")
+    assert {a.channel for a in plan.attempts} == {"c2"}
+    assert [(p.status, p.reason) for p in plan.pins] == [("skipped", "qualified_channel")]
+    assert plan.dropped_pins == ()
+    same = _plan(cfg, snap, model="c1:cheap-a")
+    assert (same.attempts[0].channel, same.attempts[0].key_index) == ("c1", 1)
+
+
+def test_a_sessionless_concrete_model_follows_its_prefix_affinity() -> None:
+    cfg = _cfg()
+    snap = Snapshot(affinity={**_direct_pin(cfg, "c2", 0), "since": 1.0})
+    plan = _plan(cfg, snap, session=None, model="cheap-a")
+    assert (plan.attempts[0].channel, plan.attempts[0].source) == ("c2", "affinity")
+    assert [(p.kind, p.status) for p in plan.pins] == [("affinity", "hit")]
+    assert _plan(cfg, Snapshot(), session=None, model="cheap-a").pins == ()
+
+
 def test_no_usable_candidate_is_a_503_refusal_naming_why() -> None:
     cfg = _cfg()
     cfg = config([ChannelConfig(name="c1", models=("cheap-a",), enabled=False)],

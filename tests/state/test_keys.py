@@ -97,3 +97,23 @@ def test_a_share_bucket_name_parses_back_to_its_hour_and_kind() -> None:
     assert K.parse_share_field(K.share_field(-3, "t")) == (-3, "t")
     for other in ("w", "1", "x:s", "1:q", "1:s:x", ""):
         assert K.parse_share_field(other) is None
+
+
+@pytest.mark.parametrize("model", ["claude-haiku-4-5", "openai/gpt-4o", "llama3:8b",
+                                   "vendor/{odd} model", "m" * 300])
+def test_a_concrete_models_pin_slots_are_a_reserved_safe_router_name(model: str) -> None:
+    """SPEC §1.3: a concrete model's pins live under `direct_router(model)`: a name no
+    configured router can take (those start with a letter or digit), that sits in a hash tag
+    and parses back, one per model."""
+    name = K.direct_router(model)
+    assert K.check_name(name) == name and K.is_direct_router(name)
+    assert not name[0].isalnum()
+    slot = SlotRef.of_session(name, "s1")
+    assert K.parse_key("orca", K.full_key("orca", slot, "chan:base")) == (slot, "chan:base")
+    assert K.direct_router(model + "x") != name
+    assert not K.is_direct_router("coding")
+
+
+def test_a_readable_model_id_names_its_pin_slots_as_is() -> None:
+    assert K.direct_router("claude-haiku-4-5") == "_direct.claude-haiku-4-5"
+    assert K.direct_router("llama3:8b").startswith("_direct#")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from orca_cli.config.schema import EscalationConfig
 from orca_cli.routing.caps import CapsView, ShareView
-from orca_cli.routing.escalation import TurnSignals, resolve_tier
+from orca_cli.routing.escalation import TierDecision, TurnSignals, resolve_tier
+from orca_cli.state import keys as K
 from orca_cli.state.base import (
     ExpireAtLeastOp,
     ReadRequest,
     SetOp,
+    SlotRef,
     Snapshot,
     Store,
     WindowIncrOp,
@@ -104,6 +106,55 @@ async def test_linucb_and_affinity_writes_read_back_under_unsafe_and_long_arm_na
     snap = await store.read(ReadRequest("coding", linucb_arms=arms, affinity_key="p" * 300))
     assert {a: list(v) for a, v in snap.linucb.items()} == {a: [1.0, 0.0, 2.5] for a in arms}
     assert snap.affinity is not None and snap.affinity["model"] == "x"
+
+
+def _direct(**kw: object) -> PlanContext:
+    """A concrete model's request: no router, the model's pin slots (SPEC §1.3)."""
+    return _ctx(router=None, direct="deepseek-chat", **kw)
+
+
+def test_a_concrete_models_session_writes_its_channel_pin_alone() -> None:
+    """No tier document, model pin, figures or router counters; the workspace share as ever."""
+    batch = build_commit(_direct(), TierDecision("base", "default", evaluated=False),
+                         Snapshot(), OK)
+    session, workspace = batch.writes
+    assert session.slot == SlotRef.of_session(K.direct_router("deepseek-chat"), "s1")
+    assert session.mutate is None and [op.key for op in session.ops] == ["chan:base"]
+    op = session.ops[0]
+    assert isinstance(op, SetOp) and op.ttl_s == 300
+    assert '"channel":"sim-cheap","key_index":1,"key_fp":"abcd1234"' in op.value
+    assert workspace.slot.kind == "workspace" and len(workspace.ops) == 1
+    strong = build_commit(_direct(counts_strong_in_workspace=True),
+                          TierDecision("strong", "default", evaluated=False), Snapshot(), OK)
+    assert [op.key for op in strong.writes[0].ops] == ["chan:strong"]
+    assert len(strong.writes[1].ops) == 2  # counted served strong in the workspace
+
+
+def test_a_concrete_model_served_by_a_fallback_model_pins_nothing() -> None:
+    """A route target's fallback model served (SPEC §17): the pin is the target model's."""
+    other = TurnOutcome(True, model="gpt-4o", channel="oa", key_index=0, key_fp="ffff0000")
+    batch = build_commit(_direct(), None, Snapshot(), other)
+    assert [w.slot.kind for w in batch.writes] == ["workspace"]
+
+
+async def test_a_concrete_models_pins_read_back_from_its_own_slots(store: Store) -> None:
+    """Both backends: the session's channel pin per (model, session), and a sessionless
+    prefix's affinity, under a model id that cannot sit in a hash tag as it is."""
+    model = "vendor/{odd}:model"
+    outcome = TurnOutcome(True, model=model, channel="c", key_index=2, key_fp="12345678")
+    await store.commit(build_commit(_ctx(router=None, direct=model), None, Snapshot(), outcome))
+    snap = await store.read(ReadRequest(K.direct_router(model), session="s1"))
+    assert snap.tier is None and dict(snap.pins) == {}
+    assert dict(snap.channel_pins["base"]) == {"channel": "c", "key_index": 2,
+                                               "key_fp": "12345678"}
+    other = await store.read(ReadRequest(K.direct_router("another"), session="s1"))
+    assert dict(other.channel_pins) == {}
+    pin = {"channel": "c", "key_index": 1, "key_fp": "87654321", "since": NOW}
+    ctx = _ctx(request_id="r2", router=None, session=None, direct=model,
+               affinity=("d:prefix", pin, 900.0))
+    await store.commit(build_commit(ctx, None, Snapshot(), outcome))
+    snap = await store.read(ReadRequest(K.direct_router(model), affinity_key="d:prefix"))
+    assert snap.affinity is not None and dict(snap.affinity) == pin
 
 
 def test_a_batch_with_its_trace_keeps_every_other_field() -> None:
