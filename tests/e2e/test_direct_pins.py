@@ -79,7 +79,7 @@ async def chan_pin(st: TierStack, session: str) -> Any:
 
 async def test_four_turns_of_a_session_stay_on_one_key_and_read_the_cache_from_turn_two(
         launch: Launch) -> None:
-    """The audit's story: four Chat turns of one conversation (`X-Session-Id`) on a
+    """Four Chat turns of one conversation (`X-Session-Id`) on a
     `channel:model` id and on the bare model id; each conversation keeps its key and every
     turn after the first reads the prompt cache."""
     st = await launch(direct_config())

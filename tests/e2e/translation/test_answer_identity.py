@@ -141,7 +141,7 @@ async def test_a_sim_messages_answer_served_to_an_openai_client_is_not_from_1970
 
 async def test_a_sim_chat_stream_that_drops_fails_the_responses_stream_it_began(
         sims: Sidecar) -> None:
-    """The audit's case: a Responses client on a Chat Completions sim that drops the stream."""
+    """A Responses client on a Chat Completions sim that drops the stream."""
     events = await _responses_events(sims, "sim-gpt-drops")
     assert_fails_the_announced_response(events, "sim-gpt-drops")
     assert events[0].response.id.startswith("resp_sim")
