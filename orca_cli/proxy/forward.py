@@ -56,7 +56,13 @@ from orca_cli.proxy.transport import (
     read_limited,
     upstream_url,
 )
-from orca_cli.proxy.xlate import Crossing, cross, translated_error, untranslatable_message
+from orca_cli.proxy.xlate import (
+    MALFORMED,
+    Crossing,
+    cross,
+    translated_error,
+    untranslatable_message,
+)
 from orca_cli.routing.route import Attempt
 from orca_cli.turn.model import AttemptRecord, Outcome, Turn
 from orca_cli.types import Api, ClientLink, Send
@@ -213,6 +219,8 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
                     rec = AttemptRecord(att.model, att.channel, att.key_index)
                     rec.error = f"untranslatable:{crossing.untranslatable}"
                     res.attempts.append(rec)
+                if crossing.untranslatable == MALFORMED:
+                    break  # not a request of its own format: no other channel serves it
                 continue
             if not inb.healthy(att.channel, att.key_index):
                 continue

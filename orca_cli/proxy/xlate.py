@@ -22,10 +22,11 @@ Choices where the SPEC is silent:
   upstream id — o-series, GPT-5 but its `-chat` ids, `deepseek-reasoner`, Gemini 2.5+) and
   `max_output_tokens` (a larger `max_tokens` is lowered to it; towards Messages, which needs a
   `max_tokens`, it also bounds the 8,192 used when the client set none).
-* A body the inbound codec cannot read (wrong types where its format has lists or objects) is
-  untranslatable as `malformed_body`: a channel of the inbound format may still get the raw
-  bytes (its provider answers the 400 it would answer anyway); with none, the client's 400
-  says the body is not a valid request of its format.
+* A body the inbound codec cannot read (wrong types where its format has lists or objects,
+  below the top-level fields `wire/body_check` refuses first) is untranslatable as
+  `malformed_body`, and it ends the request there: the client's 400 says the body is not a
+  valid request of its format. No other attempt is made, so a malformed turn never reaches a
+  model other than the session's pin (a lenient upstream would serve it and move the pin).
 * The options of a (channel, model, inbound format) are worked out on its first request and
   kept for the runtime's life (its config never changes); translated conversation units are
   kept in a bounded cache (`unit_cache`) and reused by the next turn of the session.

@@ -484,3 +484,22 @@ async def test_the_official_anthropic_sdk_accumulates_sim_streams() -> None:
         block = final.content[0]
         assert block.type == "tool_use" and set(block.input) == {"path"}  # type: ignore[arg-type]
         assert t.calls[-1].key_fp == hashlib.sha256(b"sk-sdk").hexdigest()[:8]
+
+
+@pytest.mark.parametrize(("api", "message", "said"), [
+    ("openai", {"role": "wizard", "content": "hi"}, "messages[0].role must be one of"),
+    ("openai", {"role": "user", "content": 5}, "messages[0].content must be a string or an array"),
+    ("anthropic", {"role": "system", "content": "hi"}, "role must be one of assistant, user"),
+    ("anthropic", {"role": "user", "content": {"text": "hi"}}, "content must be a string"),
+])
+async def test_a_message_a_provider_would_refuse_is_a_400_in_its_format(
+        api: str, message: dict[str, Any], said: str) -> None:
+    t, clock = sim()
+    b = body(api)
+    b["messages"] = [message]
+    status, raw, _, _ = await call(t, clock, api, b)
+    doc = orjson.loads(raw)
+    assert status == 400
+    err = doc["error"]
+    assert said in err["message"] and (doc.get("type") == "error") == (api == "anthropic")
+    assert [c.status for c in t.calls] == [400]

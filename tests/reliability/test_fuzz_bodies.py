@@ -339,3 +339,42 @@ async def test_a_body_just_under_the_limit_is_served(sc: Sidecar) -> None:
     assert r.status_code == 200
     assert sim_calls(sc) == 1
 
+
+
+MALFORMED_CONFIG = f"""
+{sim_channels()}
+[models.small-o]
+input = 0.1
+[models.small-a]
+input = 1.0
+
+[routers.coding]
+strategy = "cheapest"
+mode = "price"
+allowed_models = ["small-o", "small-a"]
+fallbacks = ["small-a"]
+"""
+
+
+async def test_a_body_its_codec_cannot_read_is_a_400_and_never_moves_the_pin() -> None:
+    """A Messages turn pinned to an OpenAI-format model whose message content has the wrong
+    type: the translator cannot read it, and no other channel (here a Messages one that
+    would take the raw bytes) gets it instead: a 400, nothing sent, the pin where it was."""
+    async with sidecar(loads(MALFORMED_CONFIG, source="malformed")) as sc:
+        headers = {"x-orca-session": "mal-pin", "x-api-key": "agent"}
+
+        async def turn(content: object) -> Any:
+            return await sc.http.post("/v1/messages", headers=headers, json={
+                "model": "orca/coding", "max_tokens": 16,
+                "messages": [{"role": "user", "content": content}]})
+
+        first = await turn("rename x to count")
+        assert first.status_code == 200 and first.headers["x-orca-model"] == "small-o"
+        calls = sim_calls(sc)
+        bad = await turn(5)
+        assert bad.status_code == 400, bad.text
+        assert_error_shape("/v1/messages", bad.content)
+        assert "not a valid anthropic request" in bad.text
+        assert sim_calls(sc) == calls
+        after = await turn("and the tests")
+        assert after.status_code == 200 and after.headers["x-orca-model"] == "small-o"

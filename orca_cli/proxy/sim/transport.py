@@ -85,8 +85,11 @@ class SimTransport:
             return self._error(
                 api, 400, "sim: the request needs a string `model`", key_fp, "", req, path
             )
+        problem = _message_problem(body, api)
+        if problem is not None:
+            return self._error(api, 400, f"sim: {problem}", key_fp, "", req, path)
         model: str = body["model"]
-        stream = bool(body.get("stream")) and path != "/v1/messages/count_tokens"
+        stream = body.get("stream") is True and path != "/v1/messages/count_tokens"
 
         await self._wait_first_byte(timeouts)
         digest = hashlib.blake2b(req.body, digest_size=16).digest()
@@ -289,3 +292,27 @@ class SimResponse:
         if not self._done and self._call.stream:
             self._owner.cancelled.append(self._call)
 
+
+_ROLES: dict[str, frozenset[str]] = {
+    "openai": frozenset({"system", "developer", "user", "assistant", "tool", "function"}),
+    "anthropic": frozenset({"user", "assistant"}),
+}
+
+
+def _message_problem(body: dict[str, Any], api: Api) -> str | None:
+    """What a provider refuses inside the messages, as a real one answers 400 for it: a
+    message that is no object, a role its format has not, content of the wrong type (orca
+    checks only the top-level fields before sending)."""
+    roles = _ROLES.get(api)
+    messages = body.get("messages")
+    if roles is None or not isinstance(messages, list):
+        return None
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            return f"messages[{i}] must be an object"
+        if m.get("role") not in roles:
+            return f"messages[{i}].role must be one of {', '.join(sorted(roles))}"
+        content = m.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            return f"messages[{i}].content must be a string or an array"
+    return None
