@@ -52,6 +52,15 @@ async def send_json(send: Send, status: int, doc: Any,
                 "more_body": False})
 
 
+
+# The endpoints served and their methods: a known path asked with another method is 405 with
+# `Allow`, not a 404 that lists the very path.
+_METHODS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(GENERATE_PATHS, ("POST",)), "/v1/messages/count_tokens": ("POST",),
+    "/v1/models": ("GET",), "/healthz": ("GET",), "/metrics": ("GET",), "/": ("GET", "HEAD"),
+}
+
+
 class OrcaApp:
     """`OrcaApp(runtime, policy)` is the ASGI callable uvicorn serves."""
 
@@ -103,6 +112,11 @@ class OrcaApp:
                                             "status": "ok"}, head_only=method == "HEAD")
             elif path.startswith("/orca/v1/") and self.admin is not None:
                 await self.admin(self.rt, scope, receive, send)
+            elif path in _METHODS:
+                allowed = _METHODS[path]
+                await send_error(send, head.api, 405, f"{path} takes {' or '.join(allowed)}, "
+                                 f"not {method}", code="method_not_allowed",
+                                 extra_headers=[(b"allow", ", ".join(allowed).encode())])
             else:
                 await send_error(send, head.api, 404, f"no endpoint {method} {path}; the "
                                  "sidecar serves /v1/chat/completions, /v1/messages, "

@@ -96,6 +96,20 @@ async def test_an_unknown_endpoint_is_not_an_unknown_model(sidecar: Sidecar) -> 
     assert "/v1/responses" in got.json()["error"]["message"]
 
 
+@pytest.mark.parametrize(("method", "path", "allow"), [
+    ("GET", "/v1/chat/completions", "POST"), ("GET", "/v1/messages", "POST"),
+    ("PUT", "/v1/models", "GET"), ("POST", "/healthz", "GET")])
+async def test_a_served_path_with_another_method_is_405_naming_the_method(
+        sidecar: Sidecar, method: str, path: str, allow: str) -> None:
+    async with httpx.AsyncClient(base_url=sidecar.base) as http:
+        got = await http.request(method, path, content=b"{}", headers=JSON)
+    assert got.status_code == 405 and got.headers["allow"] == allow
+    doc = got.json()
+    err = doc["error"]
+    assert f"takes {allow}, not {method}" in err["message"]
+    assert (doc.get("type") == "error") == path.startswith("/v1/messages")
+
+
 async def test_an_unknown_model_is_model_not_found(sidecar: Sidecar) -> None:
     with pytest.raises(openai.NotFoundError) as err:
         await _oa(sidecar).chat.completions.create(model="no-such-model", messages=MSGS)
