@@ -190,12 +190,13 @@ def _line(opts: Mapping[str, str]) -> str:
     query = f"?session={quote(session, safe='')}"
     if opts.get("router"):
         query += f"&router={quote(opts['router'], safe='')}"
+    given = opts.get("token") or os.environ.get("ORCA_ADMIN_TOKEN") or None  # as the commands
     recs = [] if opts.get("url") or os.environ.get("ORCA_URL") else running_sidecars()
     if len(recs) > 1:
         order = serving_order(recs, project_configs(_workspaces(stdin)))
-        return _first_that_knows([(r.url, opts.get("token") or r.token) for r in order],
+        return _first_that_knows([(r.url, given or r.token) for r in order],
                                  "/orca/v1/status" + query)
-    url, token, _ = find_sidecar(opts.get("url"), opts.get("token"))
+    url, token, _ = find_sidecar(opts.get("url"), given)
     if url is None:
         url = "http://127.0.0.1:8787"  # the default port; the config is not read here
     return _first_that_knows([(url, token)], "/orca/v1/status" + query, TIMEOUT_S)

@@ -57,6 +57,18 @@ def test_statusline_reads_claude_code_json_and_shows_the_session(sidecar: Agent)
     assert code == 0 and out.strip() == "orca: no requests from this session yet"
 
 
+def test_statusline_takes_the_admin_token_from_the_environment(sidecar: Agent,
+                                                               tmp_path: Path) -> None:
+    sidecar.turn("cc-env-token")
+    env = {"XDG_STATE_HOME": str(tmp_path)}  # no token file, no record: only the variable
+    code, out = run_orca("statusline", "--session", "cc-env-token", "--url", sidecar.base,
+                         env={**env, "ORCA_ADMIN_TOKEN": sidecar.token})
+    assert code == 0 and out.startswith("orca base:"), out
+    code, out = run_orca("statusline", "--session", "cc-env-token", "--url", sidecar.base,
+                         env=env)
+    assert code == 0 and not out.startswith("orca base:"), out
+
+
 def test_statusline_never_fails_without_a_sidecar(closed_port_url: str) -> None:
     code, out = run_orca("statusline", "--url", closed_port_url,
                          stdin='{"session_id": "x"}')
