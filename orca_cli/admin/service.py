@@ -32,7 +32,7 @@ from orca_cli.routing.tiers import Ask, TierState
 from orca_cli.state.apply import apply_intents
 from orca_cli.state.base import CommitBatch, SlotRef, SlotWrite, Store
 from orca_cli.state.codec import AUDIT_FIELDS
-from orca_cli.state.keys import RECENT_KEY, check_name
+from orca_cli.state.keys import RECENT_KEY, check_name, is_direct_router
 
 __all__ = [
     "MIN_SESSION_PREFIX",
@@ -104,7 +104,7 @@ def _check_session(session: str) -> None:
 async def list_sessions(store: Store, cfg: Config, router: str | None = None, *,
                         session: str | None = None) -> list[dict[str, Any]]:
     """Every session with tier state or pins, most recently successful first."""
-    if router is not None:
+    if router is not None and not is_direct_router(router):  # a concrete model's slots too
         _router(cfg, router)
     if session is not None:
         _check_session(session)
@@ -286,7 +286,7 @@ async def pins_dump(store: Store, cfg: Config, *, session: str | None = None,
                     router: str | None = None) -> list[dict[str, Any]]:
     """Every model, channel and affinity pin with its remaining TTL (affinity pins belong to
     sessionless requests, so a `session` filter leaves them out)."""
-    if router is not None:
+    if router is not None and not is_direct_router(router):  # a concrete model's slots too
         _router(cfg, router)
     if session is not None:
         _check_session(session)

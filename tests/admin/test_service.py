@@ -164,6 +164,7 @@ async def test_a_concrete_models_channel_pin_is_dumped_but_makes_no_session(
     direct = [r for r in rows if r["router"] == "_direct.gpt-4.1"]
     assert [(r["session"], r["kind"], r["value"]["key_index"]) for r in direct] == [
         ("s1", "channel", 2)]
+    assert await S.pins_dump(store, cfg, router="_direct.gpt-4.1") == direct  # by its slots
     assert [v["router"] for v in await S.list_sessions(store, cfg)] == [ROUTER]
     assert (await S.show_session(store, cfg, None, "s1"))["router"] == ROUTER
 
