@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
 import typer
 
 from orca_cli.cli.operator import (
     CLI_ACTOR,
-    Direct,
     Operator,
     config_option,
     json_option,
@@ -31,9 +30,6 @@ from orca_cli.cli.operator import (
     url_option,
 )
 from orca_cli.cli.output import EXIT_USAGE, fail, print_json
-
-if TYPE_CHECKING:
-    from orca_cli.config.schema import Config
 
 __all__ = ["budget_app", "register", "render_budget_row"]
 
@@ -48,40 +44,18 @@ def _redis_option() -> Any:
 
 
 class BudgetOperator(Operator):
-    """`Operator` with the budget calls; `redis_url` skips the sidecar for that store."""
-
-    def __init__(self, url: str | None, config: str | None, *, token: str | None,
-                 redis_url: str | None) -> None:
-        super().__init__(url, config, token=token)
-        self._redis_url = redis_url
-
-    @property
-    def cfg(self) -> Config:
-        cfg = super().cfg
-        if self._redis_url and (cfg.state.backend, cfg.state.redis_url) != (
-                "redis", self._redis_url):
-            import dataclasses
-
-            state = dataclasses.replace(cfg.state, backend="redis", redis_url=self._redis_url)
-            cfg = self._cfg = dataclasses.replace(cfg, state=state)
-        return cfg
-
-    def _budget_call(self, method: str, path: str, body: Mapping[str, Any] | None,
-                     direct: Direct) -> Any:
-        if self._redis_url:
-            return self._direct(direct)
-        return self._call(method, path, None, body, direct)
+    """`Operator` with the budget calls (`redis_url`: `Operator`'s direct store)."""
 
     def budgets(self) -> Any:
         from orca_cli.admin import budgets as B
 
-        return self._budget_call("GET", "/orca/v1/budgets", None, B.budget_report)
+        return self._call("GET", "/orca/v1/budgets", None, None, B.budget_report)
 
     def raise_limit(self, name: str, usd: float, key: str | None) -> Any:
         from orca_cli.admin import budgets as B
 
-        return self._budget_call(
-            "POST", f"/orca/v1/budgets/{quote(name, safe='')}/raise",
+        return self._call(
+            "POST", f"/orca/v1/budgets/{quote(name, safe='')}/raise", None,
             {"usd": usd, "key": key, "actor": CLI_ACTOR},
             lambda st, cfg, now: B.raise_budget(st, cfg, name, usd, key, actor=CLI_ACTOR,
                                                 now=now))

@@ -96,11 +96,13 @@ class Operator:
     """One command's way to the state; see the module docstring for the order tried."""
 
     def __init__(self, url: str | None = None, config: str | None = None, *,
-                 token: str | None = None) -> None:
+                 token: str | None = None, redis_url: str | None = None) -> None:
         self._url_opt = url
         self._config_path = config
         self._cfg: Config | None = None
-        self._mode: str | None = None  # "http" | "direct"
+        # `--redis-url`: that Redis store, read and written directly, no sidecar asked.
+        self._redis_url = redis_url
+        self._mode: str | None = "direct" if redis_url else None  # "http" | "direct"
         self._token_opt = token
         self._token: str | None = None
         self.url = ""
@@ -114,10 +116,21 @@ class Operator:
             from orca_cli.errors import ConfigError
 
             try:
-                self._cfg = load(self._config_path, environ=_OperatorEnviron())
+                cfg = load(self._config_path, environ=_OperatorEnviron())
             except ConfigError as exc:
                 fail(str(exc))
+            self._cfg = self._with_redis_url(cfg)
         return self._cfg
+
+    def _with_redis_url(self, cfg: Config) -> Config:
+        """The config with `--redis-url` as its store, when one was given."""
+        if not self._redis_url or (cfg.state.backend, cfg.state.redis_url) == (
+                "redis", self._redis_url):
+            return cfg
+        import dataclasses
+
+        state = dataclasses.replace(cfg.state, backend="redis", redis_url=self._redis_url)
+        return dataclasses.replace(cfg, state=state)
 
     def _config_url(self) -> str:
         host, port = self.cfg.server.host, self.cfg.server.port
@@ -182,7 +195,8 @@ class Operator:
         from orca_cli.errors import ConfigError
 
         try:
-            self._cfg = self._cfg or load(self._config_path, environ=_OperatorEnviron())
+            self._cfg = self._cfg or self._with_redis_url(
+                load(self._config_path, environ=_OperatorEnviron()))
         except ConfigError:
             return None
         return self._cfg.server.port

@@ -39,24 +39,7 @@ def _redis_option() -> Any:
 
 
 class RoutesOperator(Operator):
-    """`Operator` with the route-version calls; `redis_url` skips the sidecar for that store
-    (as `cli/budget.py`'s `BudgetOperator` does)."""
-
-    def __init__(self, url: str | None, config: str | None, *, token: str | None,
-                 redis_url: str | None) -> None:
-        super().__init__(url, config, token=token)
-        self._redis_url = redis_url
-
-    @property
-    def cfg(self) -> Config:
-        cfg = super().cfg
-        if self._redis_url and (cfg.state.backend, cfg.state.redis_url) != (
-                "redis", self._redis_url):
-            import dataclasses
-
-            state = dataclasses.replace(cfg.state, backend="redis", redis_url=self._redis_url)
-            cfg = self._cfg = dataclasses.replace(cfg, state=state)
-        return cfg
+    """`Operator` with the route-version calls (`redis_url`: `Operator`'s direct store)."""
 
     def _versions_call(self, method: str, path: str, params: Mapping[str, Any] | None,
                        body: Mapping[str, Any] | None, direct: OnVersions) -> Any:
@@ -65,8 +48,6 @@ class RoutesOperator(Operator):
         def on_store(store: Store, cfg: Config, now: float) -> Awaitable[Any]:
             return direct(versions_in(store), cfg, now)
 
-        if self._redis_url:
-            return self._direct(on_store)
         return self._call(method, path, params, body, on_store)
 
     def check(self, text: str, source: str) -> Any:
