@@ -10,8 +10,8 @@ no longer fits the config is refused (409) rather than activated and then skippe
 sidecar.
 
 Through the admin API the sidecar applies a deploy or rollback before it answers
-(`apply_active`), so its next request walks the new routes, on the memory store as on Redis;
-other sidecars sharing a Redis store follow within about a second (`Runtime._watch_routes`).
+(`Runtime.apply_routes`), so its next request walks the new routes, on the memory store as
+on Redis; other sidecars sharing a Redis store follow within about a second (`Runtime._watch_routes`).
 
     GET  /orca/v1/routes                 {"active", "versions": [...]}          (routes list)
     GET  /orca/v1/routes/diff?a=A&b=B    {"a", "b", "diff"}                      (routes diff)
@@ -23,7 +23,6 @@ other sidecars sharing a Redis store follow within about a second (`Runtime._wat
 from __future__ import annotations
 
 import difflib
-import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,10 +37,9 @@ if TYPE_CHECKING:
     from orca_cli.config.schema import Config
     from orca_cli.proxy.runtime import Runtime
 
-__all__ = ["MAX_ROUTES_BODY", "InvalidRoutes", "apply_active", "check_routes", "deploy_routes",
+__all__ = ["MAX_ROUTES_BODY", "InvalidRoutes", "check_routes", "deploy_routes",
            "diff_routes", "list_routes", "rollback_routes", "routes_endpoint", "versions_in"]
 
-log = logging.getLogger("orca")
 
 MAX_ROUTES_BODY = 1024 * 1024  # a routes file travels whole inside the JSON body
 MAX_SOURCE = 200
@@ -130,21 +128,6 @@ async def rollback_routes(versions: RouteVersions, cfg: Config,
     return (await versions.activate(version)).doc()
 
 
-async def apply_active(rt: Runtime) -> None:
-    """Apply the store's active version on this sidecar now, as its watcher would within half
-    a second, so the answer to a deploy or rollback means the next request walks it."""
-    from orca_cli.turn.routes import LiveRoutes
-
-    active = rt.routes
-    if active is None:
-        return
-    before = active.version
-    await active.refresh(rt.clock.monotonic())
-    if active.version != before:
-        rt.live_routes = LiveRoutes.of(rt.cfg, active.table, active.version)
-        log.info("routes version %d applied", active.version)
-
-
 # --- the admin API --------------------------------------------------------------------------
 
 
@@ -206,5 +189,5 @@ async def routes_endpoint(rt: Runtime, method: str, rest: list[str],
     else:
         out = await deploy_routes(versions, rt.cfg, _text(doc, "text"), source=_source(doc),
                                   note=_text(doc, "note", ""), now=rt.clock.now())
-    await apply_active(rt)
+    await rt.apply_routes()
     return out

@@ -440,18 +440,26 @@ class Runtime:
     async def _watch_routes(self) -> None:
         """The active route version, checked every ROUTES_CHECK_S (one GET on Redis); a new
         one is validated, compiled and applied between two requests, without a restart."""
-        active = self.routes
-        assert active is not None
         while True:
             await asyncio.sleep(ROUTES_CHECK_S)
-            version = active.version
-            await active.refresh(self.clock.monotonic())
-            if active.version != version:
-                self.live_routes = LiveRoutes.of(self.cfg, active.table, active.version)
-                log.info("routes version %d applied", active.version)
-            elif active.last_error and active.last_error != self._routes_error:
-                log.warning("routes: the active version is not applied: %s", active.last_error)
-            self._routes_error = active.last_error
+            await self.apply_routes()
+
+    async def apply_routes(self) -> None:
+        """Read the store's active route version and apply it now if it changed (the watcher
+        every ROUTES_CHECK_S; a deploy or rollback through the admin API before it answers,
+        so its next request walks the new version). A version that does not fit the config
+        is logged once and not applied."""
+        active = self.routes
+        if active is None:
+            return
+        version = active.version
+        await active.refresh(self.clock.monotonic())
+        if active.version != version:
+            self.live_routes = LiveRoutes.of(self.cfg, active.table, active.version)
+            log.info("routes version %d applied", active.version)
+        elif active.last_error and active.last_error != self._routes_error:
+            log.warning("routes: the active version is not applied: %s", active.last_error)
+        self._routes_error = active.last_error
 
     async def _housekeep(self, sweep: Callable[[], object]) -> None:
         while True:
