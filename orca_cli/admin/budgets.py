@@ -43,15 +43,10 @@ def _holders(cfg: Config) -> list[str]:
     return [k.name for k in cfg.inbound_keys] + ["-"]
 
 
-def _key_counters(cfg: Config, now: float) -> list[str]:
-    return [counter_key("key", key, window, now)
-            for key in _holders(cfg) for _, window in _KEY_WINDOWS]
-
-
 async def budget_report(store: Store, cfg: Config, now: float) -> dict[str, Any]:
     """`{"budgets": rows}`: every budget's live spend in its window (see `budget_rows`)."""
     book = StoreBudgets(store)
-    counters = await book.all_counters(_key_counters(cfg, now))
+    counters = await book.all_counters()
     raised = await book.limits(f"{n}:{k}" for n in BUDGET_NAMES for k in _holders(cfg))
     return {"budgets": budget_rows(cfg, counters, raised, now)}
 

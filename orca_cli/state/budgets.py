@@ -81,21 +81,17 @@ class StoreBudgets:
     side that a running sidecar's admin API and the CLI's direct path share.
 
     Reads, writes and the listing of counters go through the store's own calls
-    (`read_counters`, `get`, `commit`, `scan("budgets")`)."""
+    (`scan("budgets")`, `read_counters`, `commit`)."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    async def all_counters(self, known: Iterable[str] = ()) -> dict[str, Spend]:
-        """Every counter the store holds (and `known`, when the store cannot list its keys)."""
+    async def all_counters(self) -> dict[str, Spend]:
+        """Every counter the store holds, read in one round trip (`read_counters`, as the
+        request path's budget nodes read them) after one scan of the `{budgets}` slot."""
         head = K.budget_counter_key("")
-        names = {k[len(head):] for k in await self._slot_keys() if k.startswith(head)}
-        names.update(known)
-        return await self._read(sorted(names))
-
-    async def _read(self, names: list[str]) -> dict[str, Spend]:
-        # Both backends read counters in one round trip (`read_counters`, as the request
-        # path's budget nodes do through `Runtime.read_counters`).
+        names = sorted({e.key[len(head):]
+                        for e in await self._store.scan("budgets", key_prefix=head)})
         read = getattr(self._store, "read_counters", None)
         if not names or read is None:
             return {}
@@ -103,11 +99,14 @@ class StoreBudgets:
         return got
 
     async def limits(self, wanted: Iterable[str]) -> dict[str, float]:
-        """The raised limits among `wanted` (`<name>:<key>`), as `effective_limits` takes them."""
+        """The raised limits among `wanted` (`<name>:<key>`), as `effective_limits` takes them,
+        from one scan of the `{budgets}` slot."""
+        head = K.budget_limit_key("")
+        want = set(wanted)
         out: dict[str, float] = {}
-        for name_and_key in wanted:
-            entry = await self._store.get(K.BUDGETS, K.budget_limit_key(name_and_key))
-            usd = _usd(entry.value) if entry is not None else None
+        for e in await self._store.scan("budgets", key_prefix=head):
+            name_and_key = e.key[len(head):]
+            usd = _usd(e.value) if name_and_key in want else None
             if usd is not None:
                 out[name_and_key] = usd
         return out
@@ -121,9 +120,6 @@ class StoreBudgets:
         rid = f"adm:budget:{secrets.token_hex(8)}"
         await self._store.commit(CommitBatch(rid, (SlotWrite(K.BUDGETS, (op,)),), audit))
 
-    async def _slot_keys(self) -> list[str]:
-        """The `{budgets}` slot's key suffixes (a store scan: operator side, not per request)."""
-        return sorted({e.key for e in await self._store.scan("budgets")})
 
 def _usd(value: Any) -> float | None:
     try:
