@@ -4,6 +4,7 @@ the proxy uses, so operator calls see state a real request would have written.""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -64,17 +65,25 @@ async def drive(st: Store, cfg: Config, session: str, *, now: float, rid: str,
 ADMIN_TOKEN = "admin-test-token"
 
 
+@contextlib.asynccontextmanager
+async def sidecar_on(cfg: Config, state: StateConfig, token: str) -> AsyncIterator[Sidecar]:
+    """A sidecar serving `cfg` with the admin API (`token`) over `state`'s store; a Redis
+    store's keys (its `key_prefix`) are deleted afterwards."""
+    clock = SystemClock()
+    try:
+        async with sidecar(cfg, store=open_store(state, clock=clock), clock=clock,
+                           admin_token=token) as sc:
+            yield sc
+    finally:
+        if state.backend == "redis":
+            delete_prefix(state.redis_url, state.key_prefix)
+
+
 @pytest.fixture(params=["memory", "redis"])
 async def admin_sidecar(request: pytest.FixtureRequest, cfg: Config) -> AsyncIterator[Sidecar]:
     prefix = f"orcatest-{uuid.uuid4().hex[:12]}"
     url = request.getfixturevalue("redis_url") if request.param == "redis" else ""
     state = StateConfig(backend=request.param, redis_url=url or StateConfig().redis_url,
                         key_prefix=prefix, timeout_ms=2000)
-    clock = SystemClock()
-    try:
-        async with sidecar(cfg, store=open_store(state, clock=clock), clock=clock,
-                           admin_token=ADMIN_TOKEN) as sc:
-            yield sc
-    finally:
-        if url:
-            delete_prefix(url, prefix)
+    async with sidecar_on(cfg, state, ADMIN_TOKEN) as sc:
+        yield sc

@@ -22,6 +22,7 @@ from orca_cli.config.schema import Config
 from orca_cli.routing.routes.budget import budget_refusal, format_usd
 from orca_cli.state.factory import open_store
 from orca_cli.testing import Sidecar, sidecar
+from tests.admin.conftest import sidecar_on
 from tests.state.conftest import delete_prefix
 
 ADMIN = {"authorization": "Bearer budget-admin-token"}
@@ -72,14 +73,8 @@ def prefix() -> str:
 async def served(request: pytest.FixtureRequest, prefix: str) -> AsyncIterator[Sidecar]:
     url = request.getfixturevalue("redis_url") if request.param == "redis" else ""
     cfg = loads(_config(request.param, url, prefix), source="test")
-    clock = SystemClock()
-    try:
-        async with sidecar(cfg, store=open_store(cfg.state, clock=clock), clock=clock,
-                           admin_token=ADMIN["authorization"][7:]) as sc:
-            yield sc
-    finally:
-        if url:
-            delete_prefix(url, prefix)
+    async with sidecar_on(cfg, cfg.state, ADMIN["authorization"][7:]) as sc:
+        yield sc
 
 
 async def _chat(sc: Sidecar, session: str, **headers: str) -> httpx.Response:

@@ -14,11 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from orca_cli.cli import app
-from orca_cli.clock import SystemClock
 from orca_cli.config.load import loads
-from orca_cli.state.factory import open_store
-from orca_cli.testing import Sidecar, sidecar
+from orca_cli.testing import Sidecar
 from orca_cli.testing.thread import sidecar_thread
+from tests.admin.conftest import sidecar_on
 from tests.routes.test_routes_live import DENY, LET_THROUGH, PAUSED
 from tests.state.conftest import delete_prefix
 
@@ -65,14 +64,8 @@ def prefix() -> str:
 async def served(request: pytest.FixtureRequest, prefix: str) -> AsyncIterator[Sidecar]:
     url = request.getfixturevalue("redis_url") if request.param == "redis" else ""
     cfg = loads(_config(request.param, url, prefix), source="test")
-    clock = SystemClock()
-    try:
-        async with sidecar(cfg, store=open_store(cfg.state, clock=clock), clock=clock,
-                           admin_token=TOKEN) as sc:
-            yield sc
-    finally:
-        if url:
-            delete_prefix(url, prefix)
+    async with sidecar_on(cfg, cfg.state, TOKEN) as sc:
+        yield sc
 
 
 async def _chat(sc: Sidecar) -> httpx.Response:

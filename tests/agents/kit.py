@@ -154,11 +154,14 @@ def wait_for_base(proc: subprocess.Popen[bytes], log: Path, deadline_s: float) -
 
 
 @contextlib.contextmanager
-def serving(workdir: Path) -> Iterator[Orca]:
-    """`orca serve` on a free port with the example config (sim channels, memory state),
-    run in `workdir`, stopped on exit."""
+def serving(workdir: Path, config_text: str | None = None) -> Iterator[Orca]:
+    """`orca serve` on a free port with `config_text` (default: the example config, sim
+    channels, memory state), run in `workdir`, stopped on exit."""
     config = workdir / "orca.toml"
-    shutil.copyfile(EXAMPLE, config)
+    if config_text is None:
+        shutil.copyfile(EXAMPLE, config)
+    else:
+        config.write_text(config_text)
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     log = workdir / "orca-serve.log"
     with log.open("wb") as sink:

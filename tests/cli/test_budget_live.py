@@ -11,9 +11,6 @@ next request is served.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,9 +20,8 @@ from typer.testing import CliRunner
 
 from orca_cli.cli import app
 from orca_cli.routing.routes.budget import format_usd
-from tests.agents.kit import wait_for_base
+from tests.agents.kit import serving
 
-REPO = Path(__file__).resolve().parents[2]
 SESSION = "agent-on-a-budget"
 CONFIG = """
 [[channels]]
@@ -53,24 +49,8 @@ session_usd = 0.004
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
     """`orca serve` on a free port with CONFIG (memory store); its base URL."""
-    config = tmp_path / "orca.toml"
-    config.write_text(CONFIG)
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    log = tmp_path / "serve.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "orca_cli", "serve", "--config",
-                                 str(config), "--port", "0"], env=env, cwd=tmp_path,
-                                stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        yield wait_for_base(proc, log, 30.0)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
+    with serving(tmp_path, CONFIG) as orca:
+        yield orca.base
 
 def _chat(base: str) -> httpx.Response:
     return httpx.post(base + "/v1/chat/completions", timeout=10,

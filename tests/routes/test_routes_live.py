@@ -12,9 +12,6 @@ the next request is served again.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,9 +20,8 @@ import pytest
 from typer.testing import CliRunner
 
 from orca_cli.cli import app
-from tests.agents.kit import wait_for_base
+from tests.agents.kit import serving
 
-REPO = Path(__file__).resolve().parents[2]
 CONFIG = """
 [[channels]]
 name = "sim"
@@ -61,24 +57,8 @@ message = "{PAUSED}"
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
     """`orca serve` on a free port with CONFIG (memory store); its base URL."""
-    config = tmp_path / "orca.toml"
-    config.write_text(CONFIG)
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    log = tmp_path / "serve.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "orca_cli", "serve", "--config",
-                                 str(config), "--port", "0"], env=env, cwd=tmp_path,
-                                stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        yield wait_for_base(proc, log, 30.0)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
+    with serving(tmp_path, CONFIG) as orca:
+        yield orca.base
 
 def _chat(base: str) -> httpx.Response:
     return httpx.post(base + "/v1/chat/completions", timeout=10,
