@@ -24,13 +24,10 @@ import os
 import socket
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote, urlsplit
 
-if TYPE_CHECKING:
-    from orca_cli.proxy.token import SidecarRecord
-
-__all__ = ["format_status", "main", "project_configs", "record_config", "serving_order"]
+__all__ = ["format_status", "main", "project_configs"]
 
 TIMEOUT_S = 0.5
 PROBE_TIMEOUT_S = 0.2  # each of several running sidecars, asked in turn
@@ -105,31 +102,6 @@ def project_configs(dirs: Sequence[str], environ: Mapping[str, str] | None = Non
     return out
 
 
-def record_config(rec: SidecarRecord) -> str | None:
-    """The real path of the config a sidecar serves. Records name it absolutely; an older
-    record's relative path is read against that process's directory (Linux `/proc`)."""
-    if not rec.config:
-        return None
-    if os.path.isabs(rec.config):
-        return os.path.realpath(rec.config)
-    try:
-        return os.path.realpath(os.path.join(os.readlink(f"/proc/{rec.pid}/cwd"), rec.config))
-    except OSError:
-        return None
-
-
-def serving_order(recs: Sequence[SidecarRecord], configs: Sequence[str]) -> list[SidecarRecord]:
-    """The running sidecars to ask, best first: those serving one of `configs` (in the
-    order of `configs`), then the others; newest first within each (`recs`' order)."""
-    rank = {path: i for i, path in enumerate(configs)}
-
-    def key(rec: SidecarRecord) -> int:
-        path = record_config(rec)
-        return rank.get(path, len(rank)) if path is not None else len(rank)
-
-    return sorted(recs, key=key)
-
-
 def _get(url: str, path: str, token: str | None,
          timeout_s: float = TIMEOUT_S) -> tuple[int, Any]:
     parts = urlsplit(url)
@@ -181,7 +153,7 @@ def format_status(doc: Mapping[str, Any]) -> str:
 
 
 def _line(opts: Mapping[str, str]) -> str:
-    from orca_cli.proxy.token import find_sidecar, running_sidecars
+    from orca_cli.proxy.token import find_sidecar, running_sidecars, serving_order
 
     stdin = {} if opts.get("session") else _stdin_doc()
     session = opts.get("session") or _text(stdin.get("session_id"))

@@ -175,7 +175,7 @@ class Operator:
             return find_sidecar(self._url_opt, self._token_opt)
         from orca_cli.config.discover import discover
         from orca_cli.errors import ConfigError
-        from orca_cli.statusline import record_config, serving_order
+        from orca_cli.proxy.token import record_config, serving_order
 
         try:
             config = discover(self._config_path, _OperatorEnviron())

@@ -20,7 +20,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -29,8 +29,10 @@ __all__ = [
     "admin_token_path",
     "find_sidecar",
     "read_admin_token",
+    "record_config",
     "remove_sidecar_record",
     "running_sidecars",
+    "serving_order",
     "sidecar_record",
     "sidecars_dir",
     "write_admin_token",
@@ -146,6 +148,31 @@ def running_sidecars(environ: Mapping[str, str] | None = None) -> list[SidecarRe
                 out.append(rec)
     out.sort(key=lambda r: -r.started_at)
     return out
+
+
+def record_config(rec: SidecarRecord) -> str | None:
+    """The real path of the config a sidecar serves. Records name it absolutely; an older
+    record's relative path is read against that process's directory (Linux `/proc`)."""
+    if not rec.config:
+        return None
+    if os.path.isabs(rec.config):
+        return os.path.realpath(rec.config)
+    try:
+        return os.path.realpath(os.path.join(os.readlink(f"/proc/{rec.pid}/cwd"), rec.config))
+    except OSError:
+        return None
+
+
+def serving_order(recs: Sequence[SidecarRecord], configs: Sequence[str]) -> list[SidecarRecord]:
+    """The running sidecars to ask, best first: those serving one of `configs` (in the
+    order of `configs`), then the others; newest first within each (`recs`' order)."""
+    rank = {path: i for i, path in enumerate(configs)}
+
+    def key(rec: SidecarRecord) -> int:
+        path = record_config(rec)
+        return rank.get(path, len(rank)) if path is not None else len(rank)
+
+    return sorted(recs, key=key)
 
 
 def find_sidecar(url: str | None, token: str | None, *, environ: Mapping[str, str] | None = None,

@@ -100,7 +100,7 @@ def test_a_records_relative_config_is_read_against_the_sidecars_directory(
         tmp_path: Path) -> None:
     """Records written before configs were stored absolute name `orca.toml` as the sidecar's
     process found it; its directory tells which file that was."""
-    from orca_cli.statusline import record_config
+    from orca_cli.proxy.token import record_config
 
     old = SidecarRecord(url="http://127.0.0.1:1", port=1, pid=os.getpid(), token="t",
                         config="orca.toml")
