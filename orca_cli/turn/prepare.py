@@ -140,17 +140,18 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, arrival: Arrival, *,
                                           api=turn.api)
     turn.delta = delta if delta is not None else scorer.delta(body, turn.api)
     router, session = turn.router, turn.session  # a side request may have moved them
+    previous = body.get("previous_response_id") if turn.api == "responses" else None
+    if not isinstance(previous, str):
+        previous = None
     if router is not None and session is not None and turn.side is None:
-        previous = body.get("previous_response_id") if turn.api == "responses" else None
         turn.dedupe_key = turn.delta.dedupe_key(
             router.name, session, client_request_id=turn.client_request_id,
-            continues=previous if isinstance(previous, str) else "")
+            continues=previous or "")
     scope = router.name if router is not None else turn.direct
     if (scope is not None and session is None and turn.side is None and not cache_aware_off(body)
             and (routed is None or routed.affinity)):
         turn.affinity_key = derive_session_id(body, router=scope, api=turn.api)
-    previous = body.get("previous_response_id") if turn.api == "responses" else None
-    if isinstance(previous, str) and previous and router is not None:
+    if previous and router is not None:
         # The stored response's record (SPEC §13.1): read where an affinity pin is read.
         turn.affinity_key = response_key(previous)
         turn.previous_response = previous
