@@ -25,6 +25,7 @@ from typing import Any
 from orca_cli.routing.caps import NO_IN_FLIGHT, SessionInFlight
 from orca_cli.routing.intents import Escalate, OnceBoost
 from orca_cli.routing.route import RoutePlan
+from orca_cli.routing.tiers import TierState
 from orca_cli.state.base import CommitResult
 
 __all__ = ["InFlightTransitions", "Reservation"]
@@ -37,9 +38,10 @@ Key = tuple[str, str]  # (router, session)
 
 
 def _stored_count(tier_doc: Mapping[str, Any] | None) -> int:
-    """The escalation count of a tier document (0 without one)."""
-    count = tier_doc.get("count", 0) if tier_doc is not None else 0
-    return count if type(count) is int else 0
+    """The escalation count of a tier document, as the decision decodes it (0 without one,
+    or for one the decoder refuses). Read only for a session with an entry here."""
+    state = TierState.from_doc(dict(tier_doc)) if tier_doc is not None else None
+    return state.escalation_count if state is not None else 0
 
 
 @dataclass(slots=True)
