@@ -26,6 +26,7 @@ from orca_cli.cli.operator import (
     Operator,
     config_option,
     json_option,
+    redis_url_option,
     token_option,
     url_option,
 )
@@ -36,11 +37,6 @@ __all__ = ["budget_app", "register", "render_budget_row"]
 budget_app = typer.Typer(help="Dollar budgets: spend per window, raise a limit.",
                          invoke_without_command=True)
 NAMES = ("session_usd", "day_usd", "month_usd")  # `turn.routes.BUDGET_NAMES`, kept import-free
-
-
-def _redis_option() -> Any:
-    return typer.Option(None, "--redis-url", metavar="URL", help="Read and write this Redis "
-                        "store directly instead of asking the running sidecar.")
 
 
 class BudgetOperator(Operator):
@@ -64,7 +60,7 @@ class BudgetOperator(Operator):
 @budget_app.callback()
 def budget_cmd(ctx: typer.Context, as_json: bool = json_option(),
                url: str | None = url_option(), token: str | None = token_option(),
-               config: str | None = config_option(), redis_url: str | None = _redis_option(),
+               config: str | None = config_option(), redis_url: str | None = redis_url_option(),
                ) -> None:
     """Every budget's spend in its current window, against the limit in force.
 
@@ -110,7 +106,7 @@ def raise_cmd(
                                    "(default: requests without a key)."),
     as_json: bool = json_option(),
     url: str | None = url_option(), token: str | None = token_option(),
-    config: str | None = config_option(), redis_url: str | None = _redis_option(),
+    config: str | None = config_option(), redis_url: str | None = redis_url_option(),
 ) -> None:
     """Set a new limit for one budget on every sidecar sharing the store.
 

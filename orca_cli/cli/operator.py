@@ -46,6 +46,11 @@ def url_option() -> Any:
                         "host and port, http://127.0.0.1:8787).")
 
 
+def redis_url_option() -> Any:
+    return typer.Option(None, "--redis-url", metavar="URL", help="Read and write this Redis "
+                        "store directly instead of asking the running sidecar.")
+
+
 def token_option() -> Any:
     return typer.Option(None, "--token", envvar="ORCA_ADMIN_TOKEN",
                         help="The admin token (default: the one the sidecar wrote).")
@@ -123,14 +128,11 @@ class Operator:
         return self._cfg
 
     def _with_redis_url(self, cfg: Config) -> Config:
-        """The config with `--redis-url` as its store, when one was given."""
-        if not self._redis_url or (cfg.state.backend, cfg.state.redis_url) == (
-                "redis", self._redis_url):
-            return cfg
-        import dataclasses
+        """The config with `--redis-url` as its store, as `orca serve --redis-url` takes it."""
+        from orca_cli.cli.serve import with_state
 
-        state = dataclasses.replace(cfg.state, backend="redis", redis_url=self._redis_url)
-        return dataclasses.replace(cfg, state=state)
+        result: Config = with_state(cfg, None, self._redis_url)
+        return result
 
     def _config_url(self) -> str:
         host, port = self.cfg.server.host, self.cfg.server.port

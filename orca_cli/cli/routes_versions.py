@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from orca_cli.cli.operator import Operator, config_option, json_option, token_option, url_option
+from orca_cli.cli.operator import (
+    Operator,
+    config_option,
+    json_option,
+    redis_url_option,
+    token_option,
+    url_option,
+)
 from orca_cli.cli.output import fail, print_json
 
 if TYPE_CHECKING:
@@ -31,11 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["RoutesOperator", "register"]
 
 OnVersions = Callable[["RouteVersions", "Config", float], Awaitable[Any]]
-
-
-def _redis_option() -> Any:
-    return typer.Option(None, "--redis-url", metavar="URL", help="Use this Redis store "
-                        "directly instead of asking the running sidecar.")
 
 
 class RoutesOperator(Operator):
@@ -110,7 +112,7 @@ def register(routes_app: typer.Typer) -> None:
     def deploy_cmd(
         file: str = typer.Argument(..., help="A TOML file of \\[\\[routes]] tables."),
         note: str = typer.Option("", "--note", help="A line kept with the version."),
-        config: str | None = config_option(), redis_url: str | None = _redis_option(),
+        config: str | None = config_option(), redis_url: str | None = redis_url_option(),
         url: str | None = url_option(), token: str | None = token_option(),
         as_json: bool = json_option(),
     ) -> None:
@@ -136,7 +138,8 @@ def register(routes_app: typer.Typer) -> None:
         typer.echo(_active_line(doc))
 
     @routes_app.command("list")
-    def list_cmd(config: str | None = config_option(), redis_url: str | None = _redis_option(),
+    def list_cmd(config: str | None = config_option(),
+                 redis_url: str | None = redis_url_option(),
                  url: str | None = url_option(), token: str | None = token_option(),
                  as_json: bool = json_option()) -> None:
         """Every deployed version, the active one marked with `*`.
@@ -157,7 +160,8 @@ def register(routes_app: typer.Typer) -> None:
 
     @routes_app.command("diff")
     def diff_cmd(a: int = typer.Argument(..., min=1), b: int = typer.Argument(..., min=1),
-                 config: str | None = config_option(), redis_url: str | None = _redis_option(),
+                 config: str | None = config_option(),
+                 redis_url: str | None = redis_url_option(),
                  url: str | None = url_option(), token: str | None = token_option(),
                  as_json: bool = json_option()) -> None:
         """A unified diff between versions A and B.
@@ -177,7 +181,7 @@ def register(routes_app: typer.Typer) -> None:
                                                           "highest version below the active "
                                                           "one."),
                      config: str | None = config_option(),
-                     redis_url: str | None = _redis_option(),
+                     redis_url: str | None = redis_url_option(),
                      url: str | None = url_option(), token: str | None = token_option(),
                      as_json: bool = json_option()) -> None:
         """Make an earlier version active again, as a deploy does.
