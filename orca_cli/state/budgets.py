@@ -10,8 +10,7 @@ The request path counts spend in its own commit (`turn/routes.py` `Routed.spend_
 reads the counters with its store read; both stores keep the same keys. This module is the
 operator's side: `StoreBudgets` over any `Store` (what the admin API and the CLI's direct
 path use: `orca budget` reads every counter, `orca budget raise` stores a limit with a
-commit, so a raise on the memory store applies at the sidecar's next request), and
-`RedisBudgets` over a bare Redis client. Counters expire after their window (day 3 d, week
+commit, so a raise on the memory store applies at the sidecar's next request). Counters expire after their window (day 3 d, week
 15 d, month and session 70 d); a raised limit stands until raised again.
 """
 
@@ -26,9 +25,8 @@ from typing import Any
 from orca_cli.routing.routes.budget import Spend
 from orca_cli.state import keys as K
 from orca_cli.state.base import CommitBatch, SetOp, SlotWrite, Store
-from orca_cli.state.redis_cmds import spends_from
 
-__all__ = ["LIMIT_TTL_S", "RedisBudgets", "StoreBudgets", "effective_limits", "ttl_of"]
+__all__ = ["LIMIT_TTL_S", "StoreBudgets", "effective_limits", "ttl_of"]
 
 # A `SetOp` needs a TTL: a raised limit stands ten years, i.e. until it is raised again.
 LIMIT_TTL_S = 10 * 365 * 86400
@@ -40,40 +38,6 @@ def ttl_of(counter: str) -> int:
     """How long a counter outlives its window, from its name's window part."""
     parts = counter.rsplit(":", 2)
     return _TTL_S.get(parts[-2] if len(parts) == 3 else "all", _TTL_S["all"])
-
-
-class RedisBudgets:
-    """`client`: a `redis.asyncio` client with `decode_responses=True`."""
-
-    def __init__(self, client: Any, key_prefix: str) -> None:
-        self._r = client
-        self._k = f"{key_prefix}:{{budgets}}:"
-
-    async def read(self, counters: Iterable[str]) -> dict[str, Spend]:
-        names = list(counters)
-        if not names:
-            return {}
-        pipe = self._r.pipeline(transaction=False)
-        for c in names:
-            pipe.hmget(self._k + "c:" + c, "requests", "usd")
-        rows = await pipe.execute()
-        return spends_from(names, rows)
-
-    async def limits(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        async for key in self._r.scan_iter(match=self._k + "limit:*", count=500):
-            raw = await self._r.get(key)
-            if raw is not None:
-                out[key[len(self._k) + 6:]] = float(raw)
-        return out
-
-    async def raise_limit(self, name: str, key: str, usd: float) -> None:
-        await self._r.set(self._k + f"limit:{name}:{key}", json.dumps(usd))
-
-    async def all_counters(self) -> dict[str, Spend]:
-        names = [k[len(self._k) + 2:] async for k in
-                 self._r.scan_iter(match=self._k + "c:*", count=500)]
-        return await self.read(names)
 
 
 class StoreBudgets:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from orca_cli.cli import app
 from orca_cli.routing.routes import Decision, RequestFacts
 from orca_cli.state.base import CommitBatch, ReadRequest
-from orca_cli.state.budgets import RedisBudgets, ttl_of
+from orca_cli.state.budgets import StoreBudgets, ttl_of
 from orca_cli.turn.routes import Routed
 from tests.routes.test_routes_cli import CONFIG
 from tests.state.conftest import delete_prefix, redis_url
@@ -81,7 +81,7 @@ def test_redis_spend_counts_once_per_request(prefix: str, redis_url: str) -> Non
                                    + time.strftime("%Y-%m-%d", time.gmtime()))
             assert 2 * 86400 < ttl <= 3 * 86400
             # what `orca budget` reads is what the request path wrote
-            rows = await RedisBudgets(client, prefix).all_counters()
+            rows = await StoreBudgets(store).all_counters()
             assert {c: s.requests for c, s in rows.items()} == {
                 c: 8 for c in _routed().spend_counters()}
         finally:
