@@ -48,6 +48,7 @@ __all__ = [
     "WORKLOADS",
     "AutoConfig",
     "auto_models",
+    "channel_gate",
     "known_price",
     "matches_patterns",
     "post_auto",
@@ -112,16 +113,34 @@ def matches_patterns(model: str, patterns: tuple[str, ...], cfg: Config) -> bool
     return any(fnmatchcase(n, p) for p in patterns for n in names)
 
 
-def within_caps(model: str, cfg: Config, auto: AutoConfig) -> bool:
-    m = cfg.models.get(model)
-    if m is None:
-        return False
+def channel_gate(model: str, channel: str, cfg: Config, auto: AutoConfig) -> str | None:
+    """Why `channel` may not serve `model` under `[auto]` (SPEC §16, §20), or None: `pattern`
+    when neither `model` nor `<channel>/<model>` matches `[auto] models`; `price_cap` when the
+    channel's own price of the model (its `prices` entry, else the `[models]` table) is above
+    a cap. The caps are hard: they bind the price the request is billed at."""
+    patterns = auto.models
+    if patterns and not any(fnmatchcase(model, p) or fnmatchcase(f"{channel}/{model}", p)
+                            for p in patterns):
+        return "pattern"
+    price = cfg.compiled.channel_prices.get((channel, model)) or cfg.models.get(model)
+    if price is None:
+        return "no_price"
     cap_in, cap_out = price_caps(auto)
-    return (cap_in is None or m.input <= cap_in) and (cap_out is None or m.output <= cap_out)
+    if (cap_in is not None and price.input > cap_in) or (
+            cap_out is not None and price.output > cap_out):
+        return "price_cap"
+    return None
+
+
+def within_caps(model: str, cfg: Config, auto: AutoConfig) -> bool:
+    """Some enabled channel serves `model` within the patterns and the caps."""
+    return any(channel_gate(model, ch.name, cfg, auto) is None
+               for ch in cfg.compiled.by_model.get(model, ()) if ch.enabled)
 
 
 def auto_models(cfg: Config, auto: AutoConfig) -> tuple[str, ...]:
-    """Served, priced models matching the patterns and within the caps, in config order."""
+    """Served, priced models that some enabled channel serves within the patterns and the
+    caps, in config order."""
     return tuple(m for m in cfg.model_ids()
                  if known_price(m, cfg) and matches_patterns(m, auto.models, cfg)
                  and within_caps(m, cfg, auto))

@@ -358,18 +358,31 @@ def _ordered(alive: list[ChannelConfig], api: Api, model: str, cfg: Config,
 
 
 def _narrowed(sv: _Serving, model: str, policy: ChannelPolicy) -> _Serving:
-    """The serving channels the router's and the request's provider lists allow (SPEC §20);
-    excluded `provider` when they leave none."""
-    kept, out = policy.narrow(sv.fitting)
+    """The serving channels the router's and the request's provider lists, and an auto
+    router's patterns and price caps, allow (SPEC §16, §20); excluded when they leave none:
+    `provider` for the lists, else the auto router's reason (`price_cap`, `pattern`,
+    `no_price`)."""
+    kept, out = policy.narrow(sv.fitting, model)
     if not out:
         return sv
     filtered = sv.filtered + out
     if kept:
         return _usable(model, kept, filtered, sv.window)
+    left = ", ".join(n for n, _ in out)
+    whys = {w for _, w in out}
+    if whys <= _AUTO_GATES.keys():
+        code = next(w for w in ("price_cap", "pattern", "no_price") if w in whys)
+        why = (f"the auto router's {_AUTO_GATES[code]} leave no channel serving {model!r} "
+               f"(left out: {left})")
+        return _Serving((), filtered, code, why, sv.window)
     by = ("the request's provider preferences" if any(w == "provider_request" for _, w in out)
           else "the router's providers_allow / providers_ignore")
-    why = f"{by} leave no channel serving {model!r} (left out: {', '.join(n for n, _ in out)})"
+    why = f"{by} leave no channel serving {model!r} (left out: {left})"
     return _Serving((), filtered, "provider", why, sv.window)
+
+
+_AUTO_GATES = {"price_cap": "price caps", "pattern": "[auto] models patterns",
+               "no_price": "price tables"}
 
 
 def check_channel_pin(

@@ -27,6 +27,7 @@ from dataclasses import field
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from orca_cli.config.auto import AutoConfig, channel_gate
 from orca_cli.config.schema import ChannelConfig, Config, ModelConfig, RouterConfig
 from orca_cli.immutable import immutable
 from orca_cli.routing.target import Mode, Target
@@ -168,25 +169,32 @@ class ChannelPolicy:
     only: frozenset[str] | None = None  # the request's `provider.only`
     ignore: frozenset[str] = frozenset()  # the request's `provider.ignore`
     order: tuple[str, ...] = ()  # the request's `provider.order`, lower-cased
+    # An auto router's `[auto]` (SPEC §16), with its config: a channel serves a model only
+    # within the patterns and at a price within the caps (`config.auto.channel_gate`).
+    auto: tuple[AutoConfig, Config] | None = None
 
     @property
     def narrows(self) -> bool:
-        return bool(self.allow is not None or self.deny or self.only is not None or self.ignore)
+        return bool(self.allow is not None or self.deny or self.only is not None or self.ignore
+                    or self.auto is not None)
 
-    def why_not(self, ch: ChannelConfig) -> str | None:
-        """`provider_policy` (the router's lists), `provider_request` (the request's), or
-        None when the channel may serve."""
+    def why_not(self, ch: ChannelConfig, model: str = "") -> str | None:
+        """`provider_policy` (the router's lists), `provider_request` (the request's), the
+        auto router's `pattern`, `no_price` or `price_cap` for `model`, or None when the
+        channel may serve."""
         if (self.allow is not None and not _matches(ch, self.allow)) or _matches(ch, self.deny):
             return "provider_policy"
         if (self.only is not None and not _matches(ch, self.only)) or _matches(ch, self.ignore):
             return "provider_request"
+        if self.auto is not None:
+            return channel_gate(model, ch.name, self.auto[1], self.auto[0])
         return None
 
-    def narrow(self, chs: Sequence[ChannelConfig]
+    def narrow(self, chs: Sequence[ChannelConfig], model: str = ""
                ) -> tuple[tuple[ChannelConfig, ...], tuple[tuple[str, str], ...]]:
         kept, out = [], []
         for ch in chs:
-            why = self.why_not(ch)
+            why = self.why_not(ch, model)
             if why is None:
                 kept.append(ch)
             else:
@@ -209,15 +217,18 @@ def _matches(ch: ChannelConfig, names: frozenset[str]) -> bool:
 
 
 def policy_for(router: RouterConfig | None, prefs: ProviderPrefs | None,
-               measured: Measured, mode: Mode = "latency") -> ChannelPolicy | None:
+               measured: Measured, mode: Mode = "latency",
+               cfg: Config | None = None) -> ChannelPolicy | None:
     """The request's channel policy; None when nothing narrows or reorders and `mode` reads
-    no measured figure (the common case: nothing built per request)."""
+    no measured figure (the common case: nothing built per request). With `cfg`, an auto
+    router's policy also holds `[auto]`'s channel gate."""
     allow = _lower(router.providers_allow) if router and router.providers_allow else None
     deny = _lower(router.providers_ignore) if router and router.providers_ignore else frozenset()
+    auto = (cfg.auto, cfg) if cfg is not None and router and router.strategy == "auto" else None
     if mode not in ("latency", "throughput"):
         measured = NO_MEASURES
-    if prefs is None and allow is None and not deny and not measured:
+    if prefs is None and allow is None and not deny and not measured and auto is None:
         return None
     p = prefs or ProviderPrefs()
     return ChannelPolicy(measured, allow, deny, None if p.only is None else _lower(p.only),
-                         _lower(p.ignore), tuple(n.lower() for n in p.order))
+                         _lower(p.ignore), tuple(n.lower() for n in p.order), auto)

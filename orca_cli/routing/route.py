@@ -146,7 +146,7 @@ def plan_route(
     router = cfg.routers[t.router] if t.router is not None else None
     mode = ordering_mode(t, inp.prefs, router.mode if router is not None else "balanced")
     c = _Ctx(cfg, inp, snapshot, scorer, healthy, rng,
-             policy_for(router, inp.prefs, inp.measured, mode))
+             policy_for(router, inp.prefs, inp.measured, mode, cfg))
     if router is None:
         return _plan_model(c)
     esc = router.escalation

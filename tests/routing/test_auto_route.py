@@ -9,7 +9,7 @@ import random
 from typing import Any
 
 from orca_cli.config.auto import AutoConfig
-from orca_cli.config.schema import Config, EscalationConfig, RouterConfig
+from orca_cli.config.schema import ChannelPrice, Config, EscalationConfig, RouterConfig
 from orca_cli.routing.features import Scorer
 from orca_cli.routing.route import RouteInput, RoutePlan, plan_route
 from orca_cli.routing.target import resolve_target
@@ -61,3 +61,44 @@ def test_nothing_eligible_is_refused() -> None:
     plan = _plan(_cfg(models=("nothing/*",)))
     assert plan.refusal is not None and plan.refusal[:2] == (503, "no_candidate")
     assert plan.attempts == ()
+
+
+def _channel_priced_cfg() -> Config:
+    """Model `a` is listed at $0.01/$0.01 but channel `dear` bills it at $5/$20 (its own
+    `prices`); `cheap` bills it at the list price. `b` is within the economy caps."""
+    cfg = config(
+        [channel("dear", ["a"], prices={"a": ChannelPrice(5.0, 20.0)}), channel("c2", ["b"])],
+        models={"a": price(0.01, 0.01, quality=0.7), "b": price(0.08, 0.4, quality=0.7)},
+        routers=[RouterConfig("auto", strategy="auto", allowed_models=("a", "b"),
+                              escalation=EscalationConfig(mode="off"))])
+    return dataclasses.replace(cfg, auto=AutoConfig(enabled=True, objective="cost",
+                                                    spend_profile="economy"))
+
+
+def test_the_caps_bind_the_price_of_the_channel_that_would_serve() -> None:
+    """SPEC §16's caps are hard and §20's channel price is the model's price there: a model
+    whose only channel bills it above the economy caps is excluded, whatever `[models]` says."""
+    plan = _plan(_channel_priced_cfg())
+    assert [a.model for a in plan.attempts] == ["b"]
+    assert plan.ranking is not None and plan.ranking.explain is not None
+    assert {"model": "a", "reason": "price_cap"} in plan.ranking.explain["excluded"]
+    cand = next(c for c in plan.candidates if c.model == "a")
+    assert cand.excluded == "price_cap" and ("dear", "price_cap") in cand.filtered
+
+
+def test_a_channel_above_the_caps_is_left_out_and_a_cheaper_one_serves() -> None:
+    base = _channel_priced_cfg()
+    cfg = dataclasses.replace(base, channels=(*base.channels, channel("cheap", ["a"])))
+    plan = _plan(cfg)
+    served = [(a.model, a.channel) for a in plan.attempts]
+    assert ("a", "dear") not in served and ("a", "cheap") in served
+    # the price factor is the serving channel's: `a` at $0.02 blended ranks first on cost
+    assert served[0] == ("a", "cheap")
+
+
+def test_a_pinned_channel_above_the_caps_is_skipped() -> None:
+    base = _channel_priced_cfg()
+    cfg = dataclasses.replace(base, channels=(*base.channels, channel("cheap", ["a"])))
+    pin = {"channel": "dear", "key_index": 0, "key_fp": cfg.channel("dear").keys[0].fp}
+    plan = _plan(cfg, Snapshot(pins={"base": "a"}, channel_pins={"base": pin}))
+    assert [(a.model, a.channel) for a in plan.attempts][0] == ("a", "cheap")

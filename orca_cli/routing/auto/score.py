@@ -5,7 +5,10 @@ Eligibility, in order, over the pool's candidates (each exclusion is kept with i
 1. the candidate checks (`no_channel`, `format_mismatch`, `context_window`, `unhealthy`);
 2. `pattern`   — matches none of `[auto] models`;
 3. `no_price`  — no `[models.X]` table: an unknown price is never a candidate;
-4. `price_cap` — input or output list price above the spend profile's (or custom) cap;
+4. `price_cap` — input or output price above the spend profile's (or custom) cap, on every
+   channel that serves it: a channel's own `prices` entry is its price (SPEC §20), and a
+   channel above a cap never serves the model here (the route's channel policy leaves it out,
+   `config.auto.channel_gate`), so the caps bind the price the request is billed at;
 5. `capability` — workload quality < complexity + capability_margin. When no model passes
    it, the floor is relaxed (`capability_relaxed`) to the most capable band that remains:
    quality within `capability_margin` of the best remaining workload quality — a request too
@@ -15,7 +18,8 @@ Eligibility, in order, over the pool's candidates (each exclusion is kept with i
 Each eligible model gets four factors in [0, 1], higher is better:
 
     quality = mean over the request's workloads of quality_by_workload[w] (else `quality`)
-    price   = 1 - blended / dearest blended among the eligible (1 when all are free)
+    price   = 1 - blended / dearest blended among the eligible (1 when all are free); a
+              model's blended price is input + output on the channel that would serve it
     latency = fastest / own, over the models with a latency (measured for the channel, else
               the channel's `expected_latency_ms`); 0.5 (neutral) when unknown
     health  = healthy key slots / key slots over the channels that can serve it
@@ -37,11 +41,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from orca_cli.config.auto import AutoConfig, matches_patterns, price_caps
+from orca_cli.config.auto import (
+    AutoConfig,
+    channel_gate,
+    matches_patterns,
+    price_caps,
+    within_caps,
+)
 from orca_cli.config.schema import Config, ModelConfig
 from orca_cli.immutable import immutable
 from orca_cli.routing.auto.classify import Classification
 from orca_cli.routing.candidates import Candidate
+from orca_cli.routing.modes import channel_price
 
 __all__ = ["ALGORITHM", "WEIGHTS", "AutoDecision", "Scored", "rank_auto", "workload_quality"]
 
@@ -104,16 +115,30 @@ def workload_quality(m: ModelConfig, workloads: Sequence[str]) -> float:
 
 
 def _static_gate(model: str, cfg: Config, auto: AutoConfig) -> str | None:
-    """The config-only part of eligibility (patterns, known price, caps)."""
+    """The config-only part of eligibility (patterns, known price, some channel within the
+    caps)."""
     if not matches_patterns(model, auto.models, cfg):
         return "pattern"
-    m = cfg.models.get(model)
-    if m is None:
+    if model not in cfg.models:
         return "no_price"
-    cap_in, cap_out = price_caps(auto)
-    if (cap_in is not None and m.input > cap_in) or (cap_out is not None and m.output > cap_out):
+    if not within_caps(model, cfg, auto):
         return "price_cap"
     return None
+
+
+def _channels_gate(c: Candidate, cfg: Config, auto: AutoConfig) -> str | None:
+    """`price_cap` (or `pattern`) when none of the candidate's channels may serve it under
+    `[auto]`: the candidates of a route were narrowed already; a caller that sourced them
+    without the auto policy gets the same answer here."""
+    whys = [channel_gate(c.model, ch.channel, cfg, auto) for ch in c.channels]
+    return None if any(w is None for w in whys) or not whys else whys[0]
+
+
+def _price(c: Candidate, cfg: Config) -> float:
+    """Input + output $/1M on the channel that would serve the candidate (its first)."""
+    m = (channel_price(c.model, c.channels[0].channel, cfg) if c.channels
+         else cfg.models[c.model])
+    return m.input + m.output
 
 
 _MEMO_MAX = 4096
@@ -162,7 +187,7 @@ def rank_auto(candidates: Sequence[Candidate], cfg: Config, auto: AutoConfig,
     excluded: list[tuple[str, str]] = []
     passed: list[Candidate] = []
     for c in {x.model: x for x in candidates}.values():
-        why = _gate(c, cfg, auto)
+        why = _gate(c, cfg, auto) or _channels_gate(c, cfg, auto)
         if why is None:
             passed.append(c)
         else:
@@ -177,7 +202,7 @@ def rank_auto(candidates: Sequence[Candidate], cfg: Config, auto: AutoConfig,
     kept = {c.model for c in able}
     excluded.extend((c.model, "capability") for c in passed if c.model not in kept)
     pool = able
-    blended = {c.model: cfg.models[c.model].input + cfg.models[c.model].output for c in pool}
+    blended = {c.model: _price(c, cfg) for c in pool}
     dearest = max(blended.values(), default=0.0)
     lat = {c.model: _latency(c, cfg, measured or {}) for c in pool}
     fastest = min((v for v in lat.values() if v is not None), default=None)
