@@ -18,6 +18,7 @@ from typing import Any
 from orca_cli.errors import Refusal
 from orca_cli.proxy.forward import Inbound, forward
 from orca_cli.proxy.guard import ClientGone, GuardPolicy, send_error
+from orca_cli.proxy.in_flight import followed_pins
 from orca_cli.proxy.intake import IntakeError, read_json
 from orca_cli.proxy.routes_live import deny_refusal, route_step
 from orca_cli.proxy.runtime import Runtime, new_request_id
@@ -105,11 +106,21 @@ async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) ->
     key = ((turn.router.name, turn.session)
            if turn.router is not None and turn.session is not None and turn.side is None
            else None)
+    read, followed = turn.snapshot, None
     if key is not None:
-        turn.in_flight = rt.in_flight.view(key, turn.snapshot.tier, turn.started)
+        turn.in_flight = rt.in_flight.view(key, read.tier, turn.started)
+        followed = rt.in_flight.follow(key, read, turn.started)
+        if followed is not None:  # another request of the session picked in flight
+            turn.snapshot = followed
     plan = decide(rt.cfg, turn, scorer=rt.scorer, healthy=healthy, rng=rt.rng,
                   measured=rt.measured.figures)
-    held = rt.in_flight.reserve(key, plan) if key is not None else None
+    held = pick = None
+    if key is not None:
+        held = rt.in_flight.reserve(key, plan)
+        if followed is not None:
+            plan = turn.plan = followed_pins(plan, read)
+        else:
+            pick = rt.in_flight.pick(key, plan, read, rt.cfg.compiled.key_fps)
     result: CommitResult | None = None
     try:
         tier_header = plan.decision.header.encode()
@@ -146,6 +157,8 @@ async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) ->
     finally:
         if held is not None:
             rt.in_flight.release(held, result, rt.clock.monotonic())
+        if pick is not None:
+            rt.in_flight.end_pick(pick, rt.clock.monotonic())
 
 
 def _held_back(rt: Runtime, plan: RoutePlan) -> int:

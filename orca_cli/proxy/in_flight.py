@@ -13,27 +13,40 @@ decision and the reservation, so two requests of one sidecar cannot both pass a 
 Sidecars sharing one Redis each keep their own table: across them, transitions decided in
 the same instant before either commits are not seen by each other (the stored count still
 never exceeds the cap).
+
+The same holds for a session's first pick of a tier (SPEC §5, §16): concurrent first turns
+of a new session (an agent's parallel sub-agents under one session id) each read no pin, and
+a strategy that ranks per request (`auto`'s workloads, `gated_adaptive`'s bands) or a weighted
+key draw would start them on different models or keys, each on a cold cache. So the first
+request that decides a tier with no pin records its model, channel and key (`pick`), and a
+request of the session that reads no pin of that tier while the pick is in flight, or up to
+`PICK_GRACE_S` after it ended (a read that predates its commit), follows it as if the store
+had the pin (`follow`); its trace says so (`reason: in_flight`).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from orca_cli.routing.caps import NO_IN_FLIGHT, SessionInFlight
 from orca_cli.routing.intents import Escalate, OnceBoost
 from orca_cli.routing.route import RoutePlan
+from orca_cli.routing.snapshot import Snapshot
 from orca_cli.routing.tiers import TierState
 from orca_cli.state.base import CommitResult
 
-__all__ = ["InFlightTransitions", "Reservation"]
+__all__ = ["InFlightTransitions", "Pick", "Reservation", "followed_pins"]
 
 MAX_SESSIONS = 10_000  # sessions with a transition in flight or a count ahead of the store
 # How long a commit's count stands in for a read that predates it: a read is never older than
 # the store's timeout, and a tier document that expires takes its count with it.
 FLOOR_TTL_S = 30.0
+# How long an ended first pick still stands in for a read without the pin: a read is never
+# older than the store's timeout.
+PICK_GRACE_S = 5.0
 Key = tuple[str, str]  # (router, session)
 
 
@@ -52,6 +65,22 @@ class _Entry:
     floor_until: float = 0.0  # monotonic time after which `floor` no longer counts
 
 
+@dataclass(slots=True)
+class _Picked:
+    model: str
+    channel_pin: dict[str, Any]  # {channel, key_index, key_fp}, as the store keeps it
+    live: int = 1  # requests that made the pick and are still in flight
+    until: float = float("inf")  # monotonic; set when the last of them ended
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """A first pick of (router, session, tier) this request made; given back with
+    `end_pick`."""
+
+    key: tuple[str, str, str]
+
+
 @dataclass(frozen=True, slots=True)
 class Reservation:
     """One new transition decided for (router, session); given back with `release`."""
@@ -64,6 +93,7 @@ class InFlightTransitions:
     def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
         self._max = max(1, max_sessions)
         self._entries: OrderedDict[Key, _Entry] = OrderedDict()
+        self._picks: OrderedDict[tuple[str, str, str], _Picked] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -122,3 +152,70 @@ class InFlightTransitions:
             e.floor, e.floor_until = _stored_count(tier), now + FLOOR_TTL_S
         if not (e.onces or e.escalations) and (e.floor == 0 or now >= e.floor_until):
             del self._entries[r.key]
+
+    # --- first picks -------------------------------------------------------------------------
+
+    def follow(self, key: Key, snapshot: Snapshot, now: float) -> Snapshot | None:
+        """`snapshot` with the pins of the tiers it lacks and another request of the session
+        picked in flight (`now`: monotonic); None when there is nothing to follow (the common
+        case: one lookup per tier, on an empty table)."""
+        picks = self._picks
+        if not picks:
+            return None
+        pins: dict[str, str] | None = None
+        chans: dict[str, Mapping[str, Any]] = {}
+        for tier in ("base", "strong"):
+            if tier in snapshot.pins:
+                continue
+            p = picks.get((*key, tier))
+            if p is None:
+                continue
+            if not p.live and now >= p.until:
+                del picks[(*key, tier)]
+                continue
+            if pins is None:
+                pins, chans = dict(snapshot.pins), dict(snapshot.channel_pins)
+            pins[tier] = p.model
+            chans[tier] = p.channel_pin
+        if pins is None:
+            return None
+        return replace(snapshot, pins=pins, channel_pins=chans)
+
+    def pick(self, key: Key, plan: RoutePlan, snapshot: Snapshot,
+             key_fps: Mapping[str, Mapping[int, str]]) -> Pick | None:
+        """Record the plan's first attempt as the session's pick of its tier when the
+        session had no pin of that tier; None otherwise (a pinned session: the common case)."""
+        tier = plan.decision.tier
+        if tier in snapshot.pins or not plan.attempts or plan.refusal is not None:
+            return None
+        att = plan.attempts[0]
+        pk = (*key, tier)
+        p = self._picks.get(pk)
+        if p is not None:
+            p.live += 1
+            p.until = float("inf")
+            return Pick(pk)
+        while len(self._picks) >= self._max:
+            self._picks.popitem(last=False)
+        fp = key_fps.get(att.channel, {}).get(att.key_index, "")
+        self._picks[pk] = _Picked(att.model, {"channel": att.channel,
+                                              "key_index": att.key_index, "key_fp": fp})
+        return Pick(pk)
+
+    def end_pick(self, pick: Pick, now: float) -> None:
+        p = self._picks.get(pick.key)
+        if p is None:
+            return
+        p.live -= 1
+        if not p.live:
+            p.until = now + PICK_GRACE_S
+
+
+def followed_pins(plan: RoutePlan, before: Snapshot) -> RoutePlan:
+    """The plan with the pins a request followed from another's pick in flight marked so in
+    its trace (`reason: in_flight`): the store did not have them."""
+    tiers = {t for t in ("base", "strong") if t not in before.pins}
+    pins = tuple(replace(p, reason="in_flight")
+                 if p.status == "hit" and p.kind in ("model", "channel") and p.tier in tiers
+                 else p for p in plan.pins)
+    return replace(plan, pins=pins) if pins != plan.pins else plan

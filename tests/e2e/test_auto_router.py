@@ -208,3 +208,49 @@ async def test_the_strong_tier_is_the_top_quality_band(server: Sidecar) -> None:
             await client.close()
     assert raw.headers["x-orca-model"] == "big"
     assert raw.headers["x-orca-session-tier"].startswith("strong")
+
+
+async def test_concurrent_first_turns_of_a_new_session_share_its_first_pick(
+        server: Sidecar) -> None:
+    """Parallel sub-agents under one new session id: each request reads no pin, and alone
+    the hard ask would go to `big` and the easy one to `mini`; they all follow the first
+    request's pick (model and key) while it is in flight, and their traces say so. The
+    upstreams hold every answer until all eight requests have been sent, so all eight are
+    decided before any commits."""
+    import asyncio
+
+    burst = 8
+    go = asyncio.Event()
+    sent = [0]
+
+    class Held(ScriptedTransport):
+        armed = False
+
+        async def send(self, req: Any, timeouts: Any) -> Any:
+            if Held.armed:
+                sent[0] += 1
+                if sent[0] >= burst:
+                    go.set()
+                await asyncio.wait_for(go.wait(), 10)
+            return await super().send(req, timeouts)
+
+    routers = ('[routers.auto]\nstrategy = "auto"\nallowed_models = ["nano", "mini", "small", '
+               '"big"]\n[routers.auto.escalation]\nmode = "off"\n')
+    cfg = loads(config('objective = "cost"', routers), source="t")
+    ups: dict[str, ScriptedTransport] = {name: Held() for name in CHANNELS}
+    async with server.use(cfg, transports=ups) as st:
+        alone_hard, _ = await _chat(st, _user(HARD))
+        alone_easy, _ = await _chat(st, _user(EASY))
+        Held.armed = True
+        replies = await asyncio.gather(*(_chat(st, _user(EASY if i % 2 else HARD),
+                                               session="burst-1") for i in range(burst)))
+        Held.armed = False
+        after, _ = await _chat(st, _user(EASY), session="burst-1")
+    assert alone_hard != alone_easy
+    models = {m for m, _ in replies}
+    assert len(models) == 1 and after in models
+    keys = {(t["selected"]["channel"], t["selected"]["key_index"]) for _, t in replies}
+    assert len(keys) == 1
+    followed = [t for _, t in replies
+                if any(p["reason"] == "in_flight" for p in t["pins"])]
+    assert len(followed) == burst - 1  # the first picks; the others follow it

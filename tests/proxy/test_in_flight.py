@@ -82,3 +82,59 @@ def test_the_table_is_bounded_oldest_session_first() -> None:
     assert held[0] is not None
     t.release(held[0], _committed(1), now=0.0)  # pushed out: its release is a no-op
     assert len(t) == 2
+
+
+# --- first picks (SPEC §5, §16): concurrent first turns of a new session ----------------------
+
+def _picked(model: str = "mini", channel: str = "c1", key: int = 1) -> RoutePlan:
+    from orca_cli.routing.route_types import Attempt
+
+    return RoutePlan(None, TierDecision(tier="base", reason="default", intents=()),
+                     (), (Attempt(model, channel, key, "ranked"),))
+
+
+def test_a_first_pick_is_followed_while_in_flight_and_a_grace_after() -> None:
+    from orca_cli.proxy.in_flight import PICK_GRACE_S
+    from orca_cli.routing.snapshot import Snapshot
+
+    t = InFlightTransitions()
+    fps = {"c1": {1: "fp1"}}
+    assert t.follow(KEY, Snapshot(), 0.0) is None  # nothing picked: nothing to follow
+    pick = t.pick(KEY, _picked(), Snapshot(), fps)
+    assert pick is not None
+    seen = t.follow(KEY, Snapshot(), 1.0)
+    assert seen is not None and seen.pins == {"base": "mini"}
+    assert seen.channel_pins == {"base": {"channel": "c1", "key_index": 1, "key_fp": "fp1"}}
+    assert t.follow(("coding", "other"), Snapshot(), 1.0) is None  # another session
+    # a snapshot that already has the tier's pin (the store caught up) is left as it is
+    assert t.follow(KEY, Snapshot(pins={"base": "nano"}), 1.0) is None
+    t.end_pick(pick, now=2.0)
+    assert t.follow(KEY, Snapshot(), 2.0 + PICK_GRACE_S - 0.1) is not None
+    assert t.follow(KEY, Snapshot(), 2.0 + PICK_GRACE_S) is None
+
+
+def test_a_pinned_session_or_a_refused_plan_makes_no_pick() -> None:
+    from dataclasses import replace
+
+    from orca_cli.routing.snapshot import Snapshot
+
+    t = InFlightTransitions()
+    assert t.pick(KEY, _picked(), Snapshot(pins={"base": "mini"}), {}) is None
+    assert t.pick(KEY, replace(_picked(), refusal=(503, "no_candidate", "x")), Snapshot(),
+                  {}) is None
+    assert t.follow(KEY, Snapshot(), 0.0) is None
+
+
+def test_the_pick_stands_until_the_last_request_that_made_it_ends() -> None:
+    from orca_cli.proxy.in_flight import PICK_GRACE_S
+    from orca_cli.routing.snapshot import Snapshot
+
+    t = InFlightTransitions()
+    a = t.pick(KEY, _picked(), Snapshot(), {})
+    b = t.pick(KEY, _picked("nano"), Snapshot(), {})  # a second pick joins the first
+    assert a is not None and b is not None
+    t.end_pick(a, now=1.0)
+    late = t.follow(KEY, Snapshot(), 1.0 + 10 * PICK_GRACE_S)
+    assert late is not None and late.pins == {"base": "mini"}  # b is still in flight
+    t.end_pick(b, now=100.0)
+    assert t.follow(KEY, Snapshot(), 100.0 + PICK_GRACE_S) is None
