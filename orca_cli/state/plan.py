@@ -134,6 +134,16 @@ def audit_event(ctx: PlanContext, event: str, *, trigger: str = "", reason: str 
     return event_doc
 
 
+def _denied_actor(decision: TierDecision) -> str:
+    """Who asked for what a cap denied: the engine for difficulty or strikes, else the
+    explicit ask's actor (the client, or the operator's pending ask)."""
+    if decision.trigger in ("difficulty", "strikes"):
+        return "engine"
+    ask = decision.evaluations.get("A")
+    actor = ask.get("actor") if isinstance(ask, dict) else None
+    return actor if isinstance(actor, str) and actor else ""
+
+
 def _with_response(intents: Sequence[Intent], strikes: tuple[str, ...]) -> tuple[Intent, ...]:
     if not strikes:
         return tuple(intents)
@@ -168,7 +178,7 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
     audit: list[dict[str, Any]] = []
     if decision is not None and decision.denied and not outcome.client_error:
         audit.append(audit_event(ctx, "denied_cap", trigger=decision.trigger,
-                                 reason=decision.reason))
+                                 reason=decision.reason, actor=_denied_actor(decision)))
     if not outcome.billed_success:
         return CommitBatch(ctx.request_id, (), tuple(audit), trace)
 

@@ -51,6 +51,19 @@ def test_denied_escalation_is_audited_even_when_the_request_fails() -> None:
     batch = build_commit(_ctx(), d, Snapshot(), TurnOutcome(False))
     assert [a["event"] for a in batch.audit] == ["denied_cap"]
     assert batch.audit[0]["reason"] == "denied:share_cap"
+    assert batch.audit[0]["actor"] == "client"  # the client's explicit ask was denied
+
+
+def test_a_denial_of_the_engines_own_escalation_names_the_engine() -> None:
+    """A difficulty- or strike-triggered escalation that a cap denies is the engine's, as the
+    `escalated` event of the same trigger is."""
+    from dataclasses import replace
+
+    d = _decide("strong", CapsView(share=ShareView(10, 20)))
+    for trigger in ("difficulty", "strikes"):
+        engine = replace(d, trigger=trigger, evaluations={"A": {"actor": None}})
+        batch = build_commit(_ctx(), engine, Snapshot(), OK)
+        assert [(a["event"], a["actor"]) for a in batch.audit] == [("denied_cap", "engine")]
 
 
 def test_a_request_the_client_must_fix_leaves_no_denial_audit() -> None:
