@@ -2,7 +2,8 @@
 
 Paths: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/responses` (routed,
 `proxy.handler`), `GET /` and `HEAD /` (agents probe the base URL),
-`POST /v1/messages/count_tokens`, `GET /v1/models`, `GET /healthz`, `GET /metrics`, and the
+`POST /v1/messages/count_tokens`, `GET /v1/models` and `GET /v1/models/{id}` (and `HEAD`),
+`GET /healthz`, `GET /metrics`, and the
 admin API under `/orca/v1/` when one is mounted. Every request passes the guard first
 (Host, Origin, content type, tokens, body limit; SPEC §11). Nothing here answers 500: an
 unexpected fault becomes orca's own 502 in the inbound error shape, logged without content.
@@ -57,7 +58,7 @@ async def send_json(send: Send, status: int, doc: Any,
 # `Allow`, not a 404 that lists the very path.
 _METHODS: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(GENERATE_PATHS, ("POST",)), "/v1/messages/count_tokens": ("POST",),
-    "/v1/models": ("GET",), "/healthz": ("GET",), "/metrics": ("GET",), "/": ("GET", "HEAD"),
+    "/v1/models": ("GET", "HEAD"), "/healthz": ("GET",), "/metrics": ("GET",), "/": ("GET", "HEAD"),
 }
 
 
@@ -100,8 +101,11 @@ class OrcaApp:
                 await handle_generate(self.rt, self.policy, head, receive, send)
             elif path == "/v1/messages/count_tokens" and method == "POST":
                 await self._count_tokens(head, receive, send)
-            elif path == "/v1/models" and method == "GET":
-                await self._models(head, send)
+            elif path == "/v1/models" and method in ("GET", "HEAD"):
+                await self._models(head, send, head_only=method == "HEAD")
+            elif path.startswith("/v1/models/") and method in ("GET", "HEAD"):
+                await self._model(head, path[len("/v1/models/"):], send,
+                                  head_only=method == "HEAD")
             elif path == "/healthz" and method == "GET":
                 await self._healthz(send)
             elif path == "/metrics" and method == "GET":
@@ -146,24 +150,43 @@ class OrcaApp:
             (b"content-length", b"%d" % len(body))]})
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
-    async def _models(self, head: RequestHead, send: Send) -> None:
+    def _model_ids(self) -> list[str]:
+        """What `/v1/models` lists: the routers, the plain aliases, the served models."""
         cfg = self.rt.cfg
         names = [ROUTER_PREFIX + r for r in cfg.routers]
         names += [a for a in cfg.aliases if not any(ch in a for ch in "*?[")]
         names += list(cfg.model_ids())
-        ids = list(dict.fromkeys(names))
+        return list(dict.fromkeys(names))
+
+    def _model_entry(self, api: str, model_id: str) -> dict[str, Any]:
         created = int(self.rt.started_at)
+        if api == "anthropic":
+            return {"type": "model", "id": model_id, "display_name": model_id,
+                    "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))}
+        return {"id": model_id, "object": "model", "created": created, "owned_by": "orca"}
+
+    async def _models(self, head: RequestHead, send: Send, *, head_only: bool = False) -> None:
+        ids = self._model_ids()
+        data = [self._model_entry(head.api, i) for i in ids]
         if head.api == "anthropic":
-            data = [{"type": "model", "id": i, "display_name": i,
-                     "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))}
-                    for i in ids]
             doc: dict[str, Any] = {"data": data, "has_more": False,
                                    "first_id": ids[0] if ids else None,
                                    "last_id": ids[-1] if ids else None}
         else:
-            doc = {"object": "list", "data": [{"id": i, "object": "model", "created": created,
-                                               "owned_by": "orca"} for i in ids]}
-        await send_json(send, 200, doc)
+            doc = {"object": "list", "data": data}
+        await send_json(send, 200, doc, head_only=head_only)
+
+    async def _model(self, head: RequestHead, model_id: str, send: Send, *,
+                     head_only: bool = False) -> None:
+        """`GET /v1/models/{id}` (the SDKs' `models.retrieve`): a name the sidecar serves —
+        listed, or caught by an alias pattern — else the 404 a request naming it gets."""
+        if model_id not in self._model_ids():
+            try:
+                resolve_target(model_id, self.rt.cfg)
+            except UnknownModel as exc:
+                await send_error(send, head.api, 404, str(exc), code="model_not_found")
+                return
+        await send_json(send, 200, self._model_entry(head.api, model_id), head_only=head_only)
 
     async def _count_tokens(self, head: RequestHead, receive: Receive, send: Send) -> None:
         """Estimated locally (chars / 4 over what the full scorer reads); the answer says so

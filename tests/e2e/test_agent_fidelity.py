@@ -98,7 +98,7 @@ async def test_an_unknown_endpoint_is_not_an_unknown_model(sidecar: Sidecar) -> 
 
 @pytest.mark.parametrize(("method", "path", "allow"), [
     ("GET", "/v1/chat/completions", "POST"), ("GET", "/v1/messages", "POST"),
-    ("PUT", "/v1/models", "GET"), ("POST", "/healthz", "GET")])
+    ("PUT", "/v1/models", "GET, HEAD"), ("POST", "/healthz", "GET")])
 async def test_a_served_path_with_another_method_is_405_naming_the_method(
         sidecar: Sidecar, method: str, path: str, allow: str) -> None:
     async with httpx.AsyncClient(base_url=sidecar.base) as http:
@@ -106,7 +106,7 @@ async def test_a_served_path_with_another_method_is_405_naming_the_method(
     assert got.status_code == 405 and got.headers["allow"] == allow
     doc = got.json()
     err = doc["error"]
-    assert f"takes {allow}, not {method}" in err["message"]
+    assert f"takes {allow.replace(', ', ' or ')}, not {method}" in err["message"]
     assert (doc.get("type") == "error") == path.startswith("/v1/messages")
 
 
@@ -326,3 +326,23 @@ async def test_a_side_request_under_an_id_of_its_own_makes_no_session(sidecar: S
     assert got.headers["x-orca-session-tier"] == "base; reason=side"
     listed = await list_sessions(sidecar.rt.gate.store, sidecar.rt.cfg)
     assert all(v["session_id"] != "only-a-title" for v in listed), listed
+
+
+async def test_the_sdks_retrieve_a_model_the_sidecar_serves(sidecar: Sidecar) -> None:
+    """`models.retrieve` (`GET /v1/models/{id}`): a listed name, a name an alias pattern
+    catches, and an unknown one (404 `model_not_found` in each SDK's shape)."""
+    oa, an = _oa(sidecar), _an(sidecar)
+    listed = [m.id async for m in oa.models.list()]
+    assert "orca/coding" in listed
+    got = await oa.models.retrieve("orca/coding")
+    assert got.id == "orca/coding" and got.object == "model"
+    caught = await an.models.retrieve("claude-sonnet-4-5-20250929")  # by the example's alias
+    assert caught.id == "claude-sonnet-4-5-20250929" and caught.type == "model"
+    with pytest.raises(openai.NotFoundError) as err:
+        await oa.models.retrieve("no-such-model")
+    assert err.value.code == "model_not_found"
+    with pytest.raises(anthropic.NotFoundError):
+        await an.models.retrieve("no-such-model")
+    async with httpx.AsyncClient(base_url=sidecar.base) as http:
+        head = await http.head("/v1/models")
+    assert head.status_code == 200 and head.content == b""
