@@ -101,4 +101,5 @@ def test_a_pinned_channel_above_the_caps_is_skipped() -> None:
     cfg = dataclasses.replace(base, channels=(*base.channels, channel("cheap", ["a"])))
     pin = {"channel": "dear", "key_index": 0, "key_fp": cfg.channel("dear").keys[0].fp}
     plan = _plan(cfg, Snapshot(pins={"base": "a"}, channel_pins={"base": pin}))
-    assert [(a.model, a.channel) for a in plan.attempts][0] == ("a", "cheap")
+    first = plan.attempts[0]
+    assert (first.model, first.channel) == ("a", "cheap")
