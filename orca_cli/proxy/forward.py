@@ -18,12 +18,16 @@ error answer in the inbound shape with its `retry-after` and rate-limit headers;
 the upstream's own format for usage, billing and strikes. A candidate whose format cannot
 express the request is skipped (`untranslatable:<feature>`) before any upstream call; when no
 attempt could express it the client gets a 400 naming the feature and the channels. A
-same-format attempt keeps the raw-bytes path (only `model` swapped).
+same-format attempt keeps the raw-bytes path: only `model` swapped, and an output limit above
+the model's `max_output_tokens` lowered in place; a body carrying orca's own reasoning tags (a
+turn served translated before) has them resolved first (`xlate.same_format`) and is
+re-encoded.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -60,10 +64,13 @@ from orca_cli.proxy.xlate import (
     MALFORMED,
     Crossing,
     cross,
+    native_report,
+    same_format,
     translated_error,
     untranslatable_message,
 )
 from orca_cli.routing.route import Attempt
+from orca_cli.translate.native import Resolved
 from orca_cli.turn.model import AttemptRecord, Outcome, Turn
 from orca_cli.types import Api, ClientLink, Send
 from orca_cli.wire.errors import error_body
@@ -121,27 +128,72 @@ def _answer_name(turn: Turn, server: ServerConfig) -> str | None:
     return turn.target.requested
 
 
-def _upstream_body(inb: Inbound, model: str) -> bytes:
+def _upstream_body(inb: Inbound, model: str, cap: int | None = None,
+                   resolved: Resolved | None = None) -> bytes:
     """The client's bytes with only the `model` value swapped when that is unambiguous (one
-    `"model":` key in the whole body, so it is the top-level one); otherwise, and when
-    `include_usage` must be added, the parsed body re-serialised with orjson."""
-    if not inb.add_include_usage and inb.model_value is not None:
-        raw = inb.raw
-        at = raw.find(b'"model"')
-        single = at >= 0 and raw.find(b'"model"', at + 7) < 0  # one pass over the body
-        for sep in (b'"model":', b'"model": '):
-            needle = sep + orjson.dumps(inb.model_value)
-            if single and raw.startswith(needle, at):
-                if model == inb.model_value:
-                    return raw
-                return raw[:at] + sep + orjson.dumps(model) + raw[at + len(needle):]
-    body = dict(inb.body)
+    `"model":` key in the whole body, so it is the top-level one), and an output limit above
+    the model's `max_output_tokens` (`cap`) lowered in place the same way; otherwise (when
+    `include_usage` must be added, orca's reasoning wrappers were resolved — `resolved` — or
+    a patch would be ambiguous) the parsed body re-serialised with orjson."""
+    over = _over_cap(inb, cap)
+    if resolved is None and not inb.add_include_usage and inb.model_value is not None:
+        raw = _swap_model(inb.raw, inb.model_value, model)
+        for key, limit in over.items():
+            if raw is not None:
+                raw = _patch_limit(raw, key, inb.body[key], limit)
+        if raw is not None:
+            return raw
+    body = dict(resolved.body if resolved is not None else inb.body)
     body["model"] = model
+    body.update(over)
     if inb.add_include_usage:
         opts = body.get("stream_options")
         body["stream_options"] = {**(opts if isinstance(opts, dict) else {}),
                                   "include_usage": True}
     return orjson.dumps(body)
+
+
+def _swap_model(raw: bytes, value: str, model: str) -> bytes | None:
+    """`raw` with its one `"model"` value `value` replaced by `model`; None when ambiguous."""
+    at = raw.find(b'"model"')
+    single = at >= 0 and raw.find(b'"model"', at + 7) < 0  # one pass over the body
+    for sep in (b'"model":', b'"model": '):
+        needle = sep + orjson.dumps(value)
+        if single and raw.startswith(needle, at):
+            if model == value:
+                return raw
+            return raw[:at] + sep + orjson.dumps(model) + raw[at + len(needle):]
+    return None
+
+
+# The output limits of each format, in the order a body is patched.
+_LIMIT_KEYS: dict[Api, tuple[str, ...]] = {
+    "anthropic": ("max_tokens",), "responses": ("max_output_tokens",),
+    "openai": ("max_tokens", "max_completion_tokens")}
+_LIMIT_VALUE = {key: re.compile(rb'"' + key.encode() + rb'"\s*:\s*(\d+)')
+                for keys in _LIMIT_KEYS.values() for key in keys}
+
+
+def _over_cap(inb: Inbound, cap: int | None) -> dict[str, int]:
+    """The output limits the client set above `cap` (the model's `max_output_tokens`), each
+    with the value it is lowered to: the translated path lowers them (`translate.policy`),
+    and so does the raw one."""
+    if cap is None:
+        return {}
+    return {k: cap for k in _LIMIT_KEYS[inb.api] if type(v := inb.body.get(k)) is int and v > cap}
+
+
+def _patch_limit(raw: bytes, key: str, value: int, cap: int) -> bytes | None:
+    """`raw` with the one `"key": value` lowered to `cap`; None when the key is not there
+    exactly once (then it may not be the top-level one) or its value is written otherwise."""
+    name = b'"' + key.encode() + b'"'
+    at = raw.find(name)
+    if at < 0 or raw.find(name, at + len(name)) >= 0:
+        return None
+    found = _LIMIT_VALUE[key].match(raw, at)
+    if found is None or int(found.group(1)) != value:
+        return None
+    return raw[:found.start(1)] + str(cap).encode() + raw[found.end(1):]
 
 
 def _upstream_headers(rt: Runtime, inb: Inbound, att: Attempt) -> Headers:
@@ -205,6 +257,7 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
     # a fallback model on the same key would resend a credential the upstream just refused.
     refused: set[tuple[str, int]] = set()
     crossings: dict[tuple[str, str], Crossing | None] = {}
+    natives: dict[tuple[str, str], Resolved | None] = {}
     rt.budget.request_started()
     try:
         for att in attempts:
@@ -229,8 +282,9 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
                 break
             retry = tried > 0
             tried += 1
+            native = _native(rt, inb, att, natives) if crossing is None else None
             try:
-                done = await _attempt(rt, inb, att, send, res, timeouts, crossing)
+                done = await _attempt(rt, inb, att, send, res, timeouts, crossing, native)
             finally:
                 if retry:
                     rt.budget.retry_finished()
@@ -259,6 +313,18 @@ def _crossing(rt: Runtime, inb: Inbound, att: Attempt,
         ch = rt.cfg.channel(att.channel)
         assert ch is not None
         seen[key] = None if ch.accepts(inb.api) else cross(rt.translations, inb, ch, att.model)
+    return seen[key]
+
+
+def _native(rt: Runtime, inb: Inbound, att: Attempt,
+            seen: dict[tuple[str, str], Resolved | None]) -> Resolved | None:
+    """A same-format attempt's body when it carries orca's reasoning wrappers (`xlate.
+    same_format`, worked out once per channel and model of a request), else None."""
+    key = (att.channel, att.model)
+    if key not in seen:
+        ch = rt.cfg.channel(att.channel)
+        assert ch is not None
+        seen[key] = same_format(rt.cfg, inb, ch, att.model)
     return seen[key]
 
 
@@ -301,14 +367,16 @@ async def _answer_failure(inb: Inbound, send: Send, res: Outcome,
                      inb.orca_headers(None) + [(b"x-should-retry", b"false")])
 
 
-def _request(rt: Runtime, inb: Inbound, att: Attempt,
-             crossing: Crossing | None) -> UpstreamRequest:
+def _request(rt: Runtime, inb: Inbound, att: Attempt, crossing: Crossing | None,
+             native: Resolved | None = None) -> UpstreamRequest:
     ch = rt.cfg.channel(att.channel)
     assert ch is not None
     if crossing is None:
+        facts = rt.cfg.models.get(att.model)
+        cap = facts.max_output_tokens if facts is not None else None
         return UpstreamRequest("POST", upstream_url(ch, inb.api, inb.path),
                                _upstream_headers(rt, inb, att),
-                               _upstream_body(inb, ch.upstream_model(att.model)),
+                               _upstream_body(inb, ch.upstream_model(att.model), cap, native),
                                att.channel, att.key_index, inb.stream)
     key: str | None = None
     if ch.pass_through_auth:
@@ -323,15 +391,19 @@ def _request(rt: Runtime, inb: Inbound, att: Attempt,
 
 async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Outcome,
                    timeouts: Timeouts, crossing: Crossing | None = None,
+                   native: Resolved | None = None,
                    ) -> bool | tuple[int, Headers, bytes, Attempt] | None:
     """True: answered the client. A tuple: a failed upstream answer to keep as `last`.
     None: a transport failure, nothing to show. With `crossing`, the channel speaks another
-    format: the request goes translated, the answer (or error) comes back translated."""
+    format: the request goes translated, the answer (or error) comes back translated. With
+    `native`, a same-format body whose orca reasoning wrappers were resolved goes (its
+    drops are the trace's `translation` block if this attempt answers)."""
     assert rt.health is not None
     rec = AttemptRecord(att.model, att.channel, att.key_index)
     res.attempts.append(rec)
+    res.translation = native_report(inb.api, native) if native is not None else None
     t = Attempting(rt, inb, att, send, res, crossing, rec, rt.clock.monotonic())
-    req = _request(rt, inb, att, crossing)
+    req = _request(rt, inb, att, crossing, native)
     resp: UpstreamResponse | None = None
     try:
         resp = await rt.transports[att.channel].send(req, timeouts)

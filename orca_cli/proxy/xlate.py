@@ -3,8 +3,9 @@
 The codecs are pure (`orca_cli.translate`); this module decides what they are called with for
 one attempt — the target format (the channel's first listed one), the model family, the
 options from `[translation]` and the channel — and builds the upstream request, the answer
-translator and the client's error in its own shape. `forward` calls it only when the channel
-does not speak the inbound format; a same-format request never comes here.
+translator and the client's error in its own shape. `forward` calls it when the channel
+does not speak the inbound format; of a same-format request it only sees one whose raw body
+carries orca's reasoning tag (`same_format`: the tags are resolved, SPEC §13.2 rule 4).
 
 Choices where the SPEC is silent:
 * The model family (reasoning provenance) is the channel type for first-party types
@@ -60,6 +61,7 @@ from orca_cli.translate import (
     translate_error,
     translate_request,
 )
+from orca_cli.translate.native import MARKER, Resolved, resolve_wrappers
 from orca_cli.translate.policy import is_reasoning_model
 from orca_cli.types import Api
 
@@ -67,7 +69,7 @@ if TYPE_CHECKING:
     from orca_cli.proxy.forward import Inbound
 
 __all__ = ["MALFORMED", "Crossing", "Target", "Translations", "cross", "model_family",
-           "translated_error", "untranslatable_message"]
+           "native_report", "same_format", "translated_error", "untranslatable_message"]
 
 _FIRST_PARTY = {"anthropic": "anthropic", "openai": "openai", "deepseek": "deepseek",
                 "gemini": "gemini"}
@@ -197,6 +199,25 @@ def cross(translations: Translations, inb: Inbound, ch: ChannelConfig,
                               "dropped_reasoning": 0, "rewritten_ids": 0, "dropped_tools": [],
                               "untranslatable": [MALFORMED]})
     return Crossing(inb.api, t.dst, t.upstream_model, t.family, tr, translations.clock)
+
+
+def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Resolved | None:
+    """The body of a same-format attempt when it carries orca's reasoning wrappers (a turn
+    served translated before): each resolved for `model` on `ch` as the translating path
+    would (`translate.native`). None — the raw bytes go as they are — when the raw body has
+    no wrapper's marker (one `in` over the bytes: no parse, no re-encode) or none is found."""
+    if inb.api == "openai" or (inb.raw and MARKER not in inb.raw):
+        return None
+    upstream = ch.upstream_model(model)
+    return resolve_wrappers(inb.body, inb.api, family=model_family(ch, upstream),
+                            model=upstream, foreign=cfg.translation.foreign_reasoning)
+
+
+def native_report(api: Api, resolved: Resolved) -> dict[str, Any]:
+    """The trace's `translation` block of a same-format attempt whose wrappers were resolved
+    (the drops counted as the translating path counts them)."""
+    return {"from": api, "to": api, "cache_breakpoints_added": 0,
+            "dropped_reasoning": resolved.dropped, "rewritten_ids": 0, "dropped_tools": []}
 
 
 def untranslatable_message(api: Api, features: list[str], channels: list[str]) -> str:

@@ -6,7 +6,8 @@ Design. One internal model (`model`: a `Request` of typed parts, a `Response`, s
 `*_stream` module) that decodes into it and encodes from it: six directions from three codecs.
 `policy` applies the target's rules between decoding and encoding; `api` is what the request
 path calls. Pure and I/O-free: bytes and dicts in, bytes out, no clock, no randomness. A
-same-format request never comes here (the raw bytes go upstream with `model` swapped).
+same-format request never comes here (the raw bytes go upstream with `model` swapped), but
+for `native`, which resolves orca's own reasoning tags in a body that carries one.
 
 The fidelity rules and where each lives:
 1. Deterministic, cache-stable output — every encoder builds its dict in a fixed key order
@@ -28,18 +29,20 @@ The fidelity rules and where each lives:
    answer direction a reasoning part crossing formats carries an `orca1.` provenance tag in
    the field the client echoes (`signature` / `encrypted_content`), so it is recognised when
    it comes back (`common.tag_reasoning` / `untag`); a signature is never sent to a model
-   that did not make it.
+   that did not make it — nor is a tag, on the same-format path either (`native`: a wrapped
+   block in a body that goes upstream untranslated is restored or dropped there).
 5. Content — images (base64, URL) and documents (PDF base64, text; URL where the target has
    it) map; what cannot (built-in/server tools, audio, file ids, `previous_response_id`,
-   `n > 1`, a document URL towards Chat Completions, `json_object` towards Anthropic) lands
+   `n > 1`, Chat's `logprobs`, a document URL towards Chat Completions, `json_object` towards Anthropic) lands
    in `report["untranslatable"]` for the caller to exclude the candidate.
 6. Usage, stop reasons, ids — `Usage` counts every prompt token (cached reads and cache
    writes included) and maps per codec; stop reasons share one vocabulary (`model`); answer
    ids are re-prefixed to the inbound shape (`common.response_id`).
 7. Streams — decoders turn SSE bytes (any chunking) into events, encoders write each event at
    once; an upstream that breaks off becomes the inbound format's error event.
-8. Errors — `translate_error` keeps status and message and maps the type; the caller copies
-   `retry-after` and rate-limit headers.
+8. Errors — `translate_error` keeps status and message, maps the type and the codes agents
+   act on (context overflow, rate limits); the caller copies `retry-after` and rate-limit
+   headers.
 9. The report (`Translated.report`) is the trace's `translation` block.
 
 Developer and system messages: Codex sends `developer` messages. Towards Anthropic, system

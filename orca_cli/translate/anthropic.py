@@ -58,6 +58,8 @@ __all__ = [
     "encode_request",
     "encode_response",
     "message_blocks",
+    "reasoning_block",
+    "thinking_fits",
     "usage_from",
     "usage_to",
 ]
@@ -285,6 +287,12 @@ def _block(part: Part, rewritten: list[str], tag: bool = False) -> dict[str, Any
         return _with_cache(result, part.cache)
     if tag:
         return {"type": "thinking", "thinking": part.text, "signature": tag_reasoning(part)}
+    return reasoning_block(part)
+
+
+def reasoning_block(part: Reasoning) -> dict[str, Any]:
+    """A reasoning part as its maker gave it: `redacted_thinking`, or `thinking` with its
+    signature (no tag: for the model that made it)."""
     if part.redacted is not None:
         return {"type": "redacted_thinking", "data": part.redacted}
     return {"type": "thinking", "thinking": part.text, "signature": part.signature or ""}
@@ -362,14 +370,18 @@ def _tool_choice(req: Request) -> dict[str, Any] | None:
     return choice
 
 
-def _thinking_fits(messages: list[dict[str, Any]]) -> bool:
+def thinking_fits(messages: list[Any]) -> bool:
     """Extended thinking needs the last assistant turn of a tool loop to open with its
-    thinking block; when that block was dropped (foreign reasoning) thinking stays off."""
+    thinking block; when that block was dropped (foreign reasoning) thinking stays off.
+    (`messages` may be a client's: a turn's content can be a string.)"""
     for msg in reversed(messages):
-        if msg["role"] == "assistant":
-            blocks = msg["content"]
-            uses_tools = any(b["type"] == "tool_use" for b in blocks)
-            return not uses_tools or blocks[0]["type"] in ("thinking", "redacted_thinking")
+        if isinstance(msg, dict) and msg.get("role") == "assistant":
+            blocks = msg.get("content")
+            if not isinstance(blocks, list) or not blocks:
+                return True
+            uses_tools = any(isinstance(b, dict) and b.get("type") == "tool_use" for b in blocks)
+            first = blocks[0].get("type") if isinstance(blocks[0], dict) else None
+            return not uses_tools or first in ("thinking", "redacted_thinking")
     return True
 
 
@@ -410,7 +422,7 @@ def encode_request(
     if req.user:
         body["metadata"] = {"user_id": req.user}
     budget = req.thinking_budget or _EFFORT_BUDGET.get(req.reasoning_effort or "", 0)
-    if budget and budget < body["max_tokens"] and _thinking_fits(messages):
+    if budget and budget < body["max_tokens"] and thinking_fits(messages):
         body["thinking"] = {"type": "enabled", "budget_tokens": max(budget, 1024)}
         body.pop("temperature", None)
         body.pop("top_p", None)

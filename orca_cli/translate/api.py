@@ -23,7 +23,16 @@ import orjson
 
 from orca_cli.translate import anthropic, openai_chat, responses
 from orca_cli.translate.anthropic_stream import AnthropicStreamDecoder, AnthropicStreamEncoder
-from orca_cli.translate.common import TranslationError, custom_input, response_id, status_for
+from orca_cli.translate.common import (
+    OVERFLOW_CODE,
+    TranslationError,
+    custom_input,
+    is_overflow,
+    openai_code,
+    overflow_message,
+    response_id,
+    status_for,
+)
 from orca_cli.translate.model import (
     BlockEnd,
     ErrorEvent,
@@ -187,31 +196,47 @@ def translate_request(
     return Translated(raw, report, tool_origins(req) if dst != "responses" else {})
 
 
-def encode_error(api: Api, status: int, message: str, etype: str | None = None) -> bytes:
+def encode_error(api: Api, status: int, message: str, etype: str | None = None,
+                 code: str | None = None) -> bytes:
+    """An error body of `api`; `code` is the OpenAI shape's (Anthropic's has none)."""
     if api == "anthropic":
         return anthropic.encode_error(status, message, etype)
     if api == "responses":
-        return responses.encode_error(status, message, etype)
-    return openai_chat.encode_error(status, message, etype)
+        return responses.encode_error(status, message, etype, code)
+    return openai_chat.encode_error(status, message, etype, code)
 
 
 def translate_error(src: Api, dst: Api, status: int, body: bytes) -> tuple[int, bytes]:
     """An upstream error of `src` as (status, body) of `dst`: message kept, type mapped
-    (Anthropic 529 `overloaded_error` ⇄ OpenAI 503). Headers (`retry-after`, rate limits)
-    are the caller's to copy unchanged."""
-    message, etype = "", None
+    (Anthropic 529 `overloaded_error` ⇄ OpenAI 503), and the code an agent acts on answered
+    as the inbound provider answers it (SPEC §14.3): a context overflow is Anthropic's 400
+    "prompt is too long: …" ⇄ OpenAI's `context_length_exceeded`, an Anthropic rate limit is
+    `rate_limit_exceeded`, and between the two OpenAI shapes the code is kept. Headers
+    (`retry-after`, rate limits) are the caller's to copy unchanged."""
+    message, etype, code = "", None, None
     try:
         obj = orjson.loads(body)
         err = obj.get("error") if isinstance(obj, dict) else None
         if isinstance(err, dict):
             message, etype = str(err.get("message") or ""), err.get("type")
+            code = err.get("code") if isinstance(err.get("code"), str) else None
         elif isinstance(err, str):
             message = err
     except orjson.JSONDecodeError:
         message = body[:2000].decode("utf-8", "replace")
     out_status = status_for(src, dst, status, etype)
     mapped = etype if _same_vocab(src, dst) else None
-    return out_status, encode_error(dst, out_status, message or f"Upstream error {status}.", mapped)
+    overflow = is_overflow(src, status, code, message)
+    message = message or f"Upstream error {status}."
+    if dst == "anthropic":
+        if overflow:
+            mapped, message = "invalid_request_error", overflow_message(message)
+        return out_status, encode_error(dst, out_status, message, mapped)
+    if overflow:
+        mapped, code = "invalid_request_error", OVERFLOW_CODE
+    elif src == "anthropic":
+        code = openai_code(etype, out_status)
+    return out_status, encode_error(dst, out_status, message, mapped, code)
 
 
 def _same_vocab(src: Api, dst: Api) -> bool:

@@ -32,7 +32,12 @@ from orca_cli.types import Api
 __all__ = [
     "ANTHROPIC_TYPES",
     "OPENAI_TYPES",
+    "OVERFLOW_CODE",
+    "TAG",
     "TranslationError",
+    "is_overflow",
+    "openai_code",
+    "overflow_message",
     "restore_id",
     "safe_id",
     "sse",
@@ -44,7 +49,7 @@ __all__ = [
 
 _ID_OK = re.compile(r"^[a-zA-Z0-9_-]+$")
 _ID_PREFIX = "orcaid_"
-_TAG = "orca1."
+TAG = "orca1."  # the start of every provenance tag (never of a provider's own value)
 
 ANTHROPIC_TYPES: dict[int, str] = {
     400: "invalid_request_error",
@@ -94,6 +99,17 @@ _OPENAI_STATUS = {
 }
 
 
+# Error codes of the OpenAI shape (Chat Completions, Responses) for Anthropic's error types,
+# where an OpenAI client acts on the code (Codex: rate limits, context overflow).
+OVERFLOW_CODE = "context_length_exceeded"
+_OPENAI_CODES = {"rate_limit_error": "rate_limit_exceeded",
+                 "authentication_error": "invalid_api_key"}
+_OPENAI_STATUS_CODES = {429: "rate_limit_exceeded"}
+_CONTEXT_MAX = re.compile(r"maximum context length is (\d+)")
+_CONTEXT_USED = re.compile(r"(?:resulted in|requested) (\d+) tokens")
+_OVERFLOW_TEXT = ("maximum context length", "exceeds the context window")
+
+
 class TranslationError(ValueError):
     """A body that is not valid for its declared format (the caller answers 400)."""
 
@@ -131,6 +147,32 @@ def status_for(src: Api, dst: Api, status: int, etype: str | None) -> int:
     return status
 
 
+def is_overflow(src: Api, status: int, code: str | None, message: str) -> bool:
+    """Whether an error of `src` says the prompt is longer than the model's context window
+    (SPEC §14.3): Anthropic's 400 "prompt is too long: N tokens > M maximum", OpenAI's
+    `context_length_exceeded` (or its message, from compatible providers with another code)."""
+    text = message.lower()
+    if src == "anthropic":
+        return status in (0, 400) and "prompt is too long" in text
+    return code == OVERFLOW_CODE or any(t in text for t in _OVERFLOW_TEXT)
+
+
+def overflow_message(message: str) -> str:
+    """An overflow error's message as Anthropic words it ("prompt is too long: N tokens > M
+    maximum", the numbers read from an OpenAI message when it has them)."""
+    if "prompt is too long" in message.lower():
+        return message
+    limit, used = _CONTEXT_MAX.search(message), _CONTEXT_USED.search(message)
+    if limit is not None and used is not None:
+        return f"prompt is too long: {used.group(1)} tokens > {limit.group(1)} maximum"
+    return f"prompt is too long: {message}" if message else "prompt is too long"
+
+
+def openai_code(etype: str | None, status: int) -> str | None:
+    """The OpenAI-shape `code` for an Anthropic error of `etype` and `status` (None: none)."""
+    return _OPENAI_CODES.get(etype or "") or _OPENAI_STATUS_CODES.get(status)
+
+
 def safe_id(call_id: str) -> tuple[str, bool]:
     """`call_id` as an Anthropic-valid id, and whether it had to be rewritten."""
     if _ID_OK.match(call_id):
@@ -153,15 +195,15 @@ def restore_id(call_id: str) -> str:
 def tag_reasoning(part: Reasoning) -> str:
     """The opaque provenance tag for `part` (see the module docstring)."""
     fields = [part.family, part.model, part.text, part.signature, part.encrypted, part.redacted]
-    return _TAG + base64.urlsafe_b64encode(orjson.dumps(fields)).decode()
+    return TAG + base64.urlsafe_b64encode(orjson.dumps(fields)).decode()
 
 
 def untag(value: str | None) -> Reasoning | None:
     """The reasoning part a tag carries, or None when `value` is not an orca tag."""
-    if not value or not value.startswith(_TAG):
+    if not value or not value.startswith(TAG):
         return None
     try:
-        fields = orjson.loads(base64.urlsafe_b64decode(value[len(_TAG) :]))
+        fields = orjson.loads(base64.urlsafe_b64decode(value[len(TAG) :]))
         family, model, text, signature, encrypted, redacted = fields
     except (binascii.Error, ValueError, TypeError, orjson.JSONDecodeError):
         return None

@@ -87,8 +87,7 @@ _DROPPED = (
     "frequency_penalty",
     "presence_penalty",
     "logit_bias",
-    "logprobs",
-    "top_logprobs",
+    "top_logprobs",  # without `logprobs: true` it asks for nothing
     "service_tier",
     "verbosity",
 )
@@ -213,6 +212,8 @@ def _sampling(body: dict[str, Any], req: Request) -> None:
     req.cache_key = body.get("prompt_cache_key")
     if (body.get("n") or 1) > 1:
         req.untranslatable.append("n")
+    if body.get("logprobs"):  # the other formats return no token log probabilities
+        req.untranslatable.append("logprobs")
     for key in ("audio", "web_search_options", "prediction"):
         if body.get(key) is not None:
             req.untranslatable.append(key)
@@ -486,6 +487,7 @@ def encode_response(resp: Response, *, model_name: str, id: str) -> bytes:
     return orjson.dumps(body)
 
 
-def encode_error(status: int, message: str, etype: str | None = None) -> bytes:
+def encode_error(status: int, message: str, etype: str | None = None,
+                 code: str | None = None) -> bytes:
     etype = etype or type_for("openai", status)
-    return orjson.dumps({"error": {"message": message, "type": etype, "param": None, "code": None}})
+    return orjson.dumps({"error": {"message": message, "type": etype, "param": None, "code": code}})

@@ -30,7 +30,7 @@ from orca_cli.translate.model import Document, Message, Part, Reasoning, Request
 from orca_cli.types import Api
 
 __all__ = ["PolicyResult", "TranslationOptions", "apply_head", "apply_messages", "apply_policy",
-           "is_reasoning_model", "keep_reasoning"]
+           "is_reasoning_model", "keep_reasoning", "thinking_text"]
 
 
 @immutable
@@ -76,6 +76,11 @@ def keep_reasoning(part: Reasoning, dst: Api, family: str, model: str) -> bool:
     return bool(part.text)
 
 
+def thinking_text(part: Reasoning) -> str:
+    """A foreign reasoning part as text (`foreign_reasoning = "as_text"`)."""
+    return f"<thinking>\n{part.text}\n</thinking>"
+
+
 def _reasoning(messages: list[Message], dst: Api, family: str, model: str,
                options: TranslationOptions) -> int:
     dropped = 0
@@ -92,7 +97,7 @@ def _reasoning(messages: list[Message], dst: Api, family: str, model: str,
                 continue
             dropped += 1
             if options.foreign_reasoning == "as_text" and p.text:
-                parts.append(Text(f"<thinking>\n{p.text}\n</thinking>"))
+                parts.append(Text(thinking_text(p)))
         msg.parts = parts
     return dropped
 

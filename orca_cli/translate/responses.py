@@ -62,6 +62,7 @@ __all__ = [
     "encode_request",
     "encode_response",
     "output_items",
+    "reasoning_item",
     "usage_from",
     "usage_to",
 ]
@@ -232,6 +233,12 @@ def _content_out(part: Text | Image | Document, role: str) -> dict[str, Any] | N
     else:
         out["file_url"] = part.url
     return out
+
+
+def reasoning_item(part: Reasoning) -> dict[str, Any]:
+    """A reasoning part as the input item its maker gave (no tag: for the model that made
+    it)."""
+    return _reasoning_out(part, tag=False)
 
 
 def _reasoning_out(part: Reasoning, tag: bool) -> dict[str, Any]:
@@ -440,6 +447,7 @@ def encode_response(resp: Response, *, model_name: str, id: str) -> bytes:
     return orjson.dumps(body)
 
 
-def encode_error(status: int, message: str, etype: str | None = None) -> bytes:
+def encode_error(status: int, message: str, etype: str | None = None,
+                 code: str | None = None) -> bytes:
     etype = etype or type_for("responses", status)
-    return orjson.dumps({"error": {"message": message, "type": etype, "param": None, "code": None}})
+    return orjson.dumps({"error": {"message": message, "type": etype, "param": None, "code": code}})

@@ -1,0 +1,140 @@
+"""orca's reasoning wrappers in a body sent in its own format (SPEC §13.2 rule 4).
+
+A turn served through translation hands the client its reasoning wrapped in orca's
+provenance tag (`common.tag_reasoning`: a Messages `thinking.signature` or a Responses
+`reasoning.encrypted_content` starting `orca1.`). When a later turn of the session goes to a
+channel that speaks the client's own format, the body is not translated (the raw bytes go
+upstream), so the wrapper would reach a provider that never made it. `resolve_wrappers`
+treats each wrapped block as the translating path does: reasoning the serving model made
+(`policy.keep_reasoning`) gets its original signature / encrypted content back, and any other
+is dropped (or with `foreign_reasoning = "as_text"` becomes a `<thinking>` text part) and
+counted. Only the wrapped blocks change; everything else in the body is left as it was.
+
+The caller looks for `MARKER` in the raw body first: a body without it never comes here, and
+goes upstream as its raw bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from orca_cli.translate import anthropic, responses
+from orca_cli.translate.common import TAG, untag
+from orca_cli.translate.model import Reasoning, Text
+from orca_cli.translate.policy import keep_reasoning, thinking_text
+from orca_cli.types import Api
+
+__all__ = ["MARKER", "Resolved", "resolve_wrappers"]
+
+MARKER = TAG.encode()  # in the raw body: it may carry a wrapper (a plain `in` check)
+
+Foreign = Literal["drop", "as_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """The body with orca's wrappers resolved: `restored` went back to their own signature or
+    encrypted content, `dropped` were foreign to the target."""
+
+    body: dict[str, Any]
+    dropped: int
+    restored: int
+
+
+def resolve_wrappers(body: dict[str, Any], api: Api, *, family: str, model: str,
+                     foreign: Foreign = "drop") -> Resolved | None:
+    """`body` (format `api`) for `model` of `family` in the same format, or None when it holds
+    no wrapped reasoning (send it as it is). `body` is never changed: what differs is copied."""
+    if api == "anthropic":
+        return _messages(body, family, model, foreign)
+    if api == "responses":
+        return _responses(body, family, model, foreign)
+    return None  # Chat Completions answers carry no wrapper (`reasoning_content` is text)
+
+
+def _wrapped_thinking(block: object) -> Reasoning | None:
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if kind == "thinking":
+        value = block.get("signature")
+    elif kind == "redacted_thinking":
+        value = block.get("data")
+    else:
+        return None
+    return untag(value) if isinstance(value, str) else None
+
+
+def _messages(body: dict[str, Any], family: str, model: str, foreign: Foreign) -> Resolved | None:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return None
+    out: list[Any] | None = None
+    dropped = restored = 0
+    for i, msg in enumerate(messages):
+        content = msg.get("content") if isinstance(msg, dict) else None
+        if not isinstance(content, list):
+            continue
+        blocks: list[Any] | None = None
+        for j, block in enumerate(content):
+            part = _wrapped_thinking(block)
+            if part is None:
+                if blocks is not None:
+                    blocks.append(block)
+                continue
+            if blocks is None:
+                blocks = content[:j]
+            if keep_reasoning(part, "anthropic", family, model):
+                blocks.append(anthropic.reasoning_block(part))
+                restored += 1
+                continue
+            dropped += 1
+            if foreign == "as_text" and part.text:
+                blocks.append({"type": "text", "text": thinking_text(part)})
+        if blocks is None:
+            continue
+        if out is None:
+            out = list(messages)
+        out[i] = {**msg, "content": blocks}
+    if out is None:
+        return None
+    # A turn left with no block at all goes (the API refuses empty content; adjacent turns of
+    # one role are joined by the API, as the translating path joins them itself).
+    kept = [m for m in out if not (isinstance(m, dict) and m.get("content") == [])]
+    new = {**body, "messages": kept}
+    thinking = new.get("thinking")
+    if (isinstance(thinking, dict) and thinking.get("type") != "disabled"
+            and not anthropic.thinking_fits(kept)):
+        del new["thinking"]  # as the translating path: a tool loop's thinking block is gone
+    return Resolved(new, dropped, restored)
+
+
+def _responses(body: dict[str, Any], family: str, model: str,
+               foreign: Foreign) -> Resolved | None:
+    items = body.get("input")
+    if not isinstance(items, list):
+        return None
+    out: list[Any] | None = None
+    dropped = restored = 0
+    for i, item in enumerate(items):
+        part = None
+        if isinstance(item, dict) and item.get("type") == "reasoning":
+            value = item.get("encrypted_content")
+            part = untag(value) if isinstance(value, str) else None
+        if part is None:
+            if out is not None:
+                out.append(item)
+            continue
+        if out is None:
+            out = items[:i]
+        if keep_reasoning(part, "responses", family, model):
+            out.append(responses.reasoning_item(part))
+            restored += 1
+            continue
+        dropped += 1
+        if foreign == "as_text" and part.text:
+            out.extend(responses.output_items([Text(thinking_text(part))], "assistant"))
+    if out is None:
+        return None
+    return Resolved({**body, "input": out}, dropped, restored)

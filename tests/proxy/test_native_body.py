@@ -1,0 +1,62 @@
+"""The body of a same-format attempt (`proxy.forward._upstream_body`): the client's bytes with
+only `model` swapped and an output limit above the model's `max_output_tokens` lowered in
+place; a re-encode only when a patch would be ambiguous or orca's reasoning tags were
+resolved (SPEC §13.2 fast path, rule 4)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from orca_cli.proxy.forward import Inbound, _upstream_body
+from orca_cli.translate.native import Resolved
+from orca_cli.types import Api
+
+
+def _inbound(raw: bytes, api: Api = "anthropic") -> Inbound:
+    body: dict[str, Any] = orjson.loads(raw)
+    return Inbound(api=api, path="/v1/messages", body=body, headers=(), stream=False,
+                   add_include_usage=False, max_tokens=body.get("max_tokens"),
+                   orca_headers=lambda _: [], healthy=lambda _c, _k: True, raw=raw,
+                   model_value=body["model"])
+
+
+RAW = (b'{"model": "orca/cc", "max_tokens": 128000,\n'
+       b' "messages": [{"role": "user", "content": "hi"}]}')
+
+
+def test_a_body_within_the_limit_is_the_clients_bytes() -> None:
+    inb = _inbound(RAW.replace(b"128000", b"1000"))
+    assert _upstream_body(inb, "orca/cc", 4096) is inb.raw
+    assert _upstream_body(inb, "claude-t", 4096) == inb.raw.replace(b"orca/cc", b"claude-t")
+    assert _upstream_body(_inbound(RAW), "orca/cc", None) == RAW
+
+
+def test_a_limit_above_the_models_is_lowered_in_the_clients_bytes() -> None:
+    got = _upstream_body(_inbound(RAW), "claude-t", 4096)
+    assert got == RAW.replace(b"orca/cc", b"claude-t").replace(b"128000", b"4096")
+    chat = (b'{"model":"gpt-t","max_tokens":9000,"max_completion_tokens":9000,'
+            b'"messages":[{"role":"user","content":"hi"}]}')
+    assert _upstream_body(_inbound(chat, "openai"), "gpt-t", 2000) == chat.replace(
+        b"9000", b"2000")
+
+
+def test_an_ambiguous_limit_is_lowered_by_a_re_encode() -> None:
+    """`"max_tokens"` also names a tool parameter: the top-level one cannot be told by the
+    bytes alone, so the parsed body is re-encoded with the limit lowered there only."""
+    raw = (b'{"model": "orca/cc", "max_tokens": 128000, "tools": [{"name": "t", '
+           b'"input_schema": {"type": "object", "properties": {"max_tokens": '
+           b'{"type": "integer"}}}}], "messages": [{"role": "user", "content": "hi"}]}')
+    got = orjson.loads(_upstream_body(_inbound(raw), "claude-t", 4096))
+    assert got["max_tokens"] == 4096 and got["model"] == "claude-t"
+    assert got["tools"] == orjson.loads(raw)["tools"]
+
+
+def test_a_resolved_body_is_what_goes() -> None:
+    inb = _inbound(RAW)
+    resolved = Resolved({**inb.body, "messages": [{"role": "user", "content": "swapped"}]},
+                        dropped=1, restored=0)
+    got = orjson.loads(_upstream_body(inb, "claude-t", 4096, resolved))
+    assert got == {"model": "claude-t", "max_tokens": 4096,
+                   "messages": [{"role": "user", "content": "swapped"}]}
