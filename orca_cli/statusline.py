@@ -144,7 +144,10 @@ def format_status(doc: Mapping[str, Any]) -> str:
              f"streak {doc.get('difficulty_streak')}/{doc.get('streak_needed')}",
              f"strikes {doc.get('strikes')}/{doc.get('strikes_needed')}",
              f"{doc.get('escalations_left')} esc left"]
-    if share.get("warmup"):
+    if share.get("warmup") and share.get("warmup_inverted"):  # after a state loss (SPEC §6.4)
+        parts.append(f"strong denied: inverted warm-up {share.get('total')}/"
+                     f"{share.get('warmup_requests')}")
+    elif share.get("warmup"):
         parts.append(f"share warm-up {share.get('total')}/{share.get('warmup_requests')}")
     else:
         parts.append(f"share {float(share.get('ratio') or 0):.0%}/"

@@ -5,6 +5,9 @@ Read from the router slots' hourly `stats:<hour>` hashes and `share` window hash
 `share:<hour>:s|t` keys of the layout before it not folded yet; nothing is written here. The router
 figures use the router's `share_window_h`, the same window its share cap reads, so the strong
 share printed is the one the cap compares; the workspace uses the widest router window.
+After a detected state loss (SPEC §6.4, §9) each router's `share` says `warmup_inverted`:
+the warm-up then denies strong until `warmup_requests` requests are counted, where it
+otherwise lets strong through — the same `state_lost_at` the resolve reads in its snapshot.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any, Literal
 from orca_cli.config.schema import Config
 from orca_cli.routing.caps import window_hours
 from orca_cli.state import keys as K
-from orca_cli.state.base import Store
+from orca_cli.state.base import ReadRequest, Store
 
 __all__ = ["stats"]
 
@@ -48,9 +51,25 @@ async def _share(store: Store, slot: Literal["router", "workspace"], router: str
     return strong, total
 
 
+async def _state_lost_at(store: Store, cfg: Config) -> float | None:
+    """When the store last lost its state, as a request's snapshot reads it (store-wide)."""
+    from orca_cli.errors import StoreStateLost
+
+    if not cfg.routers:
+        return None
+    # no share hours: the smallest read there is (and no fold of older share keys)
+    req = ReadRequest(router=next(iter(cfg.routers)), workspace=False)
+    try:
+        snap = await store.read(req)
+    except StoreStateLost:  # detected by this very read: the store recorded it, read again
+        snap = await store.read(req)
+    return snap.state_lost_at
+
+
 async def stats(cfg: Config, store: Store, now: float) -> dict[str, Any]:
     """`stats --json` (SPEC §1.1a): per router over its share window, and the workspace."""
     routers: dict[str, Any] = {}
+    lost_at = await _state_lost_at(store, cfg)
     for name, r in cfg.routers.items():
         esc = r.escalation
         hours = set(window_hours(now, esc.share_window_h))
@@ -82,7 +101,9 @@ async def stats(cfg: Config, store: Store, now: float) -> dict[str, Any]:
             "cached_tokens": int(agg["cached_tokens"]),
             "share": {"strong": int(strong), "total": int(total),
                       "ratio": round(strong / total, 6) if total else 0.0,
-                      "cap": esc.share_cap, "warmup_requests": esc.warmup_requests},
+                      "cap": esc.share_cap, "warmup_requests": esc.warmup_requests,
+                      "warmup": total < esc.warmup_requests,
+                      "warmup_inverted": lost_at is not None, "state_lost_at": lost_at},
             "window_h": esc.share_window_h,
             "mode": esc.mode,
         }

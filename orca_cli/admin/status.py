@@ -76,6 +76,8 @@ async def _status(store: Store, cfg: Config, v: dict[str, Any], now: float) -> d
         "share": {"strong": int(strong), "total": int(total),
                   "ratio": round(strong / total, 4) if total else 0.0, "cap": esc.share_cap,
                   "warmup": total < esc.warmup_requests,
-                  "warmup_requests": esc.warmup_requests},
+                  "warmup_requests": esc.warmup_requests,
+                  # after a state loss the warm-up denies strong (SPEC §6.4)
+                  "warmup_inverted": snap.state_lost_at is not None},
         "mode": esc.mode, "pending": v.get("pending"), "ts": now,
     }

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import typer
 
+from orca_cli.cli.usage import OrcaGroup
+
 __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="orca",
+    cls=OrcaGroup,  # usage errors as one line, exit 2 (SPEC §1.1)
     help="Session-aware LLM routing sidecar: pins each conversation to one model and key, "
     "escalates to a frontier model only on corroborated evidence, inside hard caps.",
     no_args_is_help=True,

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from orca_cli.cli.operator import (
+    SINCE_HELP,
     Operator,
     config_option,
     json_option,
@@ -26,9 +27,7 @@ def register(app: typer.Typer) -> None:
     @app.command("audit")
     def audit_cmd(
         router: str | None = router_option(),
-        since: str | None = typer.Option(None, "--since", metavar="DUR",
-                                         help="Only events this recent: 90s, 15m, 2h, 7d "
-                                              "(a bare number is seconds), or an ISO time."),
+        since: str | None = typer.Option(None, "--since", metavar="DUR", help=SINCE_HELP),
         as_json: bool = json_option(),
         url: str | None = url_option(),
         token: str | None = token_option(),

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from orca_cli.config.schema import Config
     from orca_cli.state.base import Store
 
-__all__ = ["Operator", "config_option", "json_option", "pick_session", "router_option",
-           "session_argument", "token_option", "url_option"]
+__all__ = ["SINCE_HELP", "Operator", "config_option", "json_option", "local_since",
+           "pick_session", "router_option", "session_argument", "token_option", "url_option"]
 
 CLI_ACTOR = "cli"
 HTTP_TIMEOUT_S = 10.0
@@ -93,6 +93,43 @@ class _OperatorEnviron(dict[str, str]):
         return f"unset-{key}"
 
 
+SINCE_HELP = ("Only this recent: 90s, 15m, 2h, 7d (a bare number is seconds), or an ISO time; "
+              "a time without an offset is local time, as orca prints it "
+              "(2026-12-05T20:39:50), one with an offset or Z is in that zone.")
+
+
+def local_since(text: str | None) -> str | None:
+    """`--since` as the sidecar must read it: an ISO time without an offset is this shell's
+    local time (every time orca prints is local), so it gains the local offset here, where
+    the operator's zone is known; durations and times with an offset pass unchanged. The
+    one parser stays `admin.service.parse_since`; this only names the zone."""
+    if text is None or text.strip().replace(".", "", 1).isdigit():
+        return text  # a bare number is seconds, never a compact ISO date
+    from datetime import datetime
+
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return text  # a duration, or nonsense parse_since reports
+    return text if when.tzinfo is not None else when.astimezone().isoformat()
+
+
+def _check_url(url: str, how: str) -> None:
+    """A sidecar URL that cannot be one (`--url notaurl`) is a usage error, not a sidecar
+    that "did not answer"."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        ok = False
+    if not ok:
+        fail(f"{how} must be the sidecar's http:// URL, such as http://127.0.0.1:8787, "
+             f"got {url[:80]!r}", EXIT_USAGE)
+
+
 def _exit_code(status: int) -> int:
     return EXIT_USAGE if status in (400, 405) else EXIT_FAIL
 
@@ -111,6 +148,7 @@ class Operator:
         self._token_opt = token
         self._token: str | None = None
         self.url = ""
+        self._known_routers: set[str] = set()
 
     # --- the way in ------------------------------------------------------------------------
 
@@ -157,6 +195,7 @@ class Operator:
 
         url, self._token, how = self._find_sidecar()
         self.url = url or self._config_url()
+        _check_url(self.url, how)
         if how != "--url":
             sys.stderr.write(f"orca: sidecar {self.url} (from {how})\n")
         if self._token is None:
@@ -288,6 +327,19 @@ class Operator:
                           lambda st, cfg, now: S.most_recent_sessions(st, cfg, within_s,
                                                                       now=now, router=router))
 
+    def _check_router(self, router: str | None) -> None:
+        """`--router NAME` naming no configured router is the same error for every command:
+        the one `orca session` gets (`admin.service`'s check, by the sidecar's config when
+        one answers), asked through the cheapest call that makes it — one read of the
+        router's recent-sessions set. A concrete model's slots (`_direct.…`) are let by."""
+        if router is None or router in self._known_routers:
+            return
+        from orca_cli.state.keys import is_direct_router
+
+        if not is_direct_router(router):
+            self.recent(router, within_s=0)
+        self._known_routers.add(router)
+
     def _router_of(self, router: str | None, session: str) -> tuple[str, str]:
         """Over HTTP the path names the router: (router, session id), the router found from
         the session when not given. The sidecar takes a unique prefix of the id (the request
@@ -348,6 +400,10 @@ class Operator:
     def explain(self, request_id: str) -> Any:
         from orca_cli.admin import service as S
 
+        if not request_id.strip():
+            fail("REQUEST_ID is empty: give orca's request id, the client's X-Request-Id or "
+                 "`last` (`orca requests` lists them)", EXIT_USAGE)
+
         return self._call("GET", f"/orca/v1/explain/{quote(request_id, safe='')}", None, None,
                           lambda st, cfg, now: S.explain(st, request_id, cfg))
 
@@ -357,6 +413,8 @@ class Operator:
         from orca_cli.admin import service as S
         from orca_cli.admin.requests import recent_requests
 
+        self._check_router(router)
+        since = local_since(since)
         return self._call("GET", "/orca/v1/requests",
                           {"session": session, "router": router, "since": since,
                            "after": after, "limit": limit}, None,
@@ -374,6 +432,8 @@ class Operator:
     def audit(self, router: str | None, since: str | None) -> Any:
         from orca_cli.admin import service as S
 
+        self._check_router(router)
+        since = local_since(since)
         return self._call("GET", "/orca/v1/audit", {"router": router, "since": since}, None,
                           lambda st, cfg, now: S.audit(st, router, S.parse_since(since, now)))
 

@@ -8,7 +8,9 @@ from typing import Any
 
 import typer
 
-from orca_cli.cli.output import err_console, fail, out_console, print_json
+from orca_cli.cli.output import EXIT_USAGE, err_console, fail, out_console, print_json
+
+DEFAULT_SESSIONS = 400  # the built-in corpus's size when --sessions is not given
 
 
 class StateChoice(str, Enum):
@@ -19,7 +21,9 @@ class StateChoice(str, Enum):
 def register(app: typer.Typer) -> None:
     @app.command("replay")
     def replay_cmd(
-        sessions: int = typer.Option(400, "--sessions", min=1, max=20000),
+        sessions: int | None = typer.Option(None, "--sessions", min=1, max=20000,
+                                            show_default=False, help="Sessions of the "
+                                            f"built-in corpus (default {DEFAULT_SESSIONS})."),
         seed: int = typer.Option(20260814, "--seed"),
         agent_loop: bool = typer.Option(False, "--agent-loop", help="Follow each user turn "
                                         "with 1-3 tool-result continuations."),
@@ -41,7 +45,9 @@ def register(app: typer.Typer) -> None:
                                           "the sessions of a JSON-lines file (one request "
                                           "a line: session, body, optional api, "
                                           "needs_strong, archetype) instead of the "
-                                          "built-in corpus."),
+                                          "built-in corpus, as recorded: --sessions, "
+                                          "--agent-loop and --agent-shaped shape the "
+                                          "built-in corpus and are refused with it."),
         agent_shaped: bool = typer.Option(False, "--agent-shaped", help="Give every session "
                                           "a real agent's prefix (Claude-Code-sized 20 KB "
                                           "and 17 tools, Codex-sized 10 KB and 8 tools) and "
@@ -81,11 +87,18 @@ def register(app: typer.Typer) -> None:
         if corpus is not None:
             from orca_cli.replay.corpus_file import CorpusError, load_corpus
 
+            shaping = [flag for flag, on in (("--sessions", sessions is not None),
+                                             ("--agent-loop", agent_loop),
+                                             ("--agent-shaped", agent_shaped)) if on]
+            if shaping:
+                fail(f"--corpus replays the file's sessions and turns as recorded, so "
+                     f"{' and '.join(shaping)} cannot apply to it; drop "
+                     f"{'it' if len(shaping) == 1 else 'them'} or the --corpus", EXIT_USAGE)
             try:
                 load_corpus(corpus)  # one-sentence errors before any progress bar
             except CorpusError as exc:
                 fail(str(exc))
-        opts = ReplayOptions(sessions=sessions, seed=seed, agent_loop=agent_loop, corpus=corpus,
+        opts = ReplayOptions(sessions=sessions or DEFAULT_SESSIONS, seed=seed, agent_loop=agent_loop, corpus=corpus,
                              agent_shaped=agent_shaped,
                              state=state.value, redis_url=redis_url,
                              sweep=sweep or plots is not None,
@@ -156,10 +169,7 @@ def _render(doc: dict[str, Any]) -> None:
             b.add_row(name, str(v["base_turns"]), f"{v['weak']:.1%}", f"{v['mid']:.1%}",
                       f"{v['strong']:.1%}")
         console.print(b)
-    lat = doc["latency"]
-    console.print(f"escalation latency: {lat['mean_hard_turns_served_cheap']} hard turns served "
-                  f"cheap on average before the ratchet fired (max {lat['max']}, "
-                  f"{lat['sessions']} sessions that needed strong)")
+    console.print(_latency_line(doc))
     if doc["prevalence"]:
         pv = Table(title="prevalence sensitivity ($ per 1,000 sessions)", title_justify="left")
         for col in ("hard share", "escalation", "cheap only", "frontier only"):
@@ -184,6 +194,21 @@ def _render(doc: dict[str, Any]) -> None:
                       f"denials, {a['audited']} audited")
     if "http" in doc:
         _render_http(console, doc)
+
+
+def _latency_line(doc: dict[str, Any]) -> str:
+    """The escalation latency, said as what happened: with no session escalated there was
+    no ratchet firing to wait for, only hard turns served cheap throughout."""
+    lat = doc["latency"]
+    if not lat["sessions"]:
+        return "escalation latency: no session needed strong"
+    if not sum(a["escalated"] for a in doc["archetypes"].values()):
+        return (f"escalation latency: no session escalated; the {lat['sessions']} sessions that "
+                f"needed strong were served cheap throughout "
+                f"({lat['mean_hard_turns_served_cheap']} hard turns on average, max {lat['max']})")
+    return (f"escalation latency: {lat['mean_hard_turns_served_cheap']} hard turns served "
+            f"cheap on average before the ratchet fired (max {lat['max']}, "
+            f"{lat['sessions']} sessions that needed strong)")
 
 
 def _render_http(console: Any, doc: dict[str, Any]) -> None:

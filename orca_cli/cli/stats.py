@@ -83,10 +83,13 @@ def _by(d: Mapping[str, Any] | None) -> str:
 
 def _cap(share: Mapping[str, Any]) -> str:
     """The cap, and whether it is enforced yet: below `warmup_requests` requests in the window
-    the share cap does not apply, so a strong share above it is allowed then."""
+    the share cap does not apply, so a strong share above it is allowed then — except after a
+    state loss, when that warm-up is inverted and strong is denied until it ends."""
     text = _pct(share.get("cap"))
     total, warmup = share.get("total"), share.get("warmup_requests")
     if isinstance(total, (int, float)) and isinstance(warmup, int) and total < warmup:
+        if share.get("warmup_inverted"):
+            return f"{text}, inverted warm-up {int(total)}/{warmup}: strong denied"
         return f"{text}, warm-up {int(total)}/{warmup}"
     return text
 
@@ -112,8 +115,12 @@ def render_stats(doc: Mapping[str, Any]) -> Any:
     ws = doc.get("workspace", {})
     table.caption = (f"workspace: {ws.get('requests', 0)} requests, "
                      f"{_pct(ws.get('strong_share'))} served strong (cap {_pct(ws.get('cap'))})")
-    if any("warm-up" in _cap(r.get("share") or {}) for r in doc.get("routers", {}).values()
-           if r.get("mode") != "off"):
+    caps = [_cap(r.get("share") or {}) for r in doc.get("routers", {}).values()
+            if r.get("mode") != "off"]
+    if any(", warm-up" in c for c in caps):
         table.caption += ("\nwarm-up: a router's share cap applies once its window holds "
                           "warmup_requests requests; until then the strong share may exceed it")
+    if any("inverted warm-up" in c for c in caps):
+        table.caption += ("\ninverted warm-up: the state store lost its state; strong is denied "
+                          "until the router has counted warmup_requests requests since the loss")
     return table

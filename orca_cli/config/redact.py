@@ -7,15 +7,16 @@ import hashlib
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from orca_cli.config.routes import InboundKey
 from orca_cli.config.schema import ChannelConfig, Config, Secret
 
 __all__ = ["redact_url", "redacted"]
 
 
-
 def redacted(cfg: Config) -> dict[str, Any]:
     """The whole effective config as plain JSON-able data with every secret replaced by its
-    fingerprint (SPEC §11): channel keys, `server.inbound_token`, URL passwords. It reads as
+    fingerprint (SPEC §11): channel keys, `server.inbound_token`, `[[inbound_keys]]` tokens
+    (emptied at load, so theirs comes from the kept hash), URL passwords. It reads as
     the TOML that would give it: a channel's `api` is its list of formats when it has several,
     and the effective `[[housekeeping]]` rules (the shipped defaults when none is written)
     are listed."""
@@ -36,6 +37,9 @@ def _plain(value: Any, name: str) -> Any:
                if f.metadata.get("shown", True)}
         if isinstance(value, ChannelConfig) and len(value.apis) > 1:
             out["api"] = list(value.apis)  # as written: every format, the target first
+        if isinstance(value, InboundKey) and value.token_sha256:
+            # the same fingerprint as `_fingerprint(token)`: sha256 hex, first 8
+            out["token"] = {"fp": value.token_sha256[:8], "redacted": True}
         return out
     if isinstance(value, tuple | list):
         return [_plain(v, name) for v in value]

@@ -93,8 +93,8 @@ def test_requests_lists_newest_first_and_filters(sidecar: Agent) -> None:
     assert all(r["session_id"] == "agent-a" and r["model"] for r in rows)
     code, out, _ = orca("requests", "-n", "1", "--json", "--url", sidecar.base)
     assert [r["request_id"] for r in json.loads(out)] == [a2]
-    code, out, _ = orca("requests", "--router", "nobody", "--since", "5m", "--url", sidecar.base)
-    assert code == 0 and out == ""
+    code, out, err = orca("requests", "--router", "nobody", "--since", "5m", "--url", sidecar.base)
+    assert code == 1 and out == "" and "unknown router 'nobody'" in err
     code, _, err = orca("requests", "--since", "yesterday", "--url", sidecar.base)
     assert code == 2 and "since must be a duration" in err
 
