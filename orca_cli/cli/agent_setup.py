@@ -12,10 +12,17 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["AGENTS", "Setup", "banner_lines", "codex_block", "codex_config_path",
-           "llm_models_path", "llm_yaml", "opencode_json", "setup_for"]
+__all__ = ["AGENTS", "CLAUDE_CODE_MAIN", "CLAUDE_CODE_SMALL", "Setup", "banner_lines",
+           "claude_exports", "codex_block", "codex_config_path", "llm_models_path", "llm_yaml",
+           "opencode_json", "setup_for"]
 
 AGENTS = ("claude-code", "codex", "aider", "opencode", "llm")
+# The model names Claude Code asks for when nothing overrides them (2.1.332, the version
+# tests/agents runs): its main model and its small one. A config whose [aliases] route none
+# of them needs `ANTHROPIC_MODEL` / `ANTHROPIC_DEFAULT_HAIKU_MODEL` (the small model's
+# variable; `ANTHROPIC_SMALL_FAST_MODEL` is its deprecated name) naming a router instead.
+CLAUDE_CODE_MAIN = ("claude-opus-5-5",)
+CLAUDE_CODE_SMALL = ("claude-haiku-5-5", "claude-haiku-4-5")
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,10 @@ class Setup:
     side_model: str | None = "orca/background"
     key: str = "orca"
     passthrough: bool = False  # a channel forwards the client's own key (pass_through_auth)
+    # Claude Code's model variables, set when no alias routes its default names (None: the
+    # config's aliases do and the agent's own names are sent).
+    claude_model: str | None = None  # ANTHROPIC_MODEL
+    claude_small_model: str | None = None  # ANTHROPIC_DEFAULT_HAIKU_MODEL
 
     @property
     def v1(self) -> str:
@@ -47,9 +58,41 @@ def setup_for(cfg: object, base: str) -> Setup:
     token = getattr(server, "inbound_token", "") if server is not None else ""
     passthrough = any(getattr(ch, "pass_through_auth", False) and getattr(ch, "enabled", True)
                       for ch in getattr(cfg, "channels", ()) or ())
-    return Setup(base=base, model=f"orca/{main}",
-                 side_model=f"orca/{side}" if side else None,
-                 key="$ORCA_INBOUND_TOKEN" if token else "orca", passthrough=passthrough)
+    model, side_model = f"orca/{main}", f"orca/{side}" if side else None
+    claude_model = claude_small = None
+    if aware and not _routes(cfg, CLAUDE_CODE_MAIN):
+        claude_model = model
+    if aware and not _routes(cfg, CLAUDE_CODE_SMALL):
+        claude_small = side_model or model
+    return Setup(base=base, model=model, side_model=side_model,
+                 key="$ORCA_INBOUND_TOKEN" if token else "orca", passthrough=passthrough,
+                 claude_model=claude_model, claude_small_model=claude_small)
+
+
+def _routes(cfg: object, names: tuple[str, ...]) -> bool:
+    """Whether the config serves every one of `names` (an alias, a router or a model)."""
+    from orca_cli.config.schema import Config
+    from orca_cli.errors import UnknownModel
+    from orca_cli.routing.target import resolve_target
+
+    if not isinstance(cfg, Config):
+        return True
+    try:
+        for name in names:
+            resolve_target(name, cfg)
+    except UnknownModel:
+        return False
+    return True
+
+
+def claude_exports(s: Setup) -> list[tuple[str, str]]:
+    """The environment that points Claude Code at the sidecar, in `export` order."""
+    env = [("ANTHROPIC_BASE_URL", s.base), ("ANTHROPIC_API_KEY", s.key)]
+    if s.claude_model:
+        env.append(("ANTHROPIC_MODEL", s.claude_model))
+    if s.claude_small_model:
+        env.append(("ANTHROPIC_DEFAULT_HAIKU_MODEL", s.claude_small_model))
+    return env
 
 
 def banner_lines(s: Setup) -> list[str]:
@@ -61,7 +104,7 @@ def banner_lines(s: Setup) -> list[str]:
     codex = [f"                 {line}" for line in codex_block(s).splitlines() if line]
     return [
         f"Point your agent at it ({key}; `orca init --agent NAME` prints each set-up):",
-        f"  Claude Code  export ANTHROPIC_BASE_URL={s.base} ANTHROPIC_API_KEY={s.key}",
+        "  Claude Code  export " + " ".join(f"{k}={v}" for k, v in claude_exports(s)),
         f"  Codex CLI    export ORCA_API_KEY={s.key}; and in ~/.codex/config.toml:",
         *codex,
         f"  Aider        export OPENAI_API_BASE={s.v1} OPENAI_API_KEY={s.key}; "

@@ -13,7 +13,10 @@ import typer
 
 from orca_cli.cli.agent_setup import (
     AGENTS,
+    CLAUDE_CODE_MAIN,
+    CLAUDE_CODE_SMALL,
     Setup,
+    claude_exports,
     codex_block,
     codex_config_path,
     llm_models_path,
@@ -69,7 +72,7 @@ def register(app: typer.Typer) -> None:
                  f"{agent}` prints them); there is no file to write", 2)
         if write and not os.path.exists(path):
             _write_config(path, force=False)
-        setup = Setup(base=(url or _config_url(path)).rstrip("/"))
+        setup = _setup(path, (url or _config_url(path)).rstrip("/"))
         typer.echo(agent_text(agent, setup), nl=False)
         if agent == "claude-code":
             target = settings or os.path.join(os.path.expanduser("~"), ".claude",
@@ -97,13 +100,38 @@ def _config_url(path: str) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+def _setup(path: str, base: str) -> Setup:
+    """The set-up printed for the sidecar of the config at `path`: its routers and Claude
+    Code's model variables as `orca serve`'s banner gives them for that config (the latter set
+    when its aliases do not route Claude Code's own model names); with no file there, the
+    example config's."""
+    setup = Setup(base=base)
+    if not os.path.exists(path):
+        return setup
+    from dataclasses import replace
+
+    from orca_cli.cli.agent_setup import setup_for
+    from orca_cli.cli.operator import Operator
+
+    found = setup_for(Operator(config=path).cfg, base)  # provider keys need not be set
+    return replace(setup, model=found.model, side_model=found.side_model,
+                   claude_model=found.claude_model, claude_small_model=found.claude_small_model)
+
+
+_CLAUDE_NOTES = {
+    "ANTHROPIC_API_KEY": "any non-empty value; orca holds the provider keys",
+    "ANTHROPIC_MODEL": f"no [aliases] pattern routes {', '.join(CLAUDE_CODE_MAIN)}, "
+                       "Claude Code's default",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL": f"nor {', '.join(CLAUDE_CODE_SMALL)}, its small model",
+}
+
+
 def agent_text(agent: str, s: Setup) -> str:
     """The set-up `orca init --agent` prints: commands to paste, files to write."""
     if agent == "claude-code":
-        return (f"export ANTHROPIC_BASE_URL={s.base}\n"
-                f"export ANTHROPIC_API_KEY={s.key}    # any non-empty value; orca holds "
-                "the provider keys\n"
-                "claude\n")
+        lines = [f"export {k}={v}" + (f"    # {_CLAUDE_NOTES[k]}" if k in _CLAUDE_NOTES else "")
+                 for k, v in claude_exports(s)]
+        return "\n".join([*lines, "claude"]) + "\n"
     if agent == "codex":
         return (f"# {codex_config_path()}\n{codex_block(s)}\n"
                 f"export ORCA_API_KEY={s.key}    # Codex insists on a key: any non-empty "

@@ -67,6 +67,7 @@ class CompiledConfig:
         "pools",
         "serving",
         "serving_memo",
+        "smallest_window",
         "strong_models",
     )
 
@@ -118,6 +119,11 @@ class CompiledConfig:
         self.channel_prices: Mapping[tuple[str, str], ModelConfig] = MappingProxyType({
             (ch.name, m): _overridden(cfg.models.get(m, _Model()), p)
             for ch in reversed(cfg.channels) for m, p in ch.prices.items()})
+        # SPEC §14.3: the smallest context window a candidate can have (a model without a
+        # `[models]` table has the default one); a body whose bytes fit it is not scanned.
+        self.smallest_window: int = min(
+            (m.context_window for m in cfg.models.values()), default=_Model().context_window)
+        self.smallest_window = min(self.smallest_window, _Model().context_window)
         globs = [k for k in cfg.aliases if GLOB_CHARS & set(k)]
         # Longest pattern first; ties by the pattern text, so the first match is the winner.
         self.alias_globs: tuple[str, ...] = tuple(sorted(globs, key=lambda k: (-len(k), k)))

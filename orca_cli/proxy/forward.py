@@ -428,6 +428,9 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Out
         return None
     except UpstreamError as exc:
         return await _transport_failure(t, exc)
+    except asyncio.CancelledError:  # the client left (`forward`): the attempt ran until now
+        rec.latency_ms = t.ms()
+        raise
     finally:
         if resp is not None:
             try:

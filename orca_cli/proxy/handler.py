@@ -190,7 +190,7 @@ async def _finish(rt: Runtime, turn: Turn) -> CommitResult | None:
         rt.gate.degraded_pins.put(scope, turn.session, model, chan, window)
     router = turn.router_name or ""
     tier = turn.plan.decision.tier if turn.plan is not None else ""
-    rt.metrics.request(turn.api, router, turn.outcome.status, latency_ms / 1000, tier)
+    rt.metrics.request(turn.api, router, turn.outcome.shown_status, latency_ms / 1000, tier)
     if done.usage is not None:
         rt.metrics.tokens(router, done.usage.prompt_tokens, done.usage.cached_tokens,
                           done.cost)

@@ -24,10 +24,15 @@ from orca_cli.routing.tiers import Ask
 from orca_cli.state.base import ReadRequest, Snapshot
 from orca_cli.turn.routes import Routed
 from orca_cli.types import Api, ClientLink, Headers
+from orca_cli.wire.estimate import estimate_tokens
 from orca_cli.wire.session_id import SessionId
 from orca_cli.wire.usage import ResponseTap
 
-__all__ = ["Arrival", "AttemptRecord", "Outcome", "RequestHead", "Turn"]
+__all__ = ["CLIENT_CLOSED", "Arrival", "AttemptRecord", "Outcome", "RequestHead", "Turn"]
+
+# nginx's "client closed request": the status a request shows when its client hung up before
+# any answer began (no HTTP status was sent).
+CLIENT_CLOSED = 499
 
 
 @immutable
@@ -110,6 +115,12 @@ class Outcome:
         return (self.served is not None and not self.cancelled and self.tap is not None
                 and 200 <= self.status < 300 and self.tap.billed_success)
 
+    @property
+    def shown_status(self) -> int:
+        """The status the trace, the request log and the metrics show: what the client got,
+        or `CLIENT_CLOSED` when it hung up before an answer began."""
+        return CLIENT_CLOSED if self.cancelled and self.status == 0 else self.status
+
 
 @dataclass(slots=True)
 class Turn:
@@ -176,4 +187,6 @@ class Turn:
 
     @property
     def est_tokens(self) -> int:
-        return len(self.raw) // 4
+        """The input tokens the context-overflow check compares with windows (SPEC §14.3,
+        `wire/estimate.py`); `prepare` reads it through `estimate_tokens(…, fits=)`."""
+        return estimate_tokens(self.raw, self.body)

@@ -29,6 +29,7 @@ from orca_cli.turn.model import Arrival, RequestHead, Turn
 from orca_cli.turn.routes import Routed
 from orca_cli.types import MAPPING
 from orca_cli.wire.body_check import body_problem, type_name
+from orca_cli.wire.estimate import estimate_tokens
 from orca_cli.wire.session_id import derive_session_id, resolve_session_id
 from orca_cli.wire.side_facts import side_facts
 
@@ -226,16 +227,18 @@ def decide(cfg: Config, turn: Turn, *, scorer: Scorer, healthy: Healthy,
     if turn.routed is not None:
         return _decide_routed(cfg, turn, turn.routed, scorer=scorer, healthy=healthy, rng=rng,
                               measured=measured)
-    plan = plan_route(cfg, _route_input(turn, measured=measured), turn.snapshot, now=turn.now,
+    plan = plan_route(cfg, _route_input(cfg, turn, measured=measured), turn.snapshot, now=turn.now,
                       scorer=scorer, healthy=healthy, rng=rng)
     turn.plan = plan
     return plan
 
 
-def _route_input(turn: Turn, **routed: Any) -> RouteInput:
+def _route_input(cfg: Config, turn: Turn, **routed: Any) -> RouteInput:
     assert turn.delta is not None
+    # SPEC §14.3: a body whose bytes fit every window is not scanned for inline media.
+    est = estimate_tokens(turn.raw, turn.body, fits=cfg.compiled.smallest_window)
     return RouteInput(target=turn.target, api=turn.api, body=turn.body, delta=turn.delta,
-                      est_tokens=turn.est_tokens, session=turn.session,
+                      est_tokens=est, session=turn.session,
                       ask=None if turn.side else turn.ask, dedupe_key=turn.dedupe_key,
                       degraded=turn.degraded, side=turn.side is not None,
                       previous_response=turn.previous_response is not None,
@@ -251,7 +254,7 @@ def _decide_routed(cfg: Config, turn: Turn, routed: Routed, *, scorer: Scorer,
     if check.verdict == "refuse":
         turn.plan = _budget_refusal(turn, check.message)
         return turn.plan
-    inp = _route_input(turn, budget_denied=check.verdict == "deny_strong",
+    inp = _route_input(cfg, turn, budget_denied=check.verdict == "deny_strong",
                        route_fallbacks=routed.fallback_models(cfg), measured=measured)
     plan = plan_route(cfg, inp, turn.snapshot, now=turn.now, scorer=scorer, healthy=healthy,
                       rng=rng)

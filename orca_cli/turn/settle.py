@@ -33,6 +33,7 @@ from orca_cli.state.plan import (
 from orca_cli.trace.build import TraceHead, TraceResult, build_trace, refusal_trace
 from orca_cli.turn.model import Arrival, Outcome, RequestHead, Turn
 from orca_cli.turn.prepare import response_key
+from orca_cli.wire.session_id import resolve_session_id
 from orca_cli.wire.usage import Usage
 
 __all__ = ["FollowUp", "Served", "Settled", "refused", "settle"]
@@ -201,7 +202,7 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
         turn.router_name,  # router
         turn.stream)  # stream
     result = TraceResult(
-        out.status,  # status
+        out.shown_status,  # status
         ({"model": att.model, "channel": att.channel, "key_index": att.key_index,
           "key_fp": sv.key_fp} if att else None),  # selected
         [a.to_json() for a in out.attempts],  # attempts
@@ -211,7 +212,7 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
         sv.cost,  # cost_usd
         committed,  # committed
         turn.degraded,  # degraded
-        out.own_error,  # error
+        _error(turn, latency_ms),  # error
         ("warm" if usage.cached_tokens > 0 else "cold") if usage else None,  # cache
         latency_ms)  # latency_ms
     trace = build_trace(head, turn.delta, turn.plan, result)
@@ -228,14 +229,39 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
     return trace
 
 
+def _error(turn: Turn, latency_ms: float) -> str | None:
+    """The trace's `error`: orca's own answer's message, else what cut the answer short — the
+    client hanging up, or an upstream stream that failed after its first byte (SPEC §7: a
+    failure, though its 200 was sent). Content-free: an attempt's error is its class."""
+    out = turn.outcome
+    if out.own_error is not None:
+        return out.own_error
+    if out.cancelled:
+        return f"the client closed the connection after {latency_ms:.0f} ms"
+    if out.served is None or out.tap is None or not turn.stream:
+        return None
+    broke = out.attempts[-1].error  # the attempt that served is the last one made
+    if broke is not None:
+        return f"the upstream stream broke after the first byte: {broke}"
+    if not (out.tap.completed or out.tap.error_finish):  # its client got an error event
+        return "the upstream stream ended before its final event"
+    return None
+
+
 def refused(head: RequestHead, refusal: Refusal, arrival: Arrival,
             route: dict[str, Any] | None = None) -> CommitBatch:
     """The trace-only commit of a request refused before routing (`route`: the route step
-    of a request a `deny` node refused)."""
+    of a request a `deny` node refused). It names the session the request gave explicitly
+    (SPEC §1.4's chain, so `orca requests --session` finds it); one that would only be
+    derived is left out: it hashes the router, which a refused request may not have."""
+    sid = resolve_session_id(head.header_map(), arrival.body, router="", api=head.api)
+    named = sid if sid.explicit else None
     trace = refusal_trace(request_id=arrival.request_id,
                           client_request_id=head.client_request_id, ts=arrival.now,
                           inbound_api=head.api, status=refusal.status, error=refusal.message,
-                          requested_model=arrival.requested_model)
+                          requested_model=arrival.requested_model,
+                          session_id=named.id if named else None,
+                          session_source=named.source if named else None)
     if route is not None:
         trace["route"] = route
     return CommitBatch(arrival.request_id, trace=trace)

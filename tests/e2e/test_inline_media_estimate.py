@@ -1,0 +1,114 @@
+"""Inline images against the context-overflow check (SPEC §14.3), through the real server.
+
+A pasted screenshot is ≈ 1.2 MB of base64: by its bytes ≈ 300k tokens, more than a 200k
+window, yet a provider counts it as ≈ 1.6k. Sent in each inbound format to a router whose one
+model has a 200k window, it is forwarded; a text that is really too long is still refused in
+the provider's own words."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+import pytest
+import tomli_w
+
+from orca_cli.config.load import loads
+from orca_cli.testing import Sidecar
+from orca_cli.testing import sidecar as serve_sidecar
+
+pytestmark = pytest.mark.asyncio
+
+MODEL = "claude-sonnet-4-5"
+WINDOW = 200_000
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 3_600).decode()  # ≈ 1.2 MB
+DATA_URL = "data:image/png;base64," + PNG
+HEADERS = {"content-type": "application/json", "authorization": "Bearer agent-key",
+           "x-api-key": "agent-key", "anthropic-version": "2023-06-01"}
+
+
+@pytest.fixture
+async def sidecar() -> AsyncIterator[Sidecar]:
+    doc: dict[str, Any] = {
+        "channels": [{"name": "sim-vision", "type": "sim", "keys": ["sim-vision-key"],
+                      "api": ["openai", "anthropic", "responses"], "models": [MODEL],
+                      "latency_ms": 0}],
+        "models": {MODEL: {"input": 3.0, "output": 15.0, "context_window": WINDOW}},
+        "routers": {"vision": {"strategy": "cheapest", "allowed_models": [MODEL]}},
+    }
+    async with serve_sidecar(loads(tomli_w.dumps(doc), source="media-test", environ={})) as sc:
+        yield sc
+
+
+def _anthropic(content: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    return "/v1/messages", {"model": "orca/vision", "max_tokens": 64,
+                            "messages": [{"role": "user", "content": content}]}
+
+
+def _bodies(text: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """The same ask (an inline PNG and `text`) in each inbound format."""
+    return {
+        "openai": ("/v1/chat/completions", {"model": "orca/vision", "messages": [
+            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": DATA_URL}},
+                                         {"type": "text", "text": text}]}]}),
+        "anthropic": _anthropic([
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                         "data": PNG}},
+            {"type": "text", "text": text}]),
+        "responses": ("/v1/responses", {"model": "orca/vision", "store": False, "input": [
+            {"type": "message", "role": "user", "content": [
+                {"type": "input_image", "image_url": DATA_URL},
+                {"type": "input_text", "text": text}]}]}),
+    }
+
+
+async def _post(sc: Sidecar, path: str, body: dict[str, Any]) -> Any:
+    raw = orjson.dumps(body)
+    return await sc.http.post(path, content=raw, headers=HEADERS)
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic", "responses"])
+async def test_a_large_inline_image_is_forwarded_not_refused_as_too_long(
+        sidecar: Sidecar, api: str) -> None:
+    path, body = _bodies("what is this")[api]
+    assert len(orjson.dumps(body)) // 4 > WINDOW  # by its bytes it would not fit
+    got = await _post(sidecar, path, body)
+    assert got.status_code == 200, got.text
+    assert got.headers["x-orca-model"] == MODEL
+
+
+async def test_an_image_in_a_tool_result_is_counted_as_an_image(sidecar: Sidecar) -> None:
+    # Claude Code's Read tool answers with the picture inside the tool result.
+    path, body = _anthropic([{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                     "data": PNG}}]}])
+    body["messages"][:0] = [
+        {"role": "user", "content": "look at shot.png"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read",
+                                           "input": {"file_path": "shot.png"}}]}]
+    got = await _post(sidecar, path, body)
+    assert got.status_code == 200, got.text
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic", "responses"])
+async def test_a_text_too_long_for_every_window_is_still_refused_beside_an_image(
+        sidecar: Sidecar, api: str) -> None:
+    path, body = _bodies("word " * 170_000)[api]  # 850 KB of text: ≈ 212k tokens, and a PNG
+    got = await _post(sidecar, path, body)
+    assert got.status_code == 400, got.text
+    err = got.json()["error"]
+    if api == "anthropic":
+        assert err["type"] == "invalid_request_error"
+        assert err["message"].startswith("prompt is too long: ")
+        assert f"> {WINDOW} maximum" in err["message"]
+    else:
+        assert err["code"] == "context_length_exceeded"
+
+
+async def test_a_text_only_prompt_too_long_is_refused(sidecar: Sidecar) -> None:
+    path, body = _anthropic([{"type": "text", "text": "word " * 200_000}])
+    got = await _post(sidecar, path, body)
+    assert got.status_code == 400
+    assert got.json()["error"]["message"].startswith("prompt is too long: ")
