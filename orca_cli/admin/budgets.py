@@ -7,6 +7,9 @@ on either backend.
 `budget_report` lists every budget with its current window's spend against the limit in
 force: `day_usd` and `month_usd` one row per inbound key (`-`: requests without one, or every
 request when no keys are configured), `session_usd` one row per session that spent anything.
+A session row's limit is the one in force for the inbound key its requests carried (its
+`keys`, read from the per-key parts of its spend, `routing.routes.budget.session_holders`);
+a session spent under several holders shows the lowest of their limits, the first to refuse.
 The limit in force is the `[budgets]` value with any `orca budget raise` override applied
 (`state.budgets.effective_limits`, as the request path applies it); a budget left at 0 has no
 limit, whatever was raised, since the request path enforces only budgets above 0 — which is
@@ -21,7 +24,13 @@ from typing import Any
 
 from orca_cli.config.schema import Config
 from orca_cli.errors import AdminError
-from orca_cli.routing.routes.budget import Spend, Window, counter_key, format_usd
+from orca_cli.routing.routes.budget import (
+    Spend,
+    Window,
+    counter_key,
+    format_usd,
+    session_holders,
+)
 from orca_cli.state.base import Store
 from orca_cli.state.budgets import StoreBudgets, effective_limits
 from orca_cli.turn.routes import BUDGET_NAMES
@@ -55,8 +64,10 @@ def budget_rows(cfg: Config, counters: Mapping[str, Spend], raised: Mapping[str,
                 now: float) -> list[dict[str, Any]]:
     """One row per budget and holder: `budget, holder, window, spent_usd, requests,
     limit_usd` (in force, None = no budget), `configured_usd`, `raised`, `share` (of the
-    limit in force). A session row's limit is the one for requests without an inbound key;
-    keys whose own raised `session_usd` differs are listed in `key_limits_usd`."""
+    limit in force). A session row also has `keys`: the inbound keys its requests carried
+    (`-`: none), whose `session_usd` limit is the one in force (the lowest, for several);
+    and, with keys configured, `key_limits_usd`: the other holders' limits where they differ
+    (what the session's requests would get under another key)."""
     configured = _configured(cfg)
     rows: list[dict[str, Any]] = []
     for key in _holders(cfg):
@@ -65,19 +76,35 @@ def budget_rows(cfg: Config, counters: Mapping[str, Spend], raised: Mapping[str,
             c = counter_key("key", key, window, now)
             rows.append(_row(name, f"key {key}", c.rsplit(":", 1)[1], counters.get(c),
                              limits.get(name), configured.get(name)))
-    session_limit = effective_limits(configured, raised, "-").get("session_usd")
-    by_key = {k.name: lim for k in cfg.inbound_keys
-              if (lim := effective_limits(configured, raised, k.name).get("session_usd"))
-              != session_limit and lim is not None}
+    session_limits = {k: effective_limits(configured, raised, k).get("session_usd")
+                      for k in _holders(cfg)}
+    parts = session_holders(counters)
     for c, spend in sorted(counters.items()):
         if c.startswith(_SESSION_HEAD) and c.endswith(_SESSION_TAIL):
             sid = c[len(_SESSION_HEAD):-len(_SESSION_TAIL)]
-            row = _row("session_usd", f"session {sid}", "session", spend, session_limit,
+            keys = _session_keys(spend, parts.get(sid, {}), session_limits)
+            found = [lim for k in keys if (lim := session_limits.get(k)) is not None]
+            limit = min(found) if found else None
+            row = _row("session_usd", f"session {sid}", "session", spend, limit,
                        configured.get("session_usd"))
-            if by_key:
-                row["key_limits_usd"] = dict(by_key)
+            row["keys"] = keys
+            others = {k: lim for k, lim in session_limits.items()
+                      if lim is not None and lim != limit}
+            if cfg.inbound_keys and others:
+                row["key_limits_usd"] = others
             rows.append(row)
     return rows
+
+
+def _session_keys(total: Spend, parts: Mapping[str, Spend],
+                  known: Mapping[str, float | None]) -> list[str]:
+    """The holders whose requests spent in a session: the configured keys with a part of
+    it, and `-` for the requests the keyed parts leave over (those without a key, and any
+    counted before the parts were kept)."""
+    keys = sorted(k for k in parts if k in known)
+    if total.requests > sum(parts[k].requests for k in keys) or not keys:
+        keys.append("-")
+    return keys
 
 
 def _row(name: str, holder: str, window: str, spend: Spend | None, limit: float | None,

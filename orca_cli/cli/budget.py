@@ -3,8 +3,8 @@
 `orca budget` lists every `[budgets]` budget with its current window's spend against the
 limit in force (raised or configured): `day_usd` and `month_usd` per inbound key (`-`:
 requests without a key, or every request when no keys are configured) and `session_usd` per
-session that spent anything. `raise` stores a new limit; sidecars apply it on their next
-request.
+session that spent anything, against the limit of the inbound key its requests carried
+(named in the row). `raise` stores a new limit; sidecars apply it on their next request.
 
 Both reach the budgets as the other inspect/steer commands do (`cli/operator.py`, SPEC §1.1):
 the running sidecar's admin API on any backend (`--url`, `--token`, its record, the config's
@@ -81,16 +81,23 @@ def budget_cmd(ctx: typer.Context, as_json: bool = json_option(),
 
 def render_budget_row(r: Mapping[str, Any]) -> str:
     """One budget row as a line, amounts by `format_usd`: `$spent of $limit (share)`, or
-    `$spent, no limit`, then the requests counted."""
+    `$spent, no limit`, then the requests counted. A session row names the inbound key
+    whose limit it is (`key ci`; `no key`), and each key's limit when several spent."""
     from orca_cli.routing.routes.budget import format_usd
 
     spent = format_usd(float(r["spent_usd"]))
+    keys = [str(k) for k in r.get("keys") or ()]
     if r.get("limit_usd"):
         notes = [f"{r['share']:.0%}"] if r.get("share") is not None else []
+        others = r.get("key_limits_usd") or {}
+        if len(keys) == 1 and (others or keys != ["-"]):
+            notes.append("no key" if keys == ["-"] else f"key {keys[0]}")
+        elif len(keys) > 1:
+            notes.append("keys " + ", ".join(
+                f"{'no key' if k == '-' else k} {format_usd(float(others.get(k, r['limit_usd'])))}"
+                for k in keys))
         if r.get("raised") and r.get("configured_usd"):
             notes.append(f"raised from {format_usd(float(r['configured_usd']))}")
-        for k, v in sorted((r.get("key_limits_usd") or {}).items()):
-            notes.append(f"key {k}: {format_usd(float(v))}")
         amount = f"{spent} of {format_usd(float(r['limit_usd']))} ({'; '.join(notes)})"
     else:
         amount = f"{spent}, no limit"

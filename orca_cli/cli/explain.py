@@ -1,6 +1,8 @@
 """`orca explain REQUEST_ID|last [--session S] [--json]` (SPEC §1.1, §8, §15): the stored
-trace as a tree. `last` (or no id) explains the newest request, of `--session` when given:
-real agents never show the response headers that carry the request id.
+trace as a tree. `last` (or no id) explains the newest client request, of `--session` when
+given: real agents never show the response headers that carry the request id. A child
+request orca made itself (the auto router's model classifier: its trace has a `purpose`) is
+skipped there; it is explained by its own id, which its parent's trace names.
 
 The trace is rendered as stored, never recomputed: the tier decision and why, each trigger's
 evaluation, the per-feature difficulty contributions, the cap state, the pin reads, the
@@ -25,7 +27,9 @@ from orca_cli.cli.operator import (
 )
 from orca_cli.cli.output import out_console, print_json
 
-__all__ = ["register", "render_trace"]
+__all__ = ["LAST_LOOKBACK", "register", "render_trace"]
+
+LAST_LOOKBACK = 50  # the newest traces `explain last` looks through for a client request
 
 
 def register(app: typer.Typer) -> None:
@@ -68,6 +72,11 @@ def _find(op: Operator, request_id: str | None, session: str | None,
         if request_id not in (None, "last"):
             fail("pass a REQUEST_ID or --session, not both", 2)
         found = op.requests(session=session, router=router, limit=1)
+        if found and found[0].get("purpose"):
+            # A child request (each client request makes at most one): look a little further
+            # back, past the children of concurrent requests too.
+            found = [t for t in op.requests(session=session, router=router,
+                                            limit=LAST_LOOKBACK) if not t.get("purpose")]
         if not found:
             whose = f" for session {session!r}" if session else ""
             fail(f"no request found{whose}: send one through the sidecar first (traces are "
@@ -107,13 +116,20 @@ def render_trace(t: Mapping[str, Any]) -> Any:
                 f"{_num(t.get('latency_ms'), 1)} ms")
     if t.get("error"):
         root.add(f"[red]error[/]: {_e(t['error'])}")
+    if t.get("purpose"):
+        root.add(f"child request: {_e(t['purpose'])} for {_e(t.get('parent_request_id'))}")
     if t.get("route"):
         _route(root, t["route"])
     _tier(root, t.get("tier") or {})
     _difficulty(root, t.get("difficulty") or {})
     _caps(root, t.get("caps") or {})
     _pins(root, t.get("pins") or [])
-    _candidates(root, t.get("candidates") or [], t.get("strategy_note"))
+    auto = t.get("auto")
+    if isinstance(auto, Mapping):
+        _auto(root, auto)
+    # The auto section says all the note says (the note names only the first workload).
+    _candidates(root, t.get("candidates") or [],
+                None if isinstance(auto, Mapping) else t.get("strategy_note"))
     sel = t.get("selected")
     root.add("selected: " + (f"{_e(sel['model'])} @ {_e(sel['channel'])} key "
                              f"#{_e(sel['key_index'])} (fp {_e(sel.get('key_fp') or '-')})"
@@ -285,3 +301,40 @@ def _candidates(root: Any, cands: list[Mapping[str, Any]], note: Any) -> None:
         else:
             node.add(f"{_e(c.get('model'))} @ {_e(c.get('channel'))} score "
                      f"{_num(c.get('score'))}")
+
+
+def _auto(root: Any, a: Mapping[str, Any]) -> None:
+    """SPEC §16 Explain: the auto router's decision as stored — workloads, complexity and
+    confidence, which classifier answered and why a fallback, the objective and profile,
+    each candidate's score and factors, exclusions, the fallback order. No content."""
+    workloads = ", ".join(str(w) for w in a.get("workloads") or ()) or "general"
+    node = root.add(f"auto: {_e(workloads)} · complexity {_num(a.get('complexity'), 2)} · "
+                    f"confidence {_num(a.get('confidence'), 2)} · objective "
+                    f"{_e(a.get('objective'))} / {_e(a.get('spend_profile'))} · algorithm "
+                    f"{_e(a.get('algorithm'))}")
+    classifier = f"classifier: {_e(a.get('classifier'))}"
+    if a.get("fallback_reason"):
+        classifier += f" (fallback: {_e(a['fallback_reason'])})"
+    if a.get("classifier_request_id"):
+        classifier += f" · child request {_e(a['classifier_request_id'])}"
+    node.add(classifier)
+    caps = a.get("caps") or {}
+    if caps.get("input") is not None or caps.get("output") is not None:
+        node.add(f"price caps $/1M: input {_e(caps.get('input'))} · output "
+                 f"{_e(caps.get('output'))}")
+    ranked = a.get("candidates") or []
+    scored = node.add(f"scored ({len(ranked)})")
+    for c in ranked:
+        factors = ", ".join(f"{_e(k)} {_num(v)}" for k, v in (c.get("factors") or {}).items())
+        scored.add(f"{_e(c.get('model'))} {_num(c.get('score'))}"
+                   + (f" ({factors})" if factors else ""))
+    excluded = a.get("excluded") or []
+    if excluded:
+        ex = node.add(f"excluded ({len(excluded)})")
+        for x in excluded:
+            ex.add(f"[dim]{_e(x.get('model'))}: {_e(x.get('reason'))}[/]")
+    order = [str(m) for m in a.get("fallback_order") or ()]
+    node.add("fallback order: " + (_e(" → ".join(order)) if order else "none"))
+    if a.get("capability_relaxed"):
+        node.add("capability relaxed: no model met complexity + margin; the best remaining "
+                 "were kept")

@@ -12,6 +12,7 @@ from typing import Any
 import typer
 
 from orca_cli.cli.operator import (
+    SINCE_HELP,
     Operator,
     config_option,
     router_option,
@@ -34,9 +35,7 @@ def register(app: typer.Typer) -> None:
     def requests_cmd(
         session: str | None = typer.Option(None, "--session", "-s", help="Only this session."),
         router: str | None = router_option(),
-        since: str | None = typer.Option(None, "--since", metavar="DURATION",
-                                         help="Only requests newer than this (90s, 15m, 2h, "
-                                              "7d or an ISO time)."),
+        since: str | None = typer.Option(None, "--since", metavar="DURATION", help=SINCE_HELP),
         limit: int = typer.Option(20, "--limit", "-n", min=1, max=1000,
                                   help="At most this many (newest first)."),
         follow: bool = typer.Option(False, "--follow", "-f",

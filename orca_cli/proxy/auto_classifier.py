@@ -6,12 +6,15 @@ locally), the model's classification when it answers in time with a valid object
 fallback marker (`timeout`, `error: <type>`, `invalid_output: <why>`) otherwise — the auto
 strategy then uses the local classifier and the trace says why. It never raises, except a
 cancellation of the caller itself, so the generation never fails because of the classifier.
+Whatever the outcome, a classifier that made a child request names it (`request_id`), and
+the classification carries that id into the parent's trace (`auto.classifier_request_id`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from orca_cli.config.auto import AutoConfig
@@ -42,7 +45,12 @@ async def classify_for_auto(classifier: ModelClassifier | None, auto: AutoConfig
             text = await classifier.complete(request, parent_request_id=parent_request_id,
                                              purpose=PURPOSE)
     except TimeoutError:
-        return fallback("timeout")
+        found = fallback("timeout")
     except Exception as exc:  # noqa: BLE001 — any failure of the child request: local instead
-        return fallback(f"error: {type(exc).__name__}")
-    return from_model_answer(text, auto.classifier, body)
+        found = fallback(f"error: {type(exc).__name__}")
+    else:
+        found = from_model_answer(text, auto.classifier, body)
+    # `proxy.child.ChildClassifier` names the child request it made; another classifier
+    # (a test's) may make none.
+    child_id = getattr(classifier, "request_id", None)
+    return replace(found, request_id=child_id) if isinstance(child_id, str) else found

@@ -92,7 +92,7 @@ async def _classify(rt: Runtime, turn: Turn) -> None:
     from orca_cli.proxy.auto_classifier import classify_for_auto
     from orca_cli.proxy.child import ChildClassifier
 
-    turn.classification = await classify_for_auto(ChildClassifier(rt), auto, turn.body,
+    turn.classification = await classify_for_auto(ChildClassifier(rt, turn.routed), auto, turn.body,
                                                   turn.delta, parent_request_id=turn.request_id)
 
 

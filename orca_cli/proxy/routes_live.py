@@ -20,10 +20,12 @@ __all__ = ["deny_refusal", "route_step"]
 
 async def route_step(rt: Runtime, live: LiveRoutes, head: RequestHead, body: dict[str, Any],
                      request_id: str) -> Routed:
-    facts = route_facts(live, head, body, request_id=request_id, now=rt.clock.now())
+    facts, sid = route_facts(live, rt.cfg, head, body, request_id=request_id,
+                             now=rt.clock.now())
     needed = live.table.counters_needed(facts)
     counters = await rt.gate.read_counters(needed) if needed else {}
-    return Routed(facts, live.table.evaluate(facts, counters), live.version, live.limits)
+    return Routed(facts, live.table.evaluate(facts, counters), live.version, live.limits,
+                  sid=sid)
 
 
 def deny_refusal(routed: Routed) -> Refusal:

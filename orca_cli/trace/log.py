@@ -10,6 +10,8 @@ full id from `orca requests --json`), the session (12 characters; `-` when sessi
 router (or the model asked for when no router), the tier and its reason, model@channel#key
 that served, the status, the wall time, the share of prompt tokens read from cache, the cost.
 A refused or failed request shows orca's own error message instead of the cache and cost.
+A child request orca made itself (the auto router's model classifier, SPEC §16) ends with a
+`classifier` note (JSON: `purpose`, null for a client's request).
 Nothing from the prompt or the response ever appears, nor a key value.
 
 `RequestLog` is the sink: `emit(trace)` formats the line and queues it; the lines queued
@@ -122,6 +124,7 @@ def log_fields(trace: Mapping[str, Any]) -> dict[str, Any]:
         "cost_usd": trace.get("cost_usd"),
         "attempts": len(trace.get("attempts") or ()),
         "error": trace.get("error"),
+        "purpose": trace.get("purpose"),
     }
 
 
@@ -182,7 +185,19 @@ def _clock_text(second: int) -> str:
     return str(_last_second[1])
 
 
+# A child request's `purpose` as its line's note (SPEC §16: the auto router's classifier).
+_CHILD_NOTES = {"auto_routing_classifier": "classifier"}
+
+
 def _tail(trace: Mapping[str, Any]) -> str:
+    purpose = trace.get("purpose")
+    if purpose:
+        note = _CHILD_NOTES.get(str(purpose)) or _clip(purpose, 24)
+        return f"{_bare_tail(trace)}  ({note} for {short_id(trace.get('parent_request_id'))})"
+    return _bare_tail(trace)
+
+
+def _bare_tail(trace: Mapping[str, Any]) -> str:
     error = trace.get("error")
     if error:
         return _clip(error, 100)

@@ -27,10 +27,10 @@ from orca_cli.state.base import ReadRequest
 from orca_cli.state.keys import direct_router
 from orca_cli.turn.model import Arrival, RequestHead, Turn
 from orca_cli.turn.routes import Routed
-from orca_cli.types import MAPPING
+from orca_cli.types import MAPPING, Api
 from orca_cli.wire.body_check import body_problem, type_name
 from orca_cli.wire.estimate import estimate_tokens
-from orca_cli.wire.session_id import derive_session_id, resolve_session_id
+from orca_cli.wire.session_id import SessionId, derive_session_id, resolve_session_id
 from orca_cli.wire.side_facts import side_facts
 
 __all__ = ["ASKS", "MAX_JSON_DEPTH", "decide", "model_problem", "prepare", "response_key"]
@@ -129,16 +129,14 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, arrival: Arrival, *,
     if router is not None:
         if router.session_aware and not _sessionless(body) and (
                 routed is None or routed.affinity):
-            turn.sid = resolve_session_id(head.header_map(), body, router=router.name,
-                                          api=turn.api)
+            turn.sid = _session(head, body, router.name, turn.api, routed)
             _side(cfg, turn)
     elif target.model is not None:
         # SPEC §1.3: a concrete model keeps its conversation on one channel and key, by the
         # same session chain as a router (derived under the model's own pin slots).
         turn.direct = direct_router(target.model)
         if not _sessionless(body) and (routed is None or routed.affinity):
-            turn.sid = resolve_session_id(head.header_map(), body, router=turn.direct,
-                                          api=turn.api)
+            turn.sid = _session(head, body, turn.direct, turn.api, routed)
     turn.delta = delta if delta is not None else scorer.delta(body, turn.api)
     router, session = turn.router, turn.session  # a side request may have moved them
     previous = body.get("previous_response_id") if turn.api == "responses" else None
@@ -158,6 +156,15 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, arrival: Arrival, *,
         turn.previous_response = previous
     turn.read = _read_request(turn)
     return turn
+
+
+def _session(head: RequestHead, body: Mapping[str, Any], scope: str, api: Api,
+             routed: Routed | None) -> SessionId:
+    """SPEC §1.4. A routed request keeps its route step's id (`Routed.sid`), whatever
+    target the route picked: its budgets and its trace name one session."""
+    if routed is not None and routed.sid is not None:
+        return routed.sid
+    return resolve_session_id(head.header_map(), body, router=scope, api=api)
 
 
 def _side(cfg: Config, turn: Turn) -> None:
@@ -265,5 +272,6 @@ def _decide_routed(cfg: Config, turn: Turn, routed: Routed, *, scorer: Scorer,
 def _budget_refusal(turn: Turn, message: str) -> RoutePlan:
     """A `[budgets]` budget is spent (SPEC §17): 429 naming it, the spend and the command
     that raises it (the handler adds `x-should-retry: false`)."""
-    decision = TierDecision(tier="base", reason="budget_exceeded", evaluated=False)
+    decision = TierDecision(tier="base", reason="denied:budget", denied="budget",
+                            evaluated=False)
     return RoutePlan(turn.router, decision, (), (), refusal=(429, "budget_exceeded", message))

@@ -16,9 +16,12 @@ its budgets count under `-`); refuse such requests with a route whose `condition
 ends in a `deny` node, as the README's example does. Tokens are never logged: only the key's
 name reaches a trace.
 
-The facts' session id is the request's own (SPEC §1.4), resolved without a router: an
-explicit id as the client sent it, else the derived id of the conversation, so a split keeps
-a conversation on one branch and `session_usd` counts it whatever target the route picks.
+The facts' session id is the request's own (SPEC §1.4), resolved as the turn resolves it: an
+explicit id as the client sent it, else the id derived under the scope the request's own
+`model` names (its router, or a concrete model's `keys.direct_router` pin scope; `orca` for
+a name that resolves to nothing). `Routed.sid` carries it on, and the turn keeps it even when
+the route retargets the request, so a split keeps a conversation on one branch, and
+`session_usd`, `orca budget`, `orca requests` and a 429 all name the one id.
 """
 
 from __future__ import annotations
@@ -45,17 +48,18 @@ from orca_cli.routing.target import resolve_target
 from orca_cli.state import keys as K
 from orca_cli.state.base import HIncrManyOp, Op, SlotWrite
 from orca_cli.state.budgets import effective_limits, ttl_of
+from orca_cli.state.keys import direct_router
 from orca_cli.types import Headers
-from orca_cli.wire.session_id import resolve_session_id
+from orca_cli.wire.session_id import SessionId, resolve_session_id
 
 if TYPE_CHECKING:
     from orca_cli.config.schema import Config
     from orca_cli.turn.model import RequestHead
 
-__all__ = ["BUDGET_NAMES", "LiveRoutes", "Routed", "route_facts"]
+__all__ = ["BUDGET_NAMES", "LiveRoutes", "Routed", "route_facts", "session_scope"]
 
 BUDGET_NAMES = ("session_usd", "day_usd", "month_usd")
-_SESSION_ROUTER = "orca"  # the router name a derived session id of the route step hashes
+_NO_SCOPE = "orca"  # the scope a derived id hashes when the `model` field names nothing
 
 
 @immutable
@@ -95,14 +99,31 @@ class LiveRoutes:
         return None
 
 
-def route_facts(live: LiveRoutes, head: RequestHead, body: Mapping[str, Any], *,
-                request_id: str, now: float) -> RequestFacts:
-    """The request as a route sees it: its key, endpoint, model, headers, body and session."""
+def session_scope(cfg: Config, model: object) -> str:
+    """The scope a derived session id hashes, as `turn.prepare` derives it for the request's
+    own `model`: its router's name (an alias resolved), a concrete model's pin scope
+    (`keys.direct_router`), else `orca` (a name the route may still retarget)."""
+    if not isinstance(model, str) or not model.strip():
+        return _NO_SCOPE
+    try:
+        target = resolve_target(model, cfg)
+    except UnknownModel:
+        return _NO_SCOPE
+    if target.router is not None:
+        return target.router
+    return direct_router(target.model) if target.model is not None else _NO_SCOPE
+
+
+def route_facts(live: LiveRoutes, cfg: Config, head: RequestHead, body: Mapping[str, Any], *,
+                request_id: str, now: float) -> tuple[RequestFacts, SessionId]:
+    """The request as a route sees it (its key, endpoint, model, headers, body and session),
+    and its session id (SPEC §1.4), which the turn keeps (`Routed.sid`)."""
     hmap = head.header_map()
-    sid = resolve_session_id(hmap, body, router=_SESSION_ROUTER, api=head.api)
     model = body.get("model")
-    return RequestFacts(head.api, model if isinstance(model, str) else "", hmap, body, sid.id,
-                        live.key_name(head.headers), request_id, now)
+    sid = resolve_session_id(hmap, body, router=session_scope(cfg, model), api=head.api)
+    facts = RequestFacts(head.api, model if isinstance(model, str) else "", hmap, body, sid.id,
+                         live.key_name(head.headers), request_id, now)
+    return facts, sid
 
 
 @dataclass(slots=True)
@@ -114,6 +135,11 @@ class Routed:
     version: int
     limits: Mapping[str, float]
     budget: BudgetCheck = BUDGET_OK  # set by `decide` from the snapshot's counters
+    # The route step's session id: the turn uses it (SPEC §1.4), so the budget counters and
+    # the request's trace name one id, whichever target the route picked.
+    sid: SessionId | None = None
+    # A child request's (SPEC §16): the request it serves, whose budgets it counts in.
+    parent_request_id: str | None = None
 
     @property
     def affinity(self) -> bool:
@@ -126,6 +152,16 @@ class Routed:
         """What serves the request instead of its `model` (a router, model or channel:model)."""
         d = self.decision
         return d.target.target if d.kind == "target" and d.target is not None else None
+
+    def for_child(self, request_id: str) -> Routed:
+        """The route step of a child request orca makes for this request (the auto router's
+        model classifier, SPEC §16): billed and counted like any request, in this request's
+        budgets — the same inbound key, session and route — under the child's own request id
+        (its own commit marker: counted once). No target and no fallbacks: the child is
+        served as it names its model; the `[budgets]` verdict still applies to it."""
+        decision = Decision("none", self.decision.route)
+        return Routed(replace(self.facts, request_id=request_id), decision, self.version,
+                      self.limits, sid=None, parent_request_id=self.facts.request_id)
 
     def read_counters(self) -> tuple[str, ...]:
         """The `[budgets]` counters the store read fetches with everything else."""

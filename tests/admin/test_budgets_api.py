@@ -184,8 +184,10 @@ def test_the_direct_redis_path_shows_the_raised_limit_in_force(redis_config: Pat
     assert (row["configured_usd"], row["raised"]) == (0.004, True)
     code, out, _ = orca("budget")
     line = next(ln for ln in out.splitlines() if ln.startswith("session_usd"))
-    assert (f"{format_usd(row['spent_usd'])} of $0.01 ({row['share']:.0%}; raised from $0.004; "
-            "key ci: $0.004), 1 requests") in line
+    # the session's requests carried no key: its limit is the one for requests without one
+    assert row["keys"] == ["-"] and row["key_limits_usd"] == {"ci": 0.004}
+    assert (f"{format_usd(row['spent_usd'])} of $0.01 ({row['share']:.0%}; no key; raised from "
+            "$0.004), 1 requests") in line
 
 
 def test_redis_url_reads_that_store_without_asking_a_sidecar(

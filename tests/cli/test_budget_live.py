@@ -88,7 +88,8 @@ def test_budget_and_raise_reach_a_memory_sidecar_through_its_admin_api(served: s
     message = error["message"]
     assert "`orca budget raise session_usd <usd>`" in message
     assert "$0.00 of $0.00" not in message  # amounts below a cent keep their digits
-    assert "of $0.004 in this session" in message
+    assert "of $0.004 over the session's whole life" in message  # no window to end
+    assert "until the window ends" not in message
 
     code, out, err = _orca("budget", "--json")
     assert code == 0, err

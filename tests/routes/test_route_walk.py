@@ -141,7 +141,8 @@ def test_budget_windows_and_spend_keys() -> None:
     assert counter_key("session", "s", "month", NOW) == "session:s:month:2026-12"
     keys = spend_keys(_facts(key_name="ci", session_id="s"), "r")
     assert "key:ci:day:2026-12-04" in keys and "route:r:month:2026-12" in keys
-    assert "session:s:all:-" in keys and len(keys) == 10
+    assert "session:s:all:-" in keys and "sessionkey:s:all:ci" in keys  # the key's part
+    assert len(keys) == 11
 
 
 def test_target_and_deny_carry_their_settings() -> None:

@@ -92,6 +92,7 @@ class Classification:
     confidence: float
     source: str = "local"  # "local" or "model:<id>"
     fallback_reason: str | None = None  # why the model classifier did not answer
+    request_id: str | None = None  # the model classifier's child request, when one was made
 
     @property
     def workload(self) -> str:
@@ -104,6 +105,8 @@ class Classification:
                                "classifier": self.source}
         if self.fallback_reason is not None:
             out["fallback_reason"] = self.fallback_reason
+        if self.request_id is not None:
+            out["classifier_request_id"] = self.request_id
         return out
 
 

@@ -4,6 +4,12 @@ A counter is named `<scope>:<id>:<window>:<period>` — e.g. `key:ci:day:2026-12
 `session:s1:month:2026-12`, `route:rollout:week:2026-W49` (ISO week), `session:s1:all:-`
 (a session's whole life, for `[budgets] session_usd`). Its value is (requests, usd), counted
 at commit from billed cost. Periods are UTC calendar days, ISO weeks and calendar months.
+
+A session's whole-life counter is the session's, whatever inbound key its requests carry
+(the limit applied is the requesting key's). Beside it, a keyed request also counts into
+`sessionkey:<session>:all:<key>`, its key's part of the session, which nothing enforces: it
+is how `orca budget` tells which key a session's spend came from, and so which key's
+`session_usd` limit is in force for it (`session_holders`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ __all__ = [
     "counter_key",
     "format_usd",
     "period",
+    "session_holders",
+    "session_key_counter",
     "spend_keys",
 ]
 
@@ -98,10 +106,31 @@ def counter_key(scope: str, ident: str, window: Window, now: float) -> str:
     return f"{scope}:{ident}:{window}:{period(window, now)}"
 
 
+SESSION_KEY_HEAD = "sessionkey:"
+
+
+def session_key_counter(session_id: str, key: str) -> str:
+    """Inbound key `key`'s part of a session's whole-life spend (see the module docstring)."""
+    return f"{SESSION_KEY_HEAD}{session_id}:all:{key}"
+
+
+def session_holders(counters: Mapping[str, Spend]) -> dict[str, dict[str, Spend]]:
+    """Session id -> {inbound key name -> its part of the session}, from the counters'
+    `sessionkey:` entries (key names hold no `:`; session ids may)."""
+    out: dict[str, dict[str, Spend]] = {}
+    for name, spend in counters.items():
+        if name.startswith(SESSION_KEY_HEAD):
+            sid, window, key = name[len(SESSION_KEY_HEAD):].rsplit(":", 2)
+            if window == "all":
+                out.setdefault(sid, {})[key] = spend
+    return out
+
+
 def spend_keys(facts: RequestFacts, route: str) -> tuple[str, ...]:
     """Every counter one committed request adds its billed cost (and 1 request) to: its
     key's and (when a route matched) the route's day/week/month, its session's windows and
-    whole life. The store increments them in the commit batch, once per request id."""
+    whole life (and its key's part of that life). The store increments them in the commit
+    batch, once per request id."""
     out: list[str] = []
     scopes = [("key", facts.key_name or "-")]
     if route:
@@ -109,6 +138,8 @@ def spend_keys(facts: RequestFacts, route: str) -> tuple[str, ...]:
     if facts.session_id:
         scopes.append(("session", facts.session_id))
         out.append(counter_key("session", facts.session_id, "all", facts.now))
+        if facts.key_name:
+            out.append(session_key_counter(facts.session_id, facts.key_name))
     for scope, ident in scopes:
         out.extend(counter_key(scope, ident, w, facts.now) for w in BUDGET_WINDOWS)
     return tuple(out)
@@ -125,16 +156,23 @@ def budget_verdict(spent: float, budget: float) -> Verdict:
     return "ok"
 
 
-def budget_refusal(name: str, spent: float, budget: float, who: str, window: str) -> str:
-    """The 429 message: which budget, what was spent, and the command that raises it.
-    `name` is `session_usd`, `day_usd` or `month_usd`; `who` is `inbound key "ci"`,
-    `session "s1"` or `this sidecar`; `window` e.g. `2026-12-04 (UTC)`."""
-    key = ""
-    if who.startswith('inbound key "'):
-        key = " --key " + who[len('inbound key "'):-1]
-    return (f"budget {name} for {who} is spent: {format_usd(spent)} of {format_usd(budget)} "
-            f"in {window}; requests are refused until the window ends or the budget is raised "
-            f"with `orca budget raise {name} <usd>{key}`")
+def budget_refusal(name: str, spent: float, budget: float, who: str, window: str | None, *,
+                   key: str | None = None) -> str:
+    """The 429 message: which budget, what was spent, and the exact command that raises the
+    limit the request was refused by. `name` is `session_usd`, `day_usd` or `month_usd`;
+    `who` is `inbound key "ci"`, `session "s1"` or `this gateway`; `window` e.g.
+    `2026-12-04 (UTC)`, None for a budget without one (`session_usd`: the session's whole
+    life, which no window end refunds); `key`: the request's inbound key (`--key`), by
+    default the one `who` names."""
+    if key is None and who.startswith('inbound key "'):
+        key = who[len('inbound key "'):-1]
+    command = f"`orca budget raise {name} <usd>{f' --key {key}' if key else ''}`"
+    spend = f"{format_usd(spent)} of {format_usd(budget)}"
+    if window is None:
+        return (f"budget {name} for {who} is spent: {spend} over the session's whole life; "
+                f"its requests are refused until the budget is raised with {command}")
+    return (f"budget {name} for {who} is spent: {spend} in {window}; requests are refused "
+            f"until the window ends or the budget is raised with {command}")
 
 
 @immutable
@@ -179,11 +217,14 @@ def check_budgets(
             worst = BudgetCheck(verdict, name, counter, spent, limit)
     if worst.verdict != "refuse":
         return worst
+    key = facts.key_name
+    window: str | None
     if worst.name == "session_usd":
-        who, window = f'session "{facts.session_id}"', "this session"
+        who = f'session "{facts.session_id}"' + (f' (inbound key "{key}")' if key else "")
+        window = None
     else:
-        who = f'inbound key "{facts.key_name}"' if facts.key_name else "this gateway"
+        who = f'inbound key "{key}"' if key else "this gateway"
         window = worst.counter.rsplit(":", 1)[1] + " (UTC)"
-    message = budget_refusal(worst.name, worst.spent, worst.limit, who, window)
+    message = budget_refusal(worst.name, worst.spent, worst.limit, who, window, key=key)
     return BudgetCheck(worst.verdict, worst.name, worst.counter, worst.spent, worst.limit,
                        message)

@@ -40,7 +40,8 @@ def auto(
         cls = req.classification
         if cls is None or not cls.workloads:  # none asked, or the model classifier failed
             local = classify_local(req.body, req.delta, req.full)
-            cls = replace(local, fallback_reason=cls.fallback_reason) if cls else local
+            cls = (replace(local, fallback_reason=cls.fallback_reason, request_id=cls.request_id)
+                   if cls else local)
         measured = req.measured_latency_ms
     decision = rank_auto(candidates, cfg, cfg.auto, cls, measured)
     scores = {s.model: s.score for s in decision.ranked}
