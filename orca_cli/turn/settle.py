@@ -245,6 +245,10 @@ def _error(turn: Turn, latency_ms: float) -> str | None:
         return f"the upstream stream broke after the first byte: {broke}"
     if not (out.tap.completed or out.tap.error_finish):  # its client got an error event
         return "the upstream stream ended before its final event"
+    if out.tap.error_finish:  # the upstream's own error event ended it
+        kind = out.tap.error_kind
+        return "the upstream ended the stream with an error event" + (f" ({kind})" if kind
+                                                                       else "")
     return None
 
 

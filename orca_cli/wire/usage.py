@@ -89,6 +89,7 @@ class ResponseTap:
         "bad_events",
         "completed",
         "error_finish",
+        "error_kind",
         "error_message",
         "finish_reason",
         "has_text",
@@ -106,6 +107,7 @@ class ResponseTap:
         self.finish_reason: str | None = None
         self.completed = False
         self.error_finish = False
+        self.error_kind: str | None = None  # an in-stream error event's type or code
         self.error_message: str | None = None
         self.has_text = False
         self.refusal = False
@@ -377,6 +379,12 @@ class ResponseTap:
         self.error_finish = True
         if isinstance(err, dict) and isinstance(err.get("message"), str):
             self.error_message = err["message"][:500]
+        if isinstance(err, dict):
+            kind = err.get("type")  # a Responses `error` event's type is the event's own
+            if not kind or kind == "error":
+                kind = err.get("code")
+            if isinstance(kind, str) and kind:
+                self.error_kind = kind[:64]
 
     # --- results -----------------------------------------------------------------------------
 

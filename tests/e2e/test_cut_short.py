@@ -120,6 +120,23 @@ async def test_a_stream_that_ends_before_its_final_event_is_a_failure_in_the_log
     assert trace["error"] == "the upstream stream ended before its final event"
 
 
+async def test_a_stream_the_upstream_ends_with_its_own_error_event_says_so(
+        stack: Sidecar, scripted: ScriptedTransport) -> None:
+    """The upstream's in-stream error (an OpenAI-shape `error` chunk mid-stream): relayed to
+    the client, and the trace's error names its type (content-free), not `null`."""
+    head = openai_sse(("a", "b"))[:2]
+    error = (b'data: {"error": {"message": "the server had an error, retry", '
+             b'"type": "server_error"}}\n\n')
+    scripted.script = [Reply(chunks=(*head, error),
+                             headers=(("content-type", "text/event-stream"),))]
+    received = await streamed(stack, "m3", "own-err-1")
+    assert b"server_error" in received
+    trace = await trace_of(stack, "own-err-1")
+    assert trace["status"] == 200 and trace["committed"] is False
+    assert trace["error"] == "the upstream ended the stream with an error event (server_error)"
+    assert "retry" not in trace["error"]  # its message is not copied
+
+
 async def test_a_clean_stream_has_no_error(stack: Sidecar,
                                            scripted: ScriptedTransport) -> None:
     received = await streamed(stack, "m3", "clean-1")
