@@ -134,13 +134,18 @@ async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) ->
 
         if plan.refusal is not None:
             status, kind, message = plan.refusal
-            retry = (_held_back(rt, plan) if kind == "no_candidate" else 0)
+            retry, limited = (_held_back(rt, plan) if kind == "no_candidate" else (0, True))
             if retry:
                 # Every key that could serve waits out its provider's Retry-After: the client
-                # is told when to come back, not that retrying is pointless.
-                status, kind = 429, "rate_limited"
-                message = (f"every key that can serve this request is rate-limited by its "
-                           f"provider; retry after {retry} s")
+                # is told when to come back, not that retrying is pointless — as a rate limit
+                # (429) when a provider said so, else as the overload it was (503).
+                if limited:
+                    status, kind = 429, "rate_limited"
+                    why = "is rate-limited by its provider"
+                else:
+                    status, kind = 503, "overloaded"
+                    why = "was told by its provider to wait (overloaded)"
+                message = f"every key that can serve this request {why}; retry after {retry} s"
                 extra = [(b"retry-after", str(retry).encode())]
             else:
                 extra = [(b"x-should-retry", b"false")]
@@ -161,18 +166,23 @@ async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) ->
             rt.in_flight.end_pick(pick, rt.clock.monotonic())
 
 
-def _held_back(rt: Runtime, plan: RoutePlan) -> int:
+def _held_back(rt: Runtime, plan: RoutePlan) -> tuple[int, bool]:
     """Whole seconds until the first key of a refused plan's candidates may be tried again
-    after an upstream 429's `Retry-After` (0 when none is waiting on one: the breaker benched
-    them, or they were never usable)."""
-    assert rt.health is not None
+    after an upstream's `Retry-After` (0 when none is waiting on one: the breaker benched
+    them, or they were never usable), and whether that key waits out a rate limit (429)
+    rather than an overload (503, 529)."""
+    health = rt.health
+    assert health is not None
     slots = rt.cfg.compiled.key_slots
-    waits = [rt.health.retry_after_remaining(channel, i)
+    waits = [(w, channel, i)
              for c in plan.candidates if c.excluded == "unhealthy"
              for channel, why in c.filtered if why == "unhealthy"
-             for i, _ in slots.get(channel, ())]
-    wait = min((w for w in waits if w > 0), default=0.0)
-    return math.ceil(wait) if wait > 0 else 0
+             for i, _ in slots.get(channel, ())
+             if (w := health.retry_after_remaining(channel, i)) > 0]
+    if not waits:
+        return 0, True
+    wait, channel, i = min(waits)
+    return math.ceil(wait), health.retry_after_status(channel, i) == 429
 
 
 async def _finish(rt: Runtime, turn: Turn) -> CommitResult | None:

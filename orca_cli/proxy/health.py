@@ -134,6 +134,7 @@ class _Key:
     until: float = 0.0  # open -> half_open at `until`; cooldown ends at `until`
     probe_since: float | None = None  # the half-open probe handed out, not yet recorded
     retry_until: float = 0.0
+    retry_status: int = 429  # the status whose Retry-After set `retry_until` (429, 503, 529)
 
     def totals(self, epoch: int) -> list[int]:
         """[failures, successes, local, rate_limited] over the buckets still in the window."""
@@ -238,7 +239,9 @@ class Health:
         if retry_after_s is not None and retry_after_s > 0:
             # Capped at a cool-down: a daily-quota Retry-After must not bench a key for a day.
             wait = min(retry_after_s, self._cooldown_s)
-            key.retry_until = max(key.retry_until, now + wait)
+            if now + wait > key.retry_until:
+                key.retry_until = now + wait
+                key.retry_status = 429 if status is None else status
         verdict = _verdict(outcome, 0 if status is None else status)
         if verdict in _SLOT:
             key.count(self._epoch(now), _SLOT[verdict])
@@ -263,6 +266,12 @@ class Health:
         if key is None:
             return 0.0
         return max(0.0, key.retry_until - self._clock.monotonic())
+
+    def retry_after_status(self, channel: str, key_index: int) -> int:
+        """The upstream status whose `Retry-After` the key waits out: 429 (rate-limited),
+        503 or 529 (overloaded)."""
+        key = self._keys.get((channel, key_index))
+        return key.retry_status if key is not None else 429
 
     def snapshot(self) -> list[dict[str, object]]:
         """One row per known (channel, key) for /metrics and `orca doctor`; no key values."""

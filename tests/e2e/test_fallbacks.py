@@ -447,3 +447,32 @@ async def test_with_every_key_waiting_out_a_retry_after_the_client_is_told_when_
     assert err.value.response.headers["retry-after"] in ("19", "20")
     assert err.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
     assert len(ups["d"].requests) == 1
+
+
+async def test_a_key_waiting_out_an_overloads_retry_after_is_an_overload_not_a_rate_limit(
+        server: Sidecar) -> None:
+    """An Anthropic 529 (overloaded) with Retry-After benches the only key: inside that wait
+    the client is told to come back as the overload it was — 503 with Retry-After, Anthropic
+    `overloaded_error` — not as a rate limit."""
+    ups = {"a": ScriptedTransport(), "d": ScriptedTransport()}
+    ups["d"].script = [Reply(529, b'{"type":"error","error":{"type":"overloaded_error",'
+                                  b'"message":"Overloaded"}}',
+                             headers=(("content-type", "application/json"),
+                                      ("retry-after", "20")))]
+    transports: dict[str, Transport] = dict(ups)
+    async with server.use(loads(SOLO_CONFIG, source="test"), transports=transports) as st:
+        client = anthropic.AsyncAnthropic(base_url=st.base, api_key="agent-key", max_retries=0)
+        try:
+            with pytest.raises(anthropic.APIStatusError):
+                await client.messages.create(model="am", max_tokens=16, messages=MSGS)
+            with pytest.raises(anthropic.APIStatusError) as err:
+                await client.messages.create(model="am", max_tokens=16, messages=MSGS)
+        finally:
+            await client.close()
+    resp = err.value.response
+    assert resp.status_code == 503 and resp.headers["retry-after"] in ("19", "20")
+    assert "x-should-retry" not in resp.headers
+    body = err.value.body
+    assert isinstance(body, dict) and body["error"]["type"] == "overloaded_error"
+    assert "overloaded" in body["error"]["message"] and "rate-limited" not in body["error"]["message"]
+    assert len(ups["d"].requests) == 1  # nothing sent to the benched key
