@@ -35,7 +35,7 @@ __all__ = ["AUDIO_CHARS_PER_TOKEN", "IMAGE_TOKENS", "PDF_PAGE_TOKENS", "estimate
 
 # The most a provider charges for one image, rounded up: Anthropic resizes to a 1568 px long
 # edge, ≈ 1,600 tokens at most (docs.claude.com "Vision": tokens ≈ width × height / 750), up
-# to ≈ 4,784 for models that read 3.75 MP images (Claude Opus 4.7); OpenAI's tiled models at
+# to ≈ 4,784 for models that read 3.75 MP images; OpenAI's tiled models at
 # `detail: high` at most 85 + 8 × 170 = 1,445, its patch models 1,536 patches × 2.46
 # (gpt-4.1-nano) = 3,779 (platform.openai.com "Images and vision"); Gemini 3 1,120 at
 # `media_resolution: high`. A provider charging more answers its own overflow (§14.3).
