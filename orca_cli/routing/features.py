@@ -121,9 +121,16 @@ class Delta:
     is_user_turn: bool  # the delta holds user-authored text
     is_tool_continuation: bool  # only tool results after the last assistant message
     user_texts: tuple[str, ...]
-    tool_result_texts: tuple[str, ...]  # cleaned of injected blocks, for strike producers
+    tool_result_texts: tuple[str, ...]  # cleaned of injected blocks
     message_count: int
     has_tools: bool
+    # What the strike producers read: the tool results the agent did not mark as succeeded
+    # (`wire.transcript.Turn.strike_texts`); None: every tool result.
+    strike_results: tuple[str, ...] | None = None
+
+    @property
+    def strike_texts(self) -> tuple[str, ...]:
+        return self.tool_result_texts if self.strike_results is None else self.strike_results
 
     @property
     def score(self) -> float:
@@ -351,6 +358,7 @@ class Scorer:
             tool_result_texts=turn.tool_results,
             message_count=turn.message_count,
             has_tools=tools,
+            strike_results=turn.failed_or_unmarked,
         )
 
     def _difficulty(self, tokens: int, sample: str, system_chars: int, tools: bool) -> Difficulty:

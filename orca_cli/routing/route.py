@@ -192,7 +192,7 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState | None, caps: CapsV
              strong: Sequence[Candidate], evidence: dict[str, Any], now: float) -> TierDecision:
     """The triggers, caps and tier state of SPEC §6 over this turn's signals."""
     inp, esc = c.inp, router.escalation
-    signatures = error_signatures(inp.delta.tool_result_texts)
+    signatures = error_signatures(inp.delta.strike_texts)
     evidence["signatures"] = len(signatures)
     # A Responses request continuing by `previous_response_id` carries no assistant message,
     # yet it continues its conversation: it is no side request, and its user turn counts.

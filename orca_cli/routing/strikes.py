@@ -18,6 +18,17 @@ Code's `<tool_use_error>`, "String to replace not found", a rejected tool use, a
 Python, Java, C/C++, pytest, go test and eslint lines carry the generic markers and normalise
 well as they are.
 
+What is the same failure, and what is not one (SPEC §6.3, §19: a strike is the *same* error
+again). A tool result the agent reports as succeeded signs nothing, whatever it holds — a file
+it read may define `class ConfigError(Exception)`: Claude Code marks each result (`is_error`;
+the transcript leaves the ones marked false out, `Turn.strike_texts`), and Codex's exec result
+carries its exit status (0: succeeded). Lines that every failure of a tool prints alike sign
+nothing either: a bare `exit code 1` (the generic failure status; another status, such as
+127 for a command not found, still signs) and a runner's or compiler's summary line (`1
+failed in 0.12s`, `Tests: 1 failed, 4 total`, `Found 2 errors in 1 file`, cargo's `could not
+compile … due to 1 previous error`): two different failures share them, so they would strike
+on any second failure.
+
 Response side: malformed tool-call JSON, an empty answer, a refusal, truncation on a request
 that allowed ≥ 1,024 output tokens. These come from `wire/usage.py`'s tap after the response.
 
@@ -43,6 +54,7 @@ from orca_cli.immutable import immutable
 
 __all__ = [
     "ERROR_MARKERS",
+    "GENERIC_EXIT",
     "SCAN_LIMIT",
     "TEMPLATES",
     "Template",
@@ -136,6 +148,25 @@ _CODE = re.compile(r"^[A-Z]{0,4}-?\d{1,5}$")  # an error code or exit status: ke
 
 
 _CODE_FRAME = re.compile(r"^\s*>?\s*\d*\s*\|")  # gcc / rustc / jest echo of the source
+# The words a summary line is made of (with counts, times and paths): such a line says how
+# many failed, not what failed.
+_SUMMARY_WORDS = frozenset({
+    "failed", "failures", "failure", "failing", "fail", "passed", "passing", "pass", "skipped",
+    "pending", "error", "errors", "warning", "warnings", "in", "s", "ms", "total", "tests",
+    "test", "suites", "suite", "files", "file", "result", "results", "ok", "deselected",
+    "xfailed", "xpassed", "ignored", "measured", "filtered", "out", "finished", "found", "of",
+    "and", "snapshots", "todo", "assertions", "examples", "specs", "n", "q", "path", "hex"})
+_SUMMARY_WORD = re.compile(r"[a-z]+")
+_TRAILERS = (re.compile(r"could not compile .*due to (?:<n> )?previous errors?"),  # cargo
+             re.compile(r"^make(?:\[<n>\])?: \*\*\* .* error <n>"))  # make's recipe failed
+
+
+def _summary(template: str) -> bool:
+    """A line every failure of its tool prints alike (a count of failures, a build's
+    trailer): no signature (module docstring)."""
+    low = template.lower()
+    return (all(w in _SUMMARY_WORDS for w in _SUMMARY_WORD.findall(low))
+            or any(t.search(low) for t in _TRAILERS))
 _TOOL_ERROR_END = "</tool_use_error>"
 
 
@@ -157,9 +188,12 @@ def line_signature_text(line: str, low_line: str) -> str | None:
             if m is not None:
                 parts = [g if _CODE.match(g) else normalise_error_line(g)
                          for g in m.groups() if g]
+                if t.kind == "tool:exit" and parts == ["1"]:
+                    return GENERIC_EXIT  # no failure in particular (`error_signatures`)
                 return ":".join([t.kind, *parts])
     if any(m in low_line for m in ERROR_MARKERS):
-        return normalise_error_line(line)
+        template = normalise_error_line(line)
+        return None if _summary(template) else template
     return None
 
 
@@ -271,22 +305,58 @@ def error_signatures(tool_results: Iterable[str]) -> tuple[str, ...]:
         if not text:
             continue
         chunk = unwrap_exec_output(text[:SCAN_LIMIT])
+        if _succeeded(chunk):
+            continue
         low = chunk.lower()
         marked = _marked_lines(chunk, low)
         if not marked:
             continue
         lines, low_lines = chunk.splitlines(), low.splitlines()
-        for k in marked:
-            template = line_signature_text(lines[k], low_lines[k])
-            if template is not None:
-                if len(template) < 4:
-                    continue
-                sig = hashlib.sha256(template.encode()).hexdigest()[:16]
-                if sig not in out:
-                    out.append(sig)
-                    if len(out) >= MAX_LINES:
-                        return tuple(out)
+        templates = [t for k in marked
+                     if (t := line_signature_text(lines[k], low_lines[k])) is not None]
+        if GENERIC_EXIT in templates:
+            # Exit status 1 and nothing else that names the failure: what the command
+            # printed last names it (a `command not found`, a runner's own wording).
+            templates = [t for t in templates if t != GENERIC_EXIT]
+            if not templates and (last := _last_output_line(lines)) is not None:
+                templates.append(f"{GENERIC_EXIT}:{normalise_error_line(last)}")
+        for template in templates:
+            if len(template) < 4:
+                continue
+            sig = hashlib.sha256(template.encode()).hexdigest()[:16]
+            if sig not in out:
+                out.append(sig)
+                if len(out) >= MAX_LINES:
+                    return tuple(out)
     return tuple(out)
+
+
+GENERIC_EXIT = "tool:exit:1"
+# Lines of a shell result that are no output of the command: its status and Codex's header.
+_NOT_OUTPUT = re.compile(r"(?i)^(?:exit code:? ?-?\d+|process exited with code -?\d+|chunk id:"
+                         r"|wall time:|original token count:|output:$|total output lines:"
+                         r"|warning: truncated output)")
+
+
+def _last_output_line(lines: Sequence[str]) -> str | None:
+    """The last line the command printed that is neither blank, a status or header line, nor
+    a summary line (`_summary`); None when there is none."""
+    for line in reversed(lines):
+        text = line.strip()
+        if text and not _NOT_OUTPUT.match(text) and not _summary(normalise_error_line(text)):
+            return text
+    return None
+
+
+_EXITED_0 = "\nProcess exited with code 0\n"  # Codex >= 0.171's plain-text exec result
+_EXEC_HEAD = 200  # its status line sits in a short header (chunk id, wall time)
+
+
+def _succeeded(chunk: str) -> bool:
+    """A Codex exec result whose command exited 0: its JSON form (`unwrap_exec_output` puts
+    the status last) or its plain-text form (the status in its header)."""
+    return chunk.endswith("\nExit code: 0") or (
+        chunk.startswith("Chunk ID:") and _EXITED_0 in chunk[:_EXEC_HEAD])
 
 
 def request_strike(signatures: Sequence[str], seen: Sequence[str]) -> bool:

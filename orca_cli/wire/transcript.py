@@ -74,6 +74,14 @@ class Turn:
     user_texts: tuple[str, ...]
     tool_results: tuple[str, ...]
     message_count: int
+    # The tool results a strike may read (SPEC §6.3): all but those the agent marked as
+    # succeeded (an Anthropic `tool_result` with `is_error: false`, as Claude Code marks a
+    # command that exited 0 or a file it read); None when that is every one of them.
+    failed_or_unmarked: tuple[str, ...] | None = None
+
+    @property
+    def strike_texts(self) -> tuple[str, ...]:
+        return self.tool_results if self.failed_or_unmarked is None else self.failed_or_unmarked
 
     @property
     def is_user_turn(self) -> bool:
@@ -155,7 +163,8 @@ def latest_turn(body: Any, api: Api) -> Turn:
     if not isinstance(messages, list):
         return Turn((), (), 0)
     n = len(messages)
-    chunks: list[tuple[list[str], list[str]]] = []  # per message, newest message first
+    # per message, newest message first: (user texts, tool results, those marked succeeded)
+    chunks: list[tuple[list[str], list[str], list[str]]] = []
     i = n - 1
     while i >= 0:
         m = messages[i]
@@ -167,20 +176,39 @@ def latest_turn(body: Any, api: Api) -> Turn:
             break
         users: list[str] = []
         tools: list[str] = []
+        passed: list[str] = []
         if role == "user":
-            _read_user(m.get("content"), users, tools)
+            _read_user(m.get("content"), users, tools, passed)
         elif role in _TOOL_ROLES and api == "openai":
             _read_text(m.get("content"), tools)
         if users or tools:
-            chunks.append((users, tools))
+            chunks.append((users, tools, passed))
     if len(chunks) == 1:  # the common case: one message after the assistant
-        return Turn(tuple(chunks[0][0]), tuple(chunks[0][1]), n)
+        users, tools, passed = chunks[0]
+        return Turn(tuple(users), tuple(tools), n, _unmarked(tools, passed))
     all_users: list[str] = []
     all_tools: list[str] = []
-    for users, tools in reversed(chunks):  # back in transcript order
+    all_passed: list[str] = []
+    for users, tools, passed in reversed(chunks):  # back in transcript order
         all_users += users
         all_tools += tools
-    return Turn(tuple(all_users), tuple(all_tools), n)
+        all_passed += passed
+    return Turn(tuple(all_users), tuple(all_tools), n, _unmarked(all_tools, all_passed))
+
+
+def _unmarked(tools: list[str], passed: list[str]) -> tuple[str, ...] | None:
+    """The tool results not marked as succeeded (None: none was); `passed` holds the marked
+    ones' texts, each also in `tools`, in the same order."""
+    if not passed:
+        return None
+    out: list[str] = []
+    k = 0
+    for text in tools:
+        if k < len(passed) and text is passed[k]:
+            k += 1
+        else:
+            out.append(text)
+    return tuple(out)
 
 
 def opening_ask(body: Any, api: Api) -> str:
@@ -284,8 +312,10 @@ def _read_text(content: Any, out: list[str]) -> None:
                 _keep(part, out)
 
 
-def _read_user(content: Any, users: list[str], tools: list[str]) -> None:
-    """A user message: its text goes to `users`, its `tool_result` blocks to `tools`."""
+def _read_user(content: Any, users: list[str], tools: list[str],
+               passed: list[str] | None = None) -> None:
+    """A user message: its text goes to `users`, its `tool_result` blocks to `tools`, and
+    (with `passed`) the texts of those marked `is_error: false` to `passed` as well."""
     if isinstance(content, str):
         _keep(content, users)
         return
@@ -300,7 +330,10 @@ def _read_user(content: Any, users: list[str], tools: list[str]) -> None:
             if isinstance(text, str):
                 _keep(text, users)
         elif kind == "tool_result":
+            before = len(tools)
             _read_text(block.get("content"), tools)
+            if passed is not None and block.get("is_error") is False:
+                passed += tools[before:]
 
 
 def _read_assistant(m: Mapping[str, Any], texts: list[str]) -> int:

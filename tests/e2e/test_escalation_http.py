@@ -30,6 +30,7 @@ from tests.e2e.tier_kit import (
     TierStack,
     evals,
     ok,
+    tier_config,
 )
 from tests.routing.bodies import HARD_PROSE, SYSTEM_PROMPT, goroutine_dump, python_traceback
 
@@ -362,3 +363,39 @@ async def test_a_codex_loop_of_passing_runs_never_strikes(launch: Launch, shape:
     assert {r.tier_header for r in replies} == {"base; reason=default"}
     for r in replies:
         assert evals(await st.trace(r))["C"]["strikes"] == 0
+
+
+def _claude_turn(history: list[dict[str, object]], results: list[tuple[str, bool]]
+                 ) -> list[dict[str, object]]:
+    """The history with the assistant's Bash calls and their results as Claude Code sends
+    them (`is_error` on each)."""
+    n = len(history)
+    calls = [{"type": "tool_use", "id": f"toolu_{n}_{i}", "name": "Bash",
+              "input": {"command": "cat app.py"}} for i in range(len(results))]
+    blocks = [{"type": "tool_result", "tool_use_id": f"toolu_{n}_{i}", "is_error": failed,
+               "content": text} for i, (text, failed) in enumerate(results)]
+    return [*history, {"role": "assistant", "content": calls},
+            {"role": "user", "content": blocks}]
+
+
+async def test_a_claude_code_session_that_rereads_a_source_file_never_strikes(
+        launch: Launch) -> None:
+    """Found with the real Claude Code: re-reading a file that defines an exception class
+    and logs errors, every command succeeding, escalated by strikes on request 6. Results
+    marked `is_error: false` sign nothing; a failing run beside them still does."""
+    from tests.routing.test_strike_false_positives import SOURCE
+
+    st = await launch(tier_config(base_channel={"api": ["openai", "anthropic"]}))
+    history: list[dict[str, object]] = [{"role": "user", "content": "tidy the config loader"}]
+    headers = []
+    for turn in range(7):
+        history = _claude_turn(history, [(SOURCE, False), ("3 passed in 0.11s", False)])
+        body = {"model": "orca/coding", "max_tokens": 256, "messages": history}
+        resp = await st.http.post("/v1/messages", json=body,
+                                  headers={"x-orca-session": "cc-reread", "x-api-key": "k"})
+        await st.sidecar.idle()
+        assert resp.status_code == 200, resp.text
+        headers.append(resp.headers["x-orca-session-tier"])
+        trace = await st.store.get_trace(resp.headers["x-orca-request-id"])
+        assert trace is not None and evals(trace)["C"]["strikes"] == 0, turn
+    assert set(headers) == {"base; reason=default"}, headers

@@ -83,19 +83,21 @@ def tier_config(*, escalation: Mapping[str, Any] | None = None,
                 workspace_cap: float = 1.0,
                 base_faults: Mapping[str, Any] | None = None,
                 strong_channel: Mapping[str, Any] | None = None,
+                base_channel: Mapping[str, Any] | None = None,
                 extra: Mapping[str, Any] | None = None) -> Config:
     """One router `coding`: base tier `base-weak` (weak band) and `base-mid` (mid band) on
     channel `sim-base`, strong tier `frontier` on `sim-strong`; one key each, no fallback
     models, so what served is unambiguous. The full-transcript banding is t1 = 0.45 /
     t2 = 0.90: a short opener lands on `base-weak`, a transcript holding a hard debugging
     turn on `base-mid`. The workspace cap is off (1.0) unless a test asks for it;
-    `strong_channel` overrides fields of the strong tier's channel; `extra` adds top-level
+    `strong_channel` and `base_channel` override fields of the tiers' channels (e.g. `api`);
+    `extra` adds top-level
     tables (`routes`, `inbound_keys`, `budgets`, ...)."""
-    base_channel = _sim_channel("sim-base", list(BASE_MODELS))
+    base = _sim_channel("sim-base", list(BASE_MODELS), **(base_channel or {}))
     if base_faults:
-        base_channel["faults"] = dict(base_faults)
+        base["faults"] = dict(base_faults)
     doc: dict[str, Any] = {
-        "channels": [base_channel,
+        "channels": [base,
                      _sim_channel("sim-strong", [STRONG_MODEL], **(strong_channel or {}))],
         "models": {
             "base-weak": {"input": 0.27, "output": 1.10, "quality": 0.60,

@@ -56,9 +56,7 @@ CASES: list[tuple[str, list[str], dict[str, str]]] = [
     ("tsc.txt", ["ts:TS2322", "ts:TS2554", "ts:TS2304"],
      {"'missing'": "'absent'", "'number'": "'boolean'"}),
     ("rustc.txt", ["rust:E0425", "rust:E0308"], {"`y`": "`z`"}),
-    ("cargo_test.txt", ["tests::adds --- FAILED", "rust:panic",
-                        ("test result: FAILED. <n> passed; <n> failed; <n> ignored; "
-                         "<n> measured; <n> filtered out; finished in <n>.<n>s")], {}),
+    ("cargo_test.txt", ["tests::adds --- FAILED", "rust:panic"], {}),
     ("python_traceback.txt", ["AssertionError"], {}),
     ("python_syntax.txt", ["SyntaxError: invalid syntax"], {}),
     ("pytest.txt", ["E assert -<n> == <n>", "FAILED test_x.py::test_add - assert -<n> == <n>"],
@@ -116,8 +114,8 @@ def test_source_lines_that_only_mention_expect_do_not_strike() -> None:
 
 def test_an_exit_code_at_the_end_of_a_long_json_line_is_found() -> None:
     body = "x" * 5000
-    line = f'{{"output":"{body}","metadata":{{"exit_code":1,"duration_seconds":0.5}}}}'
-    assert error_signatures([line]) == error_signatures(['{"exit_code":1}'])
+    line = f'{{"output":"{body}","metadata":{{"exit_code":2,"duration_seconds":0.5}}}}'
+    assert error_signatures([line]) == error_signatures(['{"exit_code":2}']) != ()
 
 
 @pytest.mark.parametrize("text", [
