@@ -25,7 +25,7 @@ Choices the SPEC leaves open, made here:
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -151,11 +151,12 @@ def plan_route(
         return _plan_model(c)
     esc = router.escalation
     how = Sourcing(mode, healthy, c.rng, t.channel, c.policy)
+    tiers = cfg.compiled.pools[router.name]  # the router's tiers, built once per config
+    est = _fitting_estimate(inp.est_tokens, tiers.allowed, cfg)
 
     def pool(models: Sequence[str]) -> tuple[Candidate, ...]:
-        return build_candidates(models, inp.api, inp.est_tokens, cfg, how)
+        return build_candidates(models, inp.api, est, cfg, how)
 
-    tiers = cfg.compiled.pools[router.name]  # the router's tiers, built once per config
     escalates = bool(tiers.strong) and esc.mode != "off"
     strong = pool(tiers.strong) if escalates else ()
     caps = _caps_view(cfg, router, snapshot, inp.budget_denied, inp.in_flight)
@@ -421,6 +422,27 @@ def _first_channel(c: _Ctx, tier: Tier, model: str,
     return None
 
 
+# A body's bytes per token, at most, in what agents send (prose, code, JSON with its keys and
+# escapes): a real tokenizer reads English at about 4-5 bytes a token and escaped non-ASCII
+# text at about 6; the request's estimate (`wire.estimate`) counts 4, an upper bound.
+MAX_BYTES_PER_TOKEN = 6
+
+
+def _fitting_estimate(est: int, models: Iterable[str], cfg: Config) -> int:
+    """The estimate candidates are excluded on (SPEC §14.3). The upper one (`est`, a token
+    per 4 bytes) keeps a request off a model it may not fit while a larger one can take it;
+    when it fits none of `models` but the lower bound (a token per `MAX_BYTES_PER_TOKEN`
+    bytes) fits one, the lower bound decides: orca refuses only what no candidate could
+    take, and a provider that cannot take it answers its own overflow error."""
+    if est <= cfg.compiled.smallest_window:  # the common case: fits every window
+        return est
+    largest = max((model_config(m, cfg).context_window for m in models), default=0)
+    if est <= largest:
+        return est
+    lower = est * 4 // MAX_BYTES_PER_TOKEN
+    return lower if lower <= largest else est
+
+
 def overflow_refusal(candidates: Sequence[Candidate], est_tokens: int, api: str,
                      cfg: Config) -> tuple[int, str, str] | None:
     """Longer than every candidate's context window (SPEC §14.3): the inbound provider's own
@@ -445,10 +467,11 @@ def _plan_model(c: _Ctx) -> RoutePlan:
     counts_strong = t.model in cfg.strong_models()
     mode = ordering_mode(t, inp.prefs, "balanced")
     how = Sourcing(mode, healthy, c.rng, t.channel, c.policy)
-    candidates = build_candidates([t.model], inp.api, inp.est_tokens, cfg, how)
+    est = _fitting_estimate(inp.est_tokens, (t.model, *inp.route_fallbacks), cfg)
+    candidates = build_candidates([t.model], inp.api, est, cfg, how)
     if inp.route_fallbacks:  # each on its own channels: re-selected in full (SPEC §17)
         candidates += build_candidates([m for m in inp.route_fallbacks if m != t.model],
-                                       inp.api, inp.est_tokens, cfg, replace(how, channel=None))
+                                       inp.api, est, cfg, replace(how, channel=None))
     tier: Tier = "strong" if counts_strong else "base"
     caps = CapsView(share=ShareView(), workspace_share=ShareView(
         snapshot.workspace_share.strong, snapshot.workspace_share.total),

@@ -56,7 +56,8 @@ def _huge(chars: int) -> list[dict[str, str]]:
 
 
 async def test_context_overflow_is_the_providers_own_400(sidecar: Sidecar) -> None:
-    messages = _huge(5_000_000)  # over every window of the example config (1,047,576 tokens)
+    # over every window of the example config (1,047,576 tokens) even at a token per 6 bytes
+    messages = _huge(8_000_000)
     with pytest.raises(anthropic.BadRequestError) as an_err:
         await _an(sidecar).messages.create(model="orca/coding", max_tokens=64,
                                            messages=messages)  # type: ignore[arg-type]
