@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["AGENTS", "CLAUDE_CODE_MAIN", "CLAUDE_CODE_SMALL", "Setup", "banner_lines",
+__all__ = ["AGENTS", "CLAUDE_CODE_MAIN", "CLAUDE_CODE_SMALL", "Setup", "aider_command",
+           "banner_lines",
            "claude_exports", "codex_block", "codex_config_path", "llm_models_path", "llm_yaml",
            "opencode_json", "setup_for"]
 
@@ -108,13 +109,20 @@ def banner_lines(s: Setup) -> list[str]:
         f"  Codex CLI    export ORCA_API_KEY={s.key}; and in ~/.codex/config.toml:",
         *codex,
         f"  Aider        export OPENAI_API_BASE={s.v1} OPENAI_API_KEY={s.key}; "
-        f"aider --model openai/{s.model}",
+        f"{aider_command(s)}",
         "  OpenCode     orca init --agent opencode --write   (an \"orca\" provider in "
         "./opencode.json)",
         "  llm          orca init --agent llm --write        (a model \"orca\" in "
         "extra-openai-models.yaml)",
         f"  SDKs         OpenAI(base_url=\"{s.v1}\"), Anthropic(base_url=\"{s.base}\")",
     ]
+
+
+def aider_command(s: Setup) -> str:
+    """Aider's command line: the main model, and its weak model (commit messages, history
+    summaries) on the sessionless router when the config has one."""
+    weak = f" --weak-model openai/{s.side_model}" if s.side_model else ""
+    return f"aider --model openai/{s.model}{weak}"
 
 
 def codex_block(s: Setup) -> str:

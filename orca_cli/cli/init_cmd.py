@@ -16,6 +16,7 @@ from orca_cli.cli.agent_setup import (
     CLAUDE_CODE_MAIN,
     CLAUDE_CODE_SMALL,
     Setup,
+    aider_command,
     claude_exports,
     codex_block,
     codex_config_path,
@@ -137,10 +138,9 @@ def agent_text(agent: str, s: Setup) -> str:
                 f"export ORCA_API_KEY={s.key}    # Codex insists on a key: any non-empty "
                 "value\ncodex\n")
     if agent == "aider":
-        weak = f" --weak-model openai/{s.side_model}" if s.side_model else ""
         return (f"export OPENAI_API_BASE={s.v1}    # Aider reads OPENAI_API_BASE\n"
                 f"export OPENAI_API_KEY={s.key}\n"
-                f"aider --model openai/{s.model}{weak}\n")
+                f"{aider_command(s)}\n")
     if agent == "llm":
         return (f"# {llm_models_path()}\n{llm_yaml(s)}\n"
                 f"llm keys set orca    # any non-empty value\n"

@@ -42,6 +42,8 @@ _CODEX_TITLE = (
 _AIDER_COMMIT = (
     "You are an expert software engineer that generates concise, one-line Git commit messages"
 )
+# Aider's history summary (aider/prompts.py `summarize`), sent to its weak model.
+_AIDER_SUMMARIZE = "*Briefly* summarize this partial conversation about programming"
 
 DEFAULT_HOUSEKEEPING: tuple[HousekeepingRule, ...] = (
     HousekeepingRule(
@@ -64,6 +66,7 @@ DEFAULT_HOUSEKEEPING: tuple[HousekeepingRule, ...] = (
         "aider-commit", "aider",
         (_AIDER_COMMIT,),
     ),
+    HousekeepingRule("aider-summarize", "aider", (_AIDER_SUMMARIZE,)),
     HousekeepingRule(
         "cline-commit", "cline",
         ("You are a helpful assistant that generates informative git commit messages",),

@@ -121,8 +121,10 @@ def test_banner_names_every_agent_and_the_key_to_give() -> None:
     lines = "\n".join(banner_lines(setup_for(cfg, BASE)))
     for needle in ("ANTHROPIC_BASE_URL=" + BASE, "ANTHROPIC_API_KEY=orca",
                    'base_url = "' + BASE + '/v1"', 'wire_api = "responses"',
-                   "OPENAI_API_BASE=" + BASE + "/v1", "openai/orca/coding", "OpenCode", "llm",
-                   "any non-empty API key"):
+                   "OPENAI_API_BASE=" + BASE + "/v1",
+                   # the banner's aider line is `orca init --agent aider`'s: its weak model too
+                   "aider --model openai/orca/coding --weak-model openai/orca/background",
+                   "OpenCode", "llm", "any non-empty API key"):
         assert needle in lines, lines
     assert "OPENAI_BASE_URL" not in lines
     tokened = banner_lines(Setup(base=BASE, key="$ORCA_INBOUND_TOKEN"))

@@ -64,6 +64,9 @@ def test_shipped_rules_recognise_each_agents_housekeeping_and_not_a_main_turn() 
         "opencode-title": "You are a title generator. You output ONLY a thread title.",
         "aider-commit": "You are an expert software engineer that generates concise, one-line "
                         "Git commit messages based on the provided diffs.",
+        "aider-summarize": "*Briefly* summarize this partial conversation about programming.\n"
+                           "Include less detail about older parts and more detail about the "
+                           "most recent messages.",
         "cline-commit": "You are a helpful assistant that generates informative git commit "
                         "messages based on git diffs output.",
     }
