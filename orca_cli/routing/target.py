@@ -33,6 +33,7 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import Literal
 
+from orca_cli.config.compiled import GLOB_CHARS
 from orca_cli.config.schema import Config
 from orca_cli.errors import UnknownModel
 from orca_cli.immutable import immutable
@@ -53,6 +54,10 @@ Mode = Literal["balanced", "price", "latency", "throughput"]
 
 SUFFIX_MODE: dict[str, Mode] = {"nitro": "throughput", "cheap": "price", "fast": "latency"}
 ROUTER_PREFIX = "orca/"
+# The 404 of an unknown name (SPEC §14.4): a plain name this close is a typo of it ("did you
+# mean"); a pattern's literal part shorter than this says nothing about a name.
+TYPO_RATIO = 0.8
+MIN_PATTERN_LITERAL = 3
 
 
 @immutable
@@ -108,6 +113,9 @@ def _hint(name: str, cfg: Config) -> str | None:
     near = nearest_name(name, cfg)
     if near is None:
         return None
+    if not GLOB_CHARS & set(near) and SequenceMatcher(None, name.lower(),
+                                                        near.lower()).ratio() >= TYPO_RATIO:
+        return f"did you mean {near!r}?"  # a typo of a name the sidecar serves
     target = cfg.aliases.get(near, near)
     return (f"the nearest configured name is {near!r}; to serve this one too, add an alias "
             f"such as \"{_pattern_of(name)}\" = \"{target}\" under [aliases]")
@@ -151,13 +159,25 @@ def _pattern_of(name: str) -> str:
 
 
 def nearest_name(name: str, cfg: Config) -> str | None:
-    """The configured name or alias pattern closest to an unknown `name` (SPEC §14.4), so
-    the 404 says which alias to add: a pattern is compared by its literal part against as
-    much of the name."""
+    """The configured name or alias pattern closest to an unknown `name` (SPEC §14.4): a
+    served name spelt nearly so (a typo, `TYPO_RATIO`), else the name or pattern whose literal
+    part is closest to as much of the name, so the 404 says which alias to add (a pattern's
+    literal of fewer than `MIN_PATTERN_LITERAL` characters is no guide)."""
+    keys = (*cfg.aliases, *(ROUTER_PREFIX + r for r in cfg.routers), *cfg.model_ids())
+    low = name.lower()
+    typo, typo_ratio = None, TYPO_RATIO  # a served name spelt nearly so wins outright
+    for key in keys:
+        if not GLOB_CHARS & set(key):
+            ratio = SequenceMatcher(None, low, key.lower()).ratio()
+            if ratio >= typo_ratio:
+                typo, typo_ratio = key, ratio
+    if typo is not None:
+        return typo
     best, best_ratio = None, 0.0
-    for key in (*cfg.aliases, *(ROUTER_PREFIX + r for r in cfg.routers), *cfg.model_ids()):
+    for key in keys:
         literal = (key.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0] or key).lower()
-        low = name.lower()
+        if len(literal) < MIN_PATTERN_LITERAL and literal != key.lower():
+            continue  # `o[0-9]*`: one letter in common says nothing
         ratio = SequenceMatcher(None, low[: len(literal)], literal).ratio()
         if literal == key.lower():  # a plain name may also be the whole name's near twin
             ratio = max(ratio, SequenceMatcher(None, low, literal).ratio())

@@ -28,10 +28,9 @@ import orjson
 
 from orca_cli.translate.model import Reasoning
 from orca_cli.types import Api
+from orca_cli.wire.errors import error_type as type_for  # one table per format's error types
 
 __all__ = [
-    "ANTHROPIC_TYPES",
-    "OPENAI_TYPES",
     "OVERFLOW_CODE",
     "TAG",
     "TranslationError",
@@ -51,31 +50,6 @@ _ID_OK = re.compile(r"^[a-zA-Z0-9_-]+$")
 _ID_PREFIX = "orcaid_"
 TAG = "orca1."  # the start of every provenance tag (never of a provider's own value)
 
-ANTHROPIC_TYPES: dict[int, str] = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    402: "billing_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    503: "overloaded_error",
-    504: "timeout_error",
-    529: "overloaded_error",
-}
-OPENAI_TYPES: dict[int, str] = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "invalid_request_error",
-    429: "rate_limit_error",
-    500: "server_error",
-    502: "server_error",
-    503: "server_error",
-    504: "server_error",
-}
 _ANTHROPIC_STATUS = {
     "invalid_request_error": 400,
     "authentication_error": 401,
@@ -119,17 +93,6 @@ def sse(event: str | None, payload: bytes) -> bytes:
     if event is None:
         return b"data: " + payload + b"\n\n"
     return b"event: " + event.encode() + b"\ndata: " + payload + b"\n\n"
-
-
-def type_for(api: Api, status: int) -> str:
-    """The error type `api` uses for `status`."""
-    table = ANTHROPIC_TYPES if api == "anthropic" else OPENAI_TYPES
-    found = table.get(status)
-    if found is not None:
-        return found
-    if status >= 500:
-        return "api_error" if api == "anthropic" else "server_error"
-    return "invalid_request_error"
 
 
 def status_for(src: Api, dst: Api, status: int, etype: str | None) -> int:

@@ -51,7 +51,7 @@ OPENAI_ERROR_TYPES: dict[int, str] = {
     401: "authentication_error",
     402: "insufficient_quota",
     403: "permission_error",
-    404: "not_found_error",
+    404: "invalid_request_error",  # as OpenAI answers an unknown model or path (its code says)
     413: "invalid_request_error",
     415: "invalid_request_error",
     422: "invalid_request_error",

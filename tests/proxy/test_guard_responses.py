@@ -12,7 +12,7 @@ from orca_cli.proxy.guard import send_error
 
 @pytest.mark.parametrize(
     ("status", "etype", "code"),
-    [(400, "invalid_request_error", "invalid_request"), (404, "not_found_error", "model_not_found"),
+    [(400, "invalid_request_error", "invalid_request"), (404, "invalid_request_error", "model_not_found"),
      (413, "invalid_request_error", "request_too_large"),
      (429, "rate_limit_error", "rate_limit_exceeded"), (503, "server_error", "service_unavailable")],
 )

@@ -217,6 +217,23 @@ def test_an_unknown_model_names_the_nearest_name_and_the_alias_to_add(
     assert pattern in text
 
 
+@pytest.mark.parametrize(("sent", "meant"), [
+    ("orca/codng", "orca/coding"), ("deepsek-chat", "deepseek-chat"),
+    ("claude-haiku-4.5", "claude-haiku-4-5")])
+def test_a_typo_of_a_served_name_is_asked_about(sent: str, meant: str) -> None:
+    with pytest.raises(UnknownModel) as err:
+        resolve_target(sent, _cfg({"o[0-9]*": "orca/coding"}))
+    text = str(err.value)
+    assert f"did you mean {meant!r}?" in text and "[aliases]" not in text
+
+
+def test_a_pattern_with_one_letter_in_common_is_no_guess() -> None:
+    """`o[0-9]*` shares only its `o` with `orca/nope`: no suggestion to alias it."""
+    with pytest.raises(UnknownModel) as err:
+        resolve_target("orca/nope", _cfg({"o[0-9]*": "orca/coding"}))
+    assert "o[0-9]*" not in str(err.value).split("available: ")[0]
+
+
 def test_a_name_like_nothing_lists_what_is_available_without_a_guess() -> None:
     with pytest.raises(UnknownModel) as err:
         resolve_target("zzzz", _cfg())

@@ -426,7 +426,7 @@ def test_pdf_document_both_ways() -> None:
         (400, "invalid_request_error", 400, "invalid_request_error"),
         (401, "authentication_error", 401, "authentication_error"),
         (403, "permission_error", 403, "permission_error"),
-        (404, "not_found_error", 404, "not_found_error"),
+        (404, "not_found_error", 404, "invalid_request_error"),  # OpenAI's own 404 type
         (500, "api_error", 500, "server_error"),
     ],
 )

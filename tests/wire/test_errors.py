@@ -16,7 +16,7 @@ from orca_cli.wire.usage import ResponseTap
         (400, "invalid_request_error", "invalid_request_error"),
         (401, "authentication_error", "authentication_error"),
         (403, "permission_error", "permission_error"),
-        (404, "not_found_error", "not_found_error"),
+        (404, "not_found_error", "invalid_request_error"),  # OpenAI: code model_not_found
         (413, "request_too_large", "invalid_request_error"),
         (415, "invalid_request_error", "invalid_request_error"),
         (429, "rate_limit_error", "rate_limit_error"),

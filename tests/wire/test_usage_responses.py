@@ -177,7 +177,7 @@ def test_json_error_body_and_failed_response() -> None:
 
 def test_error_body_has_the_openai_shape() -> None:
     doc = orjson.loads(error_body("responses", 404, "no model x"))
-    assert doc == {"error": {"message": "no model x", "type": "not_found_error",
+    assert doc == {"error": {"message": "no model x", "type": "invalid_request_error",
                              "param": None, "code": "model_not_found"}}
     assert error_type("responses", 503) == "server_error"
 
