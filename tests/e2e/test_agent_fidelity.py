@@ -347,3 +347,21 @@ async def test_the_sdks_retrieve_a_model_the_sidecar_serves(sidecar: Sidecar) ->
     async with httpx.AsyncClient(base_url=sidecar.base) as http:
         head = await http.head("/v1/models")
     assert head.status_code == 200 and head.content == b""
+
+
+@pytest.mark.parametrize("tier", ["strong", "once"])
+async def test_a_claude_code_turn_asked_strong_is_served_on_the_example_configs_frontier(
+        sidecar: Sidecar, tier: str) -> None:
+    """Claude Code's main turn (a `system` message inside `messages`) asked strong goes to the
+    example's Anthropic frontier channel natively, and is served — not refused as a role the
+    provider would not take."""
+    body = {"model": "claude-opus-5-5", "max_tokens": 64, "messages": [
+        {"role": "user", "content": "fix the failing build"},
+        {"role": "system", "content": "# Environment You have been invoked in the repo"}]}
+    async with httpx.AsyncClient(base_url=sidecar.base) as http:
+        got = await http.post("/v1/messages", json=body, headers={
+            "x-api-key": "orca", "anthropic-version": "2023-06-01",
+            "x-claude-code-session-id": f"cc-strong-{tier}", "x-orcarouter-tier": tier})
+    assert got.status_code == 200, got.text
+    assert got.headers["x-orca-session-tier"].startswith("strong")
+    assert got.headers["x-orca-channel"] == "sim-anthropic-frontier"

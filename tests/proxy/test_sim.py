@@ -489,7 +489,8 @@ async def test_the_official_anthropic_sdk_accumulates_sim_streams() -> None:
 @pytest.mark.parametrize(("api", "message", "said"), [
     ("openai", {"role": "wizard", "content": "hi"}, "messages[0].role must be one of"),
     ("openai", {"role": "user", "content": 5}, "messages[0].content must be a string or an array"),
-    ("anthropic", {"role": "system", "content": "hi"}, "role must be one of assistant, user"),
+    ("anthropic", {"role": "tool", "content": "hi"},
+     "role must be one of assistant, system, user"),
     ("anthropic", {"role": "user", "content": {"text": "hi"}}, "content must be a string"),
 ])
 async def test_a_message_a_provider_would_refuse_is_a_400_in_its_format(
@@ -503,3 +504,14 @@ async def test_a_message_a_provider_would_refuse_is_a_400_in_its_format(
     err = doc["error"]
     assert said in err["message"] and (doc.get("type") == "error") == (api == "anthropic")
     assert [c.status for c in t.calls] == [400]
+
+
+async def test_a_system_message_inside_messages_is_taken_as_claude_code_sends_it() -> None:
+    """Claude Code's main turn carries a `role: "system"` message inside `messages` after the
+    first user message (tests/agents/CAPTURES.md); Anthropic takes it, so the sim does."""
+    t, clock = sim()
+    b = body("anthropic")
+    b["messages"] = [{"role": "user", "content": "fix the build"},
+                     {"role": "system", "content": "# Environment You have been invoked in the"}]
+    status, _raw, _, _ = await call(t, clock, "anthropic", b)
+    assert status == 200

@@ -295,7 +295,9 @@ class SimResponse:
 
 _ROLES: dict[str, frozenset[str]] = {
     "openai": frozenset({"system", "developer", "user", "assistant", "tool", "function"}),
-    "anthropic": frozenset({"user", "assistant"}),
+    # Claude Code sends a `system` message inside `messages` (tests/agents/CAPTURES.md), and
+    # Anthropic's API takes it.
+    "anthropic": frozenset({"user", "assistant", "system"}),
 }
 
 
