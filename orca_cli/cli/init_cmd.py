@@ -71,16 +71,23 @@ def register(app: typer.Typer) -> None:
         if write and agent not in (*_FILE_AGENTS, "claude-code"):  # before anything is written
             fail(f"{agent} is set up by environment variables alone (`orca init --agent "
                  f"{agent}` prints them); there is no file to write", 2)
+        # Without a config at `path` the set-up is the example's, the one written below.
+        setup = _setup(path, (url or _config_url(path)).rstrip("/"))
+        # The agent's file is read and its new text made first: one that cannot take the
+        # set-up fails the command before anything is written.
+        plan = _plan_agent(agent, setup, force) if write and agent in _FILE_AGENTS else None
         if write and not os.path.exists(path):
             _write_config(path, force=False)
-        setup = _setup(path, (url or _config_url(path)).rstrip("/"))
         typer.echo(agent_text(agent, setup), nl=False)
         if agent == "claude-code":
             target = settings or os.path.join(os.path.expanduser("~"), ".claude",
                                               "settings.json")
             typer.echo(write_claude_statusline(target, force=force))
-        elif write:
-            typer.echo(_write_agent(agent, setup, force))
+        elif plan is not None:
+            target_path, text, done = plan
+            if text is not None:
+                _replace_file(target_path, text)
+            typer.echo(done)
 
 
 def _config_url(path: str) -> str:
@@ -212,13 +219,17 @@ def write_claude_statusline(path: str, *, force: bool = False) -> str:
             "Code to see it)")
 
 
-def _write_agent(agent: str, s: Setup, force: bool) -> str:
+# (the agent's file, its new text — None when it already has the set-up —, what was done)
+Plan = tuple[str, str | None, str]
+
+
+def _plan_agent(agent: str, s: Setup, force: bool) -> Plan:
     if agent == "codex":
-        return _write_codex(codex_config_path(), s, force)
+        return _plan_codex(codex_config_path(), s, force)
     if agent == "llm":
-        return _write_llm(llm_models_path(), s, force)
+        return _plan_llm(llm_models_path(), s, force)
     if agent == "opencode":
-        return _write_opencode("opencode.json", s, force)
+        return _plan_opencode("opencode.json", s, force)
     fail(f"{agent} is set up by the environment above; there is no file to write", 2)
 
 
@@ -245,7 +256,7 @@ def _replace_file(path: str, text: str) -> None:
         fail(f"cannot write {path}: {exc.strerror or exc}")
 
 
-def _write_codex(path: str, s: Setup, force: bool) -> str:
+def _plan_codex(path: str, s: Setup, force: bool) -> Plan:
     """Add the provider to Codex's config.toml, keeping its other settings and comments: the
     top-level keys go first (TOML puts them before any table), the table at the end. A file
     that already names another provider, model or `orca` provider changes only with --force
@@ -263,7 +274,7 @@ def _write_codex(path: str, s: Setup, force: bool) -> str:
     current = {k: doc.get(k) for k in ("model", "model_provider")}
     provider = doc.get("model_providers", {}).get("orca")
     if current == {k: wanted[k] for k in current} and provider == wanted["model_providers"]["orca"]:
-        return f"{path} already uses orca"
+        return path, None, f"{path} already uses orca"
     clash = [k for k, v in current.items() if v is not None] + (["[model_providers.orca]"]
                                                                  if provider else [])
     if clash and not force:
@@ -276,42 +287,43 @@ def _write_codex(path: str, s: Setup, force: bool) -> str:
         head, table = codex_block(s).split("\n\n", 1)
         new = f"{head}\n{text}{'' if not text or text.endswith(chr(10)) else chr(10)}\n{table}"
     tomllib.loads(new)  # what is written parses
-    _replace_file(path, new)
-    return f"wrote the orca provider into {path}"
+    return path, new, f"wrote the orca provider into {path}"
 
 
-def _write_llm(path: str, s: Setup, force: bool) -> str:
+def _plan_llm(path: str, s: Setup, force: bool) -> Plan:
     """Append the model to llm's extra-openai-models.yaml (a YAML list), once."""
     text = _read_text(path)
     entry = llm_yaml(s)
     if entry in text:
-        return f"{path} already has the orca model"
+        return path, None, f"{path} already has the orca model"
     if "model_id: orca\n" in text and not force:
         fail(f"{path} already has a model `orca`; edit it, or pass --force to add this one")
     sep = "" if not text or text.endswith("\n") else "\n"
-    _replace_file(path, text + sep + entry)
-    return f"added the orca model to {path}"
+    return path, text + sep + entry, f"added the orca model to {path}"
 
 
-def _write_opencode(path: str, s: Setup, force: bool) -> str:
-    """Add the `orca` provider (and the default model) to ./opencode.json, keeping the rest."""
+def _plan_opencode(path: str, s: Setup, force: bool) -> Plan:
+    """Add the `orca` provider (and the default model) to ./opencode.json, keeping the rest.
+    A file with comments or trailing commas (OpenCode reads JSONC) is not rewritten: its
+    comments would be lost (`orca init --agent opencode` prints the block to add)."""
     import json
 
     text = _read_text(path)
     try:
         doc = json.loads(text) if text.strip() else {}
     except ValueError as exc:
-        fail(f"{path} is not JSON ({exc}); fix it first")
+        fail(f"{path} is not plain JSON ({exc}), perhaps JSONC with comments or trailing "
+             f"commas, which a rewrite would lose: add the block `orca init --agent opencode` prints to "
+             f"it by hand")
     if not isinstance(doc, dict):
         fail(f"{path} is not a JSON object; fix it first")
     wanted = json.loads(opencode_json(s))
     providers = doc.setdefault("provider", {})
     if providers.get("orca") == wanted["provider"]["orca"] and doc.get("model") == wanted["model"]:
-        return f"{path} already uses orca"
+        return path, None, f"{path} already uses orca"
     if ("orca" in providers or "model" in doc) and not force:
         fail(f"{path} already sets provider.orca or model; pass --force to replace them")
     doc.setdefault("$schema", wanted["$schema"])
     providers["orca"] = wanted["provider"]["orca"]
     doc["model"] = wanted["model"]
-    _replace_file(path, json.dumps(doc, indent=2) + "\n")
-    return f"wrote the orca provider into {path}"
+    return path, json.dumps(doc, indent=2) + "\n", f"wrote the orca provider into {path}"

@@ -144,3 +144,15 @@ def test_banner_says_when_the_agents_key_matters(tmp_path: Path) -> None:
     first = banner_lines(setup)[0]
     assert "inbound_token" in first and "pass_through_auth" in first, first
     assert "ANTHROPIC_API_KEY=$ORCA_INBOUND_TOKEN" in "\n".join(banner_lines(setup))
+
+
+def test_an_agent_file_that_cannot_take_the_set_up_fails_before_anything_is_written(
+        tmp_path: Path) -> None:
+    """OpenCode reads JSONC; a rewrite would lose the comments, so `--write` refuses — and
+    leaves no `orca.toml` behind, nor a touched opencode.json."""
+    jsonc = '{\n  // my settings\n  "theme": "dark",\n}\n'
+    (tmp_path / "opencode.json").write_text(jsonc)
+    code, out, err = orca_init(tmp_path, "--agent", "opencode", "--write")
+    assert code == 1 and "JSONC" in err and "by hand" in err
+    assert not (tmp_path / "orca.toml").exists()
+    assert (tmp_path / "opencode.json").read_text() == jsonc
