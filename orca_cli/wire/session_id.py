@@ -15,7 +15,10 @@ For a Responses body the derived id reads `instructions` and the system / develo
 as the system prompt, and the first user text of `input` once injected blocks are stripped and
 Codex's own context parts (AGENTS.md, environment, …: `hygiene.is_agent_context`) are left
 out: Codex opens every conversation with such messages, which would otherwise make every
-conversation in one directory the same session.
+conversation in one directory the same session. Likewise Aider opens every request with its
+scaffolding as user messages (`AGENT_SCAFFOLD`): its edit-format examples, ended by "I
+switched to a new code base…", then its read-only files, repo map and chat files; the first
+user message after them is the user's own ask.
 
 An id longer than 128 UTF-8 bytes or containing `{`, `}` or control characters becomes `h:` +
 its sha256 hex (it would break Redis hash-tag slots); the original is kept in `raw` for traces.
@@ -46,6 +49,19 @@ __all__ = [
 ]
 
 MAX_SESSION_ID_BYTES = 128
+# User messages an agent sends before the conversation itself, which name no conversation
+# (Aider 0.86, aider/coders/base_coder.py `format_chat_chunks` and base_prompts.py): its
+# examples end with `EXAMPLES_END`'s message; each of the others opens with one of these.
+EXAMPLES_END = "I switched to a new code base. Please don't consider the above files"
+AGENT_SCAFFOLD: tuple[str, ...] = (
+    EXAMPLES_END,
+    "Here are summaries of some files present in my git repository.",
+    "Here are some READ ONLY files, provided for your reference.",
+    "I have *added these files to the chat* so you can go ahead and edit them.",
+    "I am not sharing any files that you can edit yet.",
+    "Don't try and edit any existing code without asking me to add the files to the chat!",
+)
+_EXAMPLES_SPAN = 24  # messages after the first user message in which an examples' end is sought
 # The session headers coding agents send on their own (lower-case name, agent), in chain order.
 AGENT_SESSION_HEADERS: tuple[tuple[str, str], ...] = (
     ("x-claude-code-session-id", "claude-code"),
@@ -155,10 +171,11 @@ def derive_session_id(body: Mapping[str, Any], *, router: str, api: Api) -> str:
     if api == "anthropic":
         system.append(_text(body.get("system")))
     first_user = messages if isinstance(messages, str) else ""
-    for m in msgs:
+    for i, m in enumerate(msgs):
         role = m.get("role")
         if role == "user":
             first_user = _text(m.get("content"))
+            first_user = _after_scaffold(msgs, i, first_user)
             break
         if api == "openai" and role in ("system", "developer"):
             system.append(_text(m.get("content")))
@@ -171,6 +188,29 @@ def derive_session_id(body: Mapping[str, Any], *, router: str, api: Api) -> str:
         first_user,
     ]
     return "d:" + hashlib.sha256(orjson.dumps(material)).hexdigest()[:32]
+
+
+def _after_scaffold(msgs: list[Mapping[str, Any]], first: int, text: str) -> str:
+    """The first user text at or after `msgs[first]` that is not an agent's scaffolding (see
+    the module docstring); `text` (the first one's) when there is none to skip, or when only
+    scaffolding follows."""
+    end = -1
+    if not text.startswith(AGENT_SCAFFOLD):
+        for j in range(first + 1, min(len(msgs), first + 1 + _EXAMPLES_SPAN)):
+            m = msgs[j]
+            content = m.get("content")  # Aider sends plain strings: nothing else is read
+            if m.get("role") == "user" and isinstance(content, str) and content.startswith(
+                    EXAMPLES_END):
+                end = j
+                break
+        if end < 0:
+            return text  # no agent scaffolding: the first user message is the ask
+    for m in msgs[max(first, end + 1):]:
+        if m.get("role") == "user":
+            found = _text(m.get("content"))
+            if not found.startswith(AGENT_SCAFFOLD):
+                return found
+    return text
 
 
 def _responses_material(body: Mapping[str, Any]) -> tuple[str, str]:

@@ -121,3 +121,53 @@ def test_responses_derived_id_skips_agents_md_and_environment_parts() -> None:
     a = derive_session_id(first_turn("fix the build"), router="r", api="responses")
     b = derive_session_id(first_turn("write the docs"), router="r", api="responses")
     assert a != b  # two conversations in one directory are two sessions
+
+
+def _aider(ask: str, *, repo_map: str = "src/app.py:\n  def main()", history: bool = False
+           ) -> dict[str, Any]:
+    """A Chat Completions body laid out as Aider 0.86 lays out its messages
+    (`format_chat_chunks`): system, its edit-format examples ended by "I switched to a new
+    code base…", the repo map, the history, the chat files, the current ask."""
+    example = [
+        {"role": "user", "content": "Change get_factorial() to use math.factorial"},
+        {"role": "assistant", "content": "To make this change we need to modify `mathweb`..."},
+        {"role": "user", "content": "I switched to a new code base. Please don't consider the "
+                                    "above files or try to edit them any longer."},
+        {"role": "assistant", "content": "Ok."}]
+    repo = [{"role": "user", "content": "Here are summaries of some files present in my git "
+                                        f"repository.\nDo not propose changes...\n{repo_map}"},
+            {"role": "assistant", "content": "Ok, I won't try and edit those files without "
+                                             "asking first."}]
+    files = [{"role": "user", "content": "I have *added these files to the chat* so you can go "
+                                         "ahead and edit them.\n\ncalc.py\n```\nx = 1\n```"},
+             {"role": "assistant", "content": "Ok, any changes I propose will be to those files."}]
+    done = ([{"role": "user", "content": ask}, {"role": "assistant", "content": "Done."}]
+            if history else [])
+    cur = [{"role": "user", "content": "and add a test" if history else ask}]
+    return {"model": "orca/coding", "messages": [
+        {"role": "system", "content": "Act as an expert software developer."},
+        *example, *repo, *done, *files, *cur]}
+
+
+def test_aider_conversations_are_told_apart_by_the_users_own_ask() -> None:
+    """Aider sends no session header and opens every request with the same examples: the
+    derived id hashes the first user message after its scaffolding, so two conversations in
+    two repositories are two sessions, and one conversation keeps its id turn after turn."""
+    one = derive_session_id(_aider("rename x to count in calc.py"), router="coding",
+                            api="openai")
+    other = derive_session_id(_aider("why does main() crash?", repo_map="lib/x.py"),
+                              router="coding", api="openai")
+    later = derive_session_id(_aider("rename x to count in calc.py", history=True),
+                              router="coding", api="openai")
+    assert one != other and one == later
+
+
+def test_a_body_without_agent_scaffolding_derives_as_before() -> None:
+    body = {"messages": [{"role": "system", "content": "s"},
+                         {"role": "user", "content": "Change get_factorial() to use x"},
+                         {"role": "assistant", "content": "ok"},
+                         {"role": "user", "content": "thanks"}]}
+    plain = {"messages": [{"role": "system", "content": "s"},
+                          {"role": "user", "content": "Change get_factorial() to use x"}]}
+    assert derive_session_id(body, router="r", api="openai") == derive_session_id(
+        plain, router="r", api="openai")
