@@ -286,6 +286,11 @@ def resolve_tier(state: TierState | None, sig: TurnSignals, caps: CapsView,
             evals["sub_agent"] = side[0]
             return decide("base", "sub_agent", "", side[1], eng=eng)
         trigger, new = (st.trigger or "explicit"), False
+    elif st.once_open and not sig.user_turn and a.ask in (None, "once"):
+        # A tool continuation of the user turn a `once` served strong: the same turn, served
+        # strong again without a new transition (no count, no audit); the caps still bind.
+        evals["once_turn"] = True
+        trigger, new = "once", False
     else:
         up = _escalation(a, eng, esc, strong_window_s)
         if up is None:

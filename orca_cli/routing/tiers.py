@@ -96,6 +96,9 @@ class TierState:
     episode_started: float = 0.0
     shadow: TierState | None = None  # mode = "shadow": triggers B and C run on this state
     version: int = 0  # the store's `v`; read-only here
+    # The latest user turn was served strong by a `once` (SPEC §6.2: "this turn only"): its
+    # tool continuations, more work on the same ask, are served strong too, uncounted.
+    once_open: bool = False
 
     # --- derived views ----------------------------------------------------------------
     def strikes_in_window(self, window_turns: int, upcoming_turn: int) -> int:
@@ -137,6 +140,8 @@ class TierState:
             doc["shadow"] = self.shadow.to_doc()
         if self.version:
             doc["v"] = self.version
+        if self.once_open:
+            doc["once"] = True
         return doc
 
     @staticmethod
@@ -169,6 +174,7 @@ class TierState:
                 # shadow
                 TierState.from_doc(shadow_doc) if isinstance(shadow_doc, dict) else None,
                 int(doc.get("v", 0)),  # version
+                doc.get("once") is True,  # once_open
             )
         except (TypeError, ValueError, IndexError):
             return None

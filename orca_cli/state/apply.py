@@ -122,7 +122,9 @@ def _record_turn(st: TierState, rec: RecordTurn, now: float, esc: EscalationConf
         clean = 0 if kind else clean + 1
     return st.with_(turn=turn, streak=streak, strikes=strikes,
                     signatures=sigs[-MAX_SIGNATURES:], dedupe=ring, clean_turns=clean,
-                    last_success=max(st.last_success, now), history=st.history or rec.history)
+                    last_success=max(st.last_success, now), history=st.history or rec.history,
+                    # a new user turn closes a `once` turn (its boost, if any, reopens it)
+                    once_open=st.once_open and not rec.user_turn)
 
 
 def _transition(st: TierState, intent: Intent, now: float, esc: EscalationConfig) -> TierState:
@@ -133,11 +135,13 @@ def _transition(st: TierState, intent: Intent, now: float, esc: EscalationConfig
             return st  # the cap was used meanwhile: never exceeded
         return st.with_(tier="strong", escalation_count=st.escalation_count + 1,
                         trigger=intent.trigger, reason=intent.trigger, escalated_at=now,
-                        window_s=intent.window_s, clean_turns=0, streak=0, strikes=())
+                        window_s=intent.window_s, clean_turns=0, streak=0, strikes=(),
+                        once_open=False)
     if isinstance(intent, OnceBoost):
         if st.escalation_count >= esc.max_per_session:
             return st
-        return st.with_(escalation_count=st.escalation_count + 1, reason="once")
+        return st.with_(escalation_count=st.escalation_count + 1, reason="once",
+                        once_open=True)
     if isinstance(intent, Deescalate):
         if st.tier != "strong":
             return st
@@ -145,7 +149,7 @@ def _transition(st: TierState, intent: Intent, now: float, esc: EscalationConfig
                         streak=0, strikes=())
     if isinstance(intent, Reset):
         return st.with_(tier="base", trigger="", reason="reset", streak=0, strikes=(),
-                        signatures=(), clean_turns=0, pending=None)
+                        signatures=(), clean_turns=0, pending=None, once_open=False)
     if isinstance(intent, SetPending):
         return st.with_(pending=Pending(intent.ask, intent.actor, intent.reason, now,
                                         intent.id))

@@ -152,7 +152,7 @@ def test_an_agent_file_that_cannot_take_the_set_up_fails_before_anything_is_writ
     leaves no `orca.toml` behind, nor a touched opencode.json."""
     jsonc = '{\n  // my settings\n  "theme": "dark",\n}\n'
     (tmp_path / "opencode.json").write_text(jsonc)
-    code, out, err = orca_init(tmp_path, "--agent", "opencode", "--write")
+    code, _out, err = orca_init(tmp_path, "--agent", "opencode", "--write")
     assert code == 1 and "JSONC" in err and "by hand" in err
     assert not (tmp_path / "orca.toml").exists()
     assert (tmp_path / "opencode.json").read_text() == jsonc

@@ -70,6 +70,39 @@ async def test_a_second_escalation_after_reset_when_the_cap_allows_two(launch: L
     assert state is not None and state.escalation_count == 2
 
 
+@pytest.mark.parametrize("header_on_every_request", [True, False])
+async def test_once_serves_the_agents_whole_turn_strong_counted_once(
+        launch: Launch, header_on_every_request: bool) -> None:
+    """An agent's turn is its user turn and the tool continuations that follow it (Claude
+    Code sends its custom headers on every one of them): `once` serves them all strong on the
+    strong pin, counts one transition and audits one event; the next user turn is base, and a
+    `once` there is a new ask the cap denies."""
+    from tests.e2e.tier_bodies import passing_tool_output
+
+    st = await launch()
+    conv = Conversation()
+    first = await _trivial(st, conv, 0, "once-turn")
+    ask = ok(await st.chat(conv.user_turn("rename x to count in utils.py"),
+                           session="once-turn", tier="once"))
+    conts = []
+    for k in range(3):
+        conts.append(ok(await st.chat(conv.tool_continuation(passing_tool_output(k)),
+                                      session="once-turn",
+                                      tier="once" if header_on_every_request else None)))
+    conv.reply("Renamed.")
+    after = await _trivial(st, conv, 2, "once-turn")
+    again = await _trivial(st, conv, 3, "once-turn", tier="once")
+    assert ask.tier_header == "strong; reason=once" and ask.model == STRONG_MODEL
+    assert [c.tier_header for c in conts] == ["strong; reason=once"] * 3
+    assert {c.model for c in conts} == {STRONG_MODEL}
+    assert after.tier_header == "base; reason=default" and after.model == first.model
+    assert again.tier_header == "base; reason=denied:session_cap"
+    assert [e["event"] for e in await st.audit()] == ["once", "denied_cap"]
+    state = await st.state("once-turn")
+    assert state is not None and (state.tier, state.escalation_count) == ("base", 1)
+    assert evals(await st.trace(conts[0]))["once_turn"] is True
+
+
 async def test_once_serves_one_turn_strong_then_base_and_uses_the_cap(launch: Launch) -> None:
     st = await launch()
     conv = Conversation()

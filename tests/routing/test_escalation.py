@@ -114,6 +114,37 @@ def test_once_serves_one_turn_strong_and_counts_against_the_cap() -> None:
     assert s.turn(0.2, ask="once").reason == "denied:session_cap"
 
 
+def test_once_covers_the_tool_continuations_of_its_turn_and_no_further() -> None:
+    """SPEC §6.2 "this turn only": an agent's turn is its user turn and the tool
+    continuations after it. They are served strong uncounted (no transition, so no audit and
+    no cap), with or without the ask again; the next user turn closes the once turn."""
+    s = Session()
+    assert s.turn(0.2, ask="once").reason == "once"
+    for ask in ("once", None):
+        d = s.turn(0.2, user=False, ask=ask)
+        assert (d.tier, d.reason, d.state_tier) == ("strong", "once", "base")
+        assert not any(type(i).__name__ in ("OnceBoost", "Escalate") for i in d.intents)
+        assert d.evaluations["once_turn"] is True
+    assert s.state is not None and s.state.escalation_count == 1 and s.state.once_open
+    assert s.turn(0.2).tier == "base"  # a new user turn: the once turn is over
+    assert s.state is not None and not s.state.once_open
+    assert s.turn(0.2, user=False).tier == "base"
+
+
+def test_the_once_turns_continuations_still_obey_the_share_caps() -> None:
+    s = Session()
+    assert s.turn(0.2, ask="once").reason == "once"
+    d = s.turn(0.2, user=False, caps=CapsView(share=ShareView(10, 20)))
+    assert (d.tier, d.reason) == ("base", "denied:share_cap")
+
+
+def test_a_reset_closes_a_once_turn() -> None:
+    s = Session()
+    s.turn(0.2, ask="once")
+    assert s.turn(0.2, user=False, ask="base").reason == "reset"
+    assert s.turn(0.2, user=False).tier == "base"
+
+
 def test_pending_once_is_used_up_by_the_next_billed_success_only() -> None:
     s = Session()
     s.turn(0.2)

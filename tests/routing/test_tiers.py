@@ -16,7 +16,7 @@ def _every_field_set() -> TierState:
                      signatures=("sig-a", "sig-b"), dedupe=("k1", "k2", "k3"),
                      pending=Pending("once", "ops", "because", 9.0, "p1"),
                      conversations=("c1",), history=True, episode_started=1.5, shadow=shadow,
-                     version=7)
+                     version=7, once_open=True)
 
 
 def test_every_field_survives_the_document() -> None:
