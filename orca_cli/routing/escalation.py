@@ -286,9 +286,12 @@ def resolve_tier(state: TierState | None, sig: TurnSignals, caps: CapsView,
             evals["sub_agent"] = side[0]
             return decide("base", "sub_agent", "", side[1], eng=eng)
         trigger, new = (st.trigger or "explicit"), False
-    elif st.once_open and not sig.user_turn and a.ask in (None, "once"):
+    elif (st.once_open and not sig.user_turn and not sig.fresh and a.ask in (None, "once")
+          and not st.seen(sig.dedupe_key)):
         # A tool continuation of the user turn a `once` served strong: the same turn, served
         # strong again without a new transition (no count, no audit); the caps still bind.
+        # A re-sent request is no continuation (a `once` on it counts again, SPEC §19), nor
+        # is another conversation's opening request (a sub-agent's).
         evals["once_turn"] = True
         trigger, new = "once", False
     else:

@@ -18,7 +18,8 @@ out: Codex opens every conversation with such messages, which would otherwise ma
 conversation in one directory the same session. Likewise Aider opens every request with its
 scaffolding as user messages (`AGENT_SCAFFOLD`): its edit-format examples, ended by "I
 switched to a new code base…", then its read-only files, repo map and chat files; the first
-user message after them is the user's own ask.
+line of the first user message after them is the user's own ask (Aider appends a reminder to
+the current one, and a restored history re-reads it from its Markdown log).
 
 An id longer than 128 UTF-8 bytes or containing `{`, `}` or control characters becomes `h:` +
 its sha256 hex (it would break Redis hash-tag slots); the original is kept in `raw` for traces.
@@ -209,7 +210,10 @@ def _after_scaffold(msgs: list[Mapping[str, Any]], first: int, text: str) -> str
         if m.get("role") == "user":
             found = _text(m.get("content"))
             if not found.startswith(AGENT_SCAFFOLD):
-                return found
+                # Its first line: Aider appends its reminder to the current ask, and a run
+                # with --restore-chat-history re-reads the ask from its Markdown log, with
+                # other trailing whitespace.
+                return found.strip().split("\n", 1)[0].strip()
     return text
 
 

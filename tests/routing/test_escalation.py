@@ -131,6 +131,15 @@ def test_once_covers_the_tool_continuations_of_its_turn_and_no_further() -> None
     assert s.turn(0.2, user=False).tier == "base"
 
 
+def test_a_resent_request_or_another_conversation_is_no_continuation_of_a_once_turn() -> None:
+    s = Session()
+    s.turn(0.2, ask="once", key="ask-1")
+    # the same request again (its dedupe key seen): a `once` on it is a new, counted ask
+    assert s.turn(0.2, user=False, ask="once", key="ask-1").reason == "denied:session_cap"
+    # a sub-agent's opening request under the session: not the once turn's work
+    assert s.turn(0.2, user=False, fresh=True).tier == "base"
+
+
 def test_the_once_turns_continuations_still_obey_the_share_caps() -> None:
     s = Session()
     assert s.turn(0.2, ask="once").reason == "once"

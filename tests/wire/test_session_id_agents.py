@@ -141,9 +141,11 @@ def _aider(ask: str, *, repo_map: str = "src/app.py:\n  def main()", history: bo
     files = [{"role": "user", "content": "I have *added these files to the chat* so you can go "
                                          "ahead and edit them.\n\ncalc.py\n```\nx = 1\n```"},
              {"role": "assistant", "content": "Ok, any changes I propose will be to those files."}]
-    done = ([{"role": "user", "content": ask}, {"role": "assistant", "content": "Done."}]
-            if history else [])
-    cur = [{"role": "user", "content": "and add a test" if history else ask}]
+    # A restored history re-reads the ask from Aider's Markdown log (other trailing
+    # whitespace, no assistant turn when it had none); the current ask carries the reminder.
+    done = [{"role": "user", "content": f"{ask}  \n"}] if history else []
+    reminder = "\n\nTo suggest changes to a file you MUST return the entire content"
+    cur = [{"role": "user", "content": ("and add a test" if history else ask) + reminder}]
     return {"model": "orca/coding", "messages": [
         {"role": "system", "content": "Act as an expert software developer."},
         *example, *repo, *done, *files, *cur]}
