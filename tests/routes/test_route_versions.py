@@ -89,18 +89,20 @@ def test_cli_deploy_list_diff_rollback(files: dict[str, str]) -> None:
     c = ("--config", files["config"])
     r = _cli("routes", "deploy", files["routes"], "--note", "ab test", *c)
     assert r.exit_code == 0, r.output
-    assert r.output.startswith("active: version 1 ")
+    # stdout alone: the runner's mixed `output` may put the stderr notes (which sidecar, the
+    # direct store) before or after it
+    assert r.stdout.startswith("active: version 1 ")
     Path(files["routes"]).write_text(ROUTES.replace("percent = 50", "percent = 50.0", 1)
                                      .replace('message = "try later"', 'message = "later"'))
     assert _cli("routes", "deploy", files["routes"], *c).exit_code == 0
     doc = json.loads(_cli("routes", "list", "--json", *c).stdout)
     assert doc["active"] == 2 and [v["version"] for v in doc["versions"]] == [1, 2]
     assert doc["versions"][0]["note"] == "ab test"
-    diff = _cli("routes", "diff", "1", "2", *c).output
+    diff = _cli("routes", "diff", "1", "2", *c).stdout
     assert '-message = "try later"' in diff and '+message = "later"' in diff
     r = _cli("routes", "rollback", *c)
-    assert r.exit_code == 0 and "active: version 1" in r.output
-    assert "* " in _cli("routes", "list", *c).output.splitlines()[0]
+    assert r.exit_code == 0 and "active: version 1" in r.stdout
+    assert "* " in _cli("routes", "list", *c).stdout.splitlines()[0]
     assert _cli("routes", "rollback", "7", *c).exit_code == 1
 
 
