@@ -108,7 +108,7 @@ def test_cmd(
     routes: str | None = typer.Option(None, "--routes", help="A routes file (default: the "
                                       "config's \\[\\[routes]])."),
     spent: list[str] = typer.Option([], "--spent", help="COUNTER=USD budget spend "
-                                    "(repeatable): SCOPE:ID:WINDOW, e.g. key:ci:day, "
+                                    "(repeatable): SCOPE:<id>:WINDOW, e.g. key:ci:day, "
                                     "route:r1:month, session:s1:all (the current period)."),
     config: str | None = typer.Option(None, "--config", help="Config file."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document on stdout."),

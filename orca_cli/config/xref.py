@@ -93,5 +93,11 @@ def _alias_problem(cfg: Config, target: str, known: set[str]) -> str | None:
         return None
     if ":".join(parts) in known:
         return None
+    if ch is not None:  # `channel:model`, the channel not serving the model: say which do
+        model = ":".join(parts[1:])
+        others = [c.name for c in cfg.channels if c.enabled and model in c.models]
+        serving = f" ({', '.join(others)} {'does' if len(others) == 1 else 'do'})" if others else ""
+        return (f'target "{target}": channel "{ch.name}" does not serve "{model}"{serving}; '
+                f'it serves {", ".join(ch.models) or "nothing"}')
     return f'target "{target}" is not orca/<router>, a router name or a known model'
 

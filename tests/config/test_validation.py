@@ -228,6 +228,16 @@ def test_alias_targets_must_resolve(target: str, ok: bool) -> None:
         assert len(errs) == 1 and errs[0].startswith(f'aliases."claude-*": target "{target}"')
 
 
+def test_an_alias_to_a_channel_that_does_not_serve_the_model_says_which_do() -> None:
+    doc = minimal_doc()
+    served = "big"  # a model `sim-a` serves
+    doc["channels"].append({**doc["channels"][0], "name": "other", "models": ["solo"]})
+    doc["aliases"] = {"claude-*": f"other:{served}"}
+    (err,) = errors_of(doc)
+    assert f'channel "other" does not serve "{served}" ({doc["channels"][0]["name"]} does)' \
+        in err and "it serves solo" in err
+
+
 def test_non_loopback_host_without_token_is_refused() -> None:
     doc = _set(minimal_doc(), "server.host", "0.0.0.0")
     (err,) = errors_of(doc)
