@@ -75,8 +75,9 @@ async def _refuse(rt: Runtime, head: RequestHead, send: Send, refusal: Refusal,
                   route: dict[str, Any] | None = None) -> None:
     await send_error(send, head.api, refusal, close=close,
                      extra_headers=((b"x-orca-request-id", arrival.request_id.encode()),))
-    rt.metrics.request(head.api, "", refusal.status, rt.clock.monotonic() - arrival.started, "")
-    batch = refused(head, refusal, arrival, route)
+    took = rt.clock.monotonic() - arrival.started
+    rt.metrics.request(head.api, "", refusal.status, took, "")
+    batch = refused(head, refusal, arrival, route, latency_ms=took * 1000)
     rt.emit_trace(batch.trace)
     await rt.gate.commit(batch)
 

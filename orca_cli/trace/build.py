@@ -174,10 +174,12 @@ def _caps(plan: RoutePlan | None) -> dict[str, Any]:
 def refusal_trace(*, request_id: str, client_request_id: str | None, ts: float,
                   inbound_api: str, status: int, error: str,
                   requested_model: str | None = None, session_id: str | None = None,
-                  session_source: str | None = None) -> dict[str, Any]:
+                  session_source: str | None = None, latency_ms: float = 0.0
+                  ) -> dict[str, Any]:
     """The trace of a request refused before routing (bad JSON, unknown model, a bad header):
     the same keys, nothing decided, nothing committed; the session when it named one."""
     head = TraceHead(request_id=request_id, client_request_id=client_request_id, ts=ts,
                      inbound_api=inbound_api, requested_model=requested_model or "",
                      session_id=session_id, session_source=session_source)
-    return build_trace(head, None, None, TraceResult(status=status, error=error))
+    return build_trace(head, None, None, TraceResult(status=status, error=error,
+                                                     latency_ms=latency_ms))

@@ -253,7 +253,7 @@ def _error(turn: Turn, latency_ms: float) -> str | None:
 
 
 def refused(head: RequestHead, refusal: Refusal, arrival: Arrival,
-            route: dict[str, Any] | None = None) -> CommitBatch:
+            route: dict[str, Any] | None = None, *, latency_ms: float = 0.0) -> CommitBatch:
     """The trace-only commit of a request refused before routing (`route`: the route step
     of a request a `deny` node refused). It names the session the request gave explicitly
     (SPEC §1.4's chain, so `orca requests --session` finds it); one that would only be
@@ -265,7 +265,8 @@ def refused(head: RequestHead, refusal: Refusal, arrival: Arrival,
                           inbound_api=head.api, status=refusal.status, error=refusal.message,
                           requested_model=arrival.requested_model,
                           session_id=named.id if named else None,
-                          session_source=named.source if named else None)
+                          session_source=named.source if named else None,
+                          latency_ms=latency_ms)
     if route is not None:
         trace["route"] = route
     return CommitBatch(arrival.request_id, trace=trace)

@@ -61,6 +61,7 @@ async def test_a_bad_tier_header_is_refused_with_its_session_in_the_trace(
     assert trace["session_id"] == "sess-C"
     assert trace["session_source"] == "header:x-orca-session"
     assert log_fields(trace)["session_id"] == "sess-C"
+    assert trace["latency_ms"] > 0  # the time it took to refuse (it read 0 before)
     found = await recent_requests(stack.store, session="sess-C")
     assert [t["request_id"] for t in found] == [trace["request_id"]]
 
