@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from orca_cli.config.compiled import price_on
 from orca_cli.immutable import immutable
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def channel_gate(model: str, channel: str, cfg: Config, auto: AutoConfig) -> str
     if patterns and not any(fnmatchcase(model, p) or fnmatchcase(f"{channel}/{model}", p)
                             for p in patterns):
         return "pattern"
-    price = cfg.compiled.channel_prices.get((channel, model)) or cfg.models.get(model)
+    price = price_on(cfg, channel, model)
     if price is None:
         return "no_price"
     cap_in, cap_out = price_caps(auto)

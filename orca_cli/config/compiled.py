@@ -21,7 +21,7 @@ from orca_cli.types import APIS, Api
 if TYPE_CHECKING:
     from orca_cli.config.schema import ChannelConfig, ChannelPrice, Config, ModelConfig
 
-__all__ = ["GLOB_CHARS", "CompiledConfig", "RouterPools"]
+__all__ = ["GLOB_CHARS", "CompiledConfig", "RouterPools", "price_on"]
 
 GLOB_CHARS = frozenset("*?[")
 
@@ -40,6 +40,13 @@ class RouterPools:
 
     def __repr__(self) -> str:
         return f"RouterPools(base={self.base!r}, strong={self.strong!r})"
+
+
+def price_on(cfg: Config, channel: str, model: str) -> ModelConfig | None:
+    """The model's price on `channel` (SPEC §20): the channel's `prices` entry, else the
+    `[models]` table; None when neither prices it."""
+    own = cfg.compiled.channel_prices.get((channel, model))
+    return own if own is not None else cfg.models.get(model)
 
 
 def _overridden(model: ModelConfig, price: ChannelPrice) -> ModelConfig:
@@ -122,8 +129,7 @@ class CompiledConfig:
         # SPEC §14.3: the smallest context window a candidate can have (a model without a
         # `[models]` table has the default one); a body whose bytes fit it is not scanned.
         self.smallest_window: int = min(
-            (m.context_window for m in cfg.models.values()), default=_Model().context_window)
-        self.smallest_window = min(self.smallest_window, _Model().context_window)
+            [_Model().context_window, *(m.context_window for m in cfg.models.values())])
         globs = [k for k in cfg.aliases if GLOB_CHARS & set(k)]
         # Longest pattern first; ties by the pattern text, so the first match is the winner.
         self.alias_globs: tuple[str, ...] = tuple(sorted(globs, key=lambda k: (-len(k), k)))

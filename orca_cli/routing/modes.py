@@ -28,6 +28,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from orca_cli.config.auto import AutoConfig, channel_gate
+from orca_cli.config.compiled import price_on
 from orca_cli.config.schema import ChannelConfig, Config, ModelConfig, RouterConfig
 from orca_cli.immutable import immutable
 from orca_cli.routing.target import Mode, Target
@@ -57,8 +58,8 @@ NO_MEASURES: Measured = MappingProxyType({})
 
 def channel_price(model: str, channel: str, cfg: Config) -> ModelConfig:
     """The model's price on `channel`: its `prices` override, else the `[models]` table."""
-    own = cfg.compiled.channel_prices.get((channel, model))
-    return own if own is not None else cfg.models.get(model, _DEFAULT_MODEL)
+    price = price_on(cfg, channel, model)
+    return price if price is not None else _DEFAULT_MODEL
 
 
 def mode_key(mode: Mode, ch: ChannelConfig, model: str, cfg: Config | None,

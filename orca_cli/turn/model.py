@@ -24,7 +24,6 @@ from orca_cli.routing.tiers import Ask
 from orca_cli.state.base import ReadRequest, Snapshot
 from orca_cli.turn.routes import Routed
 from orca_cli.types import Api, ClientLink, Headers
-from orca_cli.wire.estimate import estimate_tokens
 from orca_cli.wire.session_id import SessionId
 from orca_cli.wire.usage import ResponseTap
 
@@ -184,9 +183,3 @@ class Turn:
     @property
     def stream(self) -> bool:
         return self.body.get("stream") is True
-
-    @property
-    def est_tokens(self) -> int:
-        """The input tokens the context-overflow check compares with windows (SPEC §14.3,
-        `wire/estimate.py`); `prepare` reads it through `estimate_tokens(…, fits=)`."""
-        return estimate_tokens(self.raw, self.body)
