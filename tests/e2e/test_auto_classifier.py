@@ -12,7 +12,8 @@ from orca_cli.config.load import loads
 from orca_cli.testing import Act, FakeUpstream, eventually, fake_upstream, sidecar
 
 
-def _config(up: FakeUpstream, timeout_ms: int) -> str:
+def classifier_config(up: FakeUpstream, timeout_ms: int) -> str:
+    """Two generation models on `gen`, the classifier model `tiny-cls` on `cls`."""
     return f"""
 [[channels]]
 name = "gen"
@@ -55,7 +56,7 @@ HEADERS = {"content-type": "application/json", "x-orca-session": "auto-cls-1"}
 async def test_the_model_classifier_is_a_traced_child_request() -> None:
     answer = orjson.dumps({"workloads": ["code"], "complexity": 0.2, "confidence": 0.9})
     async with fake_upstream() as up:
-        cfg = loads(_config(up, 5000), source="test", environ={})
+        cfg = loads(classifier_config(up, 5000), source="test", environ={})
         up.on("cls", Act(text=answer.decode()))
         async with sidecar(cfg) as sc:
             r = await sc.http.post("/v1/chat/completions", content=orjson.dumps(BODY),
@@ -85,7 +86,7 @@ async def test_the_model_classifier_is_a_traced_child_request() -> None:
 
 async def test_a_stalled_classifier_falls_back_to_local_and_the_generation_succeeds() -> None:
     async with fake_upstream() as up:
-        cfg = loads(_config(up, 200), source="test", environ={})
+        cfg = loads(classifier_config(up, 200), source="test", environ={})
         up.on("cls", Act(stall_before_s=3.0))
         async with sidecar(cfg) as sc:
             t0 = time.monotonic()

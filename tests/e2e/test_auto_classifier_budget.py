@@ -11,42 +11,12 @@ import orjson
 from orca_cli.config.load import loads
 from orca_cli.testing import Act, FakeUpstream, fake_upstream, sidecar
 from orca_cli.testing.sidecar import Sidecar
+from tests.e2e.test_auto_classifier import classifier_config
 
 
 def _config(up: FakeUpstream, timeout_ms: int) -> str:
-    return f"""
-[[channels]]
-name = "gen"
-type = "openai-compatible"
-base_url = "{up.url('gen')}"
-keys = ["sk-gen"]
-models = ["nano", "big"]
-
-[[channels]]
-name = "cls"
-type = "openai-compatible"
-base_url = "{up.url('cls')}"
-keys = ["sk-cls"]
-models = ["gen2"]
-
-[models.nano]
-input = 0.05
-output = 0.40
-quality = 0.3
-[models.big]
-input = 3.0
-output = 15.0
-quality = 0.9
-[models.gen2]
-input = 0.02
-output = 0.10
-quality = 0.2
-
-[auto]
-models = ["gen/*"]
-classifier = "gen2"
-classifier_timeout_ms = {timeout_ms}
-
+    """The classifier tests' config, with an inbound key and budgets."""
+    return classifier_config(up, timeout_ms) + """
 [[inbound_keys]]
 name = "team"
 token = "tok-team"
