@@ -221,6 +221,8 @@ def _tier(root: Any, tier: Mapping[str, Any]) -> None:
         node.add(f"C strikes: {_e(c.get('strikes'))}/{_e(c.get('needed'))} in the last "
                  f"{_e(c.get('window_turns'))} turns"
                  + (" · this turn strikes" if c.get("request_strike") else "")
+                 + (f" (again: {_e(', '.join(map(str, c['repeated'])))})"
+                    if isinstance(c.get("repeated"), list) and c["repeated"] else "")
                  + (" · a repeated turn: no strike" if c.get("repeat") else "")
                  + (" → fires" if c.get("fires") else ""))
     d = ev.get("deescalation")

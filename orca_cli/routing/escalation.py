@@ -49,6 +49,8 @@ class TurnSignals:
     delta_score: float
     user_turn: bool  # the delta holds user-authored text
     signatures: tuple[str, ...] = ()  # normalised error signatures of the tool results
+    # what kind of failure each signature names (`strikes.signature_label`), in step
+    labels: tuple[str, ...] = ()
     ask: Ask | None = None  # X-OrcaRouter-Tier
     actor: str = "client"
     # The body holds no assistant message: a conversation's first request. On a session that
@@ -102,9 +104,13 @@ def _evaluate_c(st: TierState, sig: TurnSignals, esc: EscalationConfig,
     upcoming = st.turn + (0 if dup else 1)
     strike_now = not dup and request_strike(sig.signatures, st.signatures)
     count = st.strikes_in_window(esc.strike_window_turns, upcoming) + (1 if strike_now else 0)
-    ev = {"class": "C", "request_strike": strike_now, "strikes": count,
-          "needed": esc.strikes, "window_turns": esc.strike_window_turns,
-          "fires": count >= esc.strikes}
+    ev: dict[str, Any] = {"class": "C", "request_strike": strike_now, "strikes": count,
+                          "needed": esc.strikes, "window_turns": esc.strike_window_turns,
+                          "fires": count >= esc.strikes}
+    if strike_now and sig.labels:  # which failures came back (content-free kinds)
+        seen = set(st.signatures)
+        ev["repeated"] = list(dict.fromkeys(
+            label for s, label in zip(sig.signatures, sig.labels) if s in seen))
     if dup:
         ev["repeat"] = True
     return ev

@@ -63,6 +63,7 @@ __all__ = [
     "normalise_error_line",
     "request_strike",
     "response_strike_kinds",
+    "signature_label",
     "unwrap_exec_output",
 ]
 
@@ -297,9 +298,35 @@ def _line_starts(text: str) -> list[int]:
     return list(accumulate(map(len, text.splitlines(keepends=True)), initial=0))
 
 
-def error_signatures(tool_results: Iterable[str]) -> tuple[str, ...]:
+def signature_label(template: str) -> str:
+    """What kind of failure a signature text names, for operators (`orca explain`): a
+    template's kind with its code or exit status (`go:declared-not-used`, `ts:TS2345`,
+    `tool:exit:127`), never the varying text around it; for a generic error line, the marker
+    that made it one (`error line: traceback`). Content-free: no word of the line itself."""
+    for kind in _KINDS:
+        if template == kind:
+            return kind
+        if template.startswith(kind + ":"):
+            code = template[len(kind) + 1:].partition(":")[0]
+            return f"{kind}:{code}" if _CODE.match(code) else kind
+    low = template.lower()
+    return "error line: " + next((name for m, name in _LABELS if m in low), "lint code")
+
+
+_KINDS = tuple(sorted({t.kind for t in TEMPLATES}, key=len, reverse=True))
+# The generic markers, the most telling first ("FAILED … AssertionError" is a test failure).
+_LABELS = (("traceback (most recent call last)", "traceback"),
+           ("segmentation fault", "segmentation fault"), ("panic:", "panic"),
+           ("failed", "failed"), ("fail:", "failed"), ("exception", "exception"),
+           ("assert", "assert"), ("cannot find", "cannot find"), ("undefined", "undefined"),
+           ("error", "error"))
+
+
+def error_signatures(tool_results: Iterable[str],
+                     labels: dict[str, str] | None = None) -> tuple[str, ...]:
     """Signatures (short sha256 hex) of the error lines in a turn's tool results, in order,
-    without repeats. Empty when the tool results carry no error."""
+    without repeats. Empty when the tool results carry no error. `labels`, when given, gets
+    each signature's `signature_label`."""
     out: list[str] = []
     for text in tool_results:
         if not text:
@@ -326,6 +353,8 @@ def error_signatures(tool_results: Iterable[str]) -> tuple[str, ...]:
             sig = hashlib.sha256(template.encode()).hexdigest()[:16]
             if sig not in out:
                 out.append(sig)
+                if labels is not None:
+                    labels[sig] = signature_label(template)
                 if len(out) >= MAX_LINES:
                     return tuple(out)
     return tuple(out)

@@ -43,3 +43,17 @@ def test_an_operators_reason_shows_on_the_explicit_ask_it_came_with() -> None:
     assert "ask strong by cli ('[red]x[/]') → fires" in _text(trace)  # text, never markup
     del trace["tier"]["evaluations"]["A"]["note"]  # type: ignore[index]
     assert "A explicit: ask strong by cli → fires" in _text(trace)
+
+
+def test_a_strike_names_the_failures_that_came_back() -> None:
+    """The C line says which kinds of failure repeated (`strikes.signature_label`), so an
+    operator sees why a session escalated by strikes without any of the tool's output."""
+    c = {"class": "C", "request_strike": True, "strikes": 2, "needed": 2, "window_turns": 6,
+         "fires": True, "repeated": ["go:declared-not-used", "tool:exit:1"]}
+    trace = {"request_id": "req_3", "status": 200,
+             "tier": {"decision": "strong", "reason": "strikes", "trigger": "strikes",
+                      "evaluations": {"C": c}}}
+    assert ("C strikes: 2/2 in the last 6 turns · this turn strikes (again: "
+            "go:declared-not-used, tool:exit:1) → fires") in _text(trace)
+    del c["repeated"]  # a trace written before the labels
+    assert "C strikes: 2/2 in the last 6 turns · this turn strikes → fires" in _text(trace)

@@ -258,9 +258,22 @@ def _real_failure(name: str) -> Callable[[int], str]:
     return run
 
 
-@pytest.mark.parametrize("tool", ["go_build.txt", "go_build_go120.txt", "tsc.txt", "rustc.txt",
-                                  "python_traceback.txt", "jest.txt", "codex_exec_json.txt",
-                                  "claude_code_bash_exit.txt"])
+# What the trace says came back (`strikes.signature_label`): the failure's kind and code,
+# never a word of the tool's output.
+_REPEATED = {
+    "go_build.txt": ["go:missing-return", "go:cannot-use", "go:declared-not-used",
+                     "go:arguments", "error line: undefined"],
+    "go_build_go120.txt": ["go:declared-not-used", "go:missing-return"],
+    "tsc.txt": ["ts:TS2322", "ts:TS2554", "ts:TS2304"],
+    "rustc.txt": ["rust:E0425", "rust:E0308", "error line: error"],
+    "python_traceback.txt": ["error line: traceback", "error line: assert"],
+    "jest.txt": ["jest:test", "jest:expect"],
+    "codex_exec_json.txt": ["go:arguments", "tool:exit:2"],
+    "claude_code_bash_exit.txt": ["tool:exit:1"],
+}
+
+
+@pytest.mark.parametrize("tool", sorted(_REPEATED))
 async def test_a_real_tools_failure_loop_escalates_by_strikes(launch: Launch, tool: str) -> None:
     st = await launch()
     replies = await _failure_loop(st, f"loop-{tool}", continuations=0,
@@ -268,6 +281,9 @@ async def test_a_real_tools_failure_loop_escalates_by_strikes(launch: Launch, to
     headers = [r.tier_header for r in replies]
     assert headers[:3] == ["base; reason=default"] * 3, headers
     assert headers[3:] == ["strong; reason=strikes"] * 2, headers
+    c = evals(await st.trace(replies[3]))["C"]
+    assert c["request_strike"] and c["repeated"] == _REPEATED[tool]
+    assert "repeated" not in evals(await st.trace(replies[1]))["C"]  # nothing seen before
 
 
 async def test_a_tool_output_nested_past_any_parser_is_served(launch: Launch) -> None:

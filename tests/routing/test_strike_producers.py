@@ -13,6 +13,7 @@ import pytest
 from orca_cli.routing.strikes import (
     error_signatures,
     line_signature_text,
+    signature_label,
     unwrap_exec_output,
 )
 
@@ -154,3 +155,29 @@ def test_an_exec_output_nested_past_any_parser_is_plain_text() -> None:
     deep = '{"output":"error: x\\n","metadata":' + "[" * 5000 + "]" * 5000 + "}"
     assert unwrap_exec_output(deep) == deep
     assert isinstance(error_signatures([deep]), tuple)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.txt")))
+def test_labels_name_the_kind_of_failure_and_no_word_of_the_output(name: str) -> None:
+    """`signature_label` (shown by `orca explain`): a template's kind and code, or the generic
+    marker; one label a signature, and none holds a word of the tool's output that is not a
+    marker's, a kind's or a code's."""
+    labels: dict[str, str] = {}
+    sigs = error_signatures([fixture(name)], labels)
+    assert set(labels) == set(sigs)
+    vocabulary = re.compile(r"^(?:error line: (?:traceback|segmentation fault|panic|failed|"
+                            r"exception|assert|cannot find|undefined|error|lint code)"
+                            r"|[a-z]+(?::[a-z-]+)?(?::[A-Z]{0,4}-?\d{1,5})?)$")
+    for label in labels.values():
+        assert vocabulary.match(label), label
+
+
+def test_a_label_keeps_codes_and_drops_what_varies() -> None:
+    secret = "./pkg/very_private_name.go:12:5: declared and not used: customerLedger"
+    t = line_signature_text(secret, secret.lower())
+    assert t is not None and signature_label(t) == "go:declared-not-used"
+    assert signature_label("error: 'customerLedger' is <q> at <path>") == "error line: error"
+    assert signature_label("tool:exit:127") == "tool:exit:127"
+    assert signature_label("tool:exit:1:make: *** no rule") == "tool:exit:1"
+    assert signature_label("lint:F401") == "lint:F401"
+    assert signature_label("kotlin:unresolved reference: <q>") == "kotlin"
