@@ -35,7 +35,7 @@ from orca_cli.routing.intents import (
     RecordTurn,
     Reset,
 )
-from orca_cli.routing.strikes import request_strike
+from orca_cli.routing.strikes import request_strike, signature_label
 from orca_cli.routing.tiers import Ask, Tier, TierState
 
 __all__ = ["TierDecision", "TurnSignals", "fresh_or_expired", "resolve_tier"]
@@ -49,8 +49,9 @@ class TurnSignals:
     delta_score: float
     user_turn: bool  # the delta holds user-authored text
     signatures: tuple[str, ...] = ()  # normalised error signatures of the tool results
-    # what kind of failure each signature names (`strikes.signature_label`), in step
-    labels: tuple[str, ...] = ()
+    # each signature's text, in step (`strikes.error_signatures`): only its
+    # `strikes.signature_label` is ever shown
+    signature_texts: tuple[str, ...] = ()
     ask: Ask | None = None  # X-OrcaRouter-Tier
     actor: str = "client"
     # The body holds no assistant message: a conversation's first request. On a session that
@@ -107,10 +108,11 @@ def _evaluate_c(st: TierState, sig: TurnSignals, esc: EscalationConfig,
     ev: dict[str, Any] = {"class": "C", "request_strike": strike_now, "strikes": count,
                           "needed": esc.strikes, "window_turns": esc.strike_window_turns,
                           "fires": count >= esc.strikes}
-    if strike_now and sig.labels:  # which failures came back (content-free kinds)
+    if strike_now and sig.signature_texts:  # which failures came back (content-free kinds)
         seen = set(st.signatures)
         ev["repeated"] = list(dict.fromkeys(
-            label for s, label in zip(sig.signatures, sig.labels) if s in seen))
+            signature_label(text)
+            for s, text in zip(sig.signatures, sig.signature_texts) if s in seen))
     if dup:
         ev["repeat"] = True
     return ev

@@ -193,8 +193,8 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState | None, caps: CapsV
              strong: Sequence[Candidate], evidence: dict[str, Any], now: float) -> TierDecision:
     """The triggers, caps and tier state of SPEC §6 over this turn's signals."""
     inp, esc = c.inp, router.escalation
-    labels: dict[str, str] = {}
-    signatures = error_signatures(inp.delta.strike_texts, labels)
+    texts: dict[str, str] = {}
+    signatures = error_signatures(inp.delta.strike_texts, texts)
     evidence["signatures"] = len(signatures)
     # A Responses request continuing by `previous_response_id` carries no assistant message,
     # yet it continues its conversation: it is no side request, and its user turn counts.
@@ -204,7 +204,7 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState | None, caps: CapsV
              and ((fresh and state.history) or bool(state.conversations)))
     sig = TurnSignals(dedupe_key=inp.dedupe_key, delta_score=inp.delta.score,
                       user_turn=inp.delta.is_user_turn, signatures=signatures,
-                      labels=tuple([labels[s] for s in signatures]) if signatures else (),
+                      signature_texts=tuple([texts[s] for s in signatures]) if signatures else (),
                       ask=inp.ask,
                       fresh=fresh,
                       conversation=opening_fingerprint(inp.body, inp.api) if named else "")

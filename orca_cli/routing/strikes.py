@@ -323,10 +323,11 @@ _LABELS = (("traceback (most recent call last)", "traceback"),
 
 
 def error_signatures(tool_results: Iterable[str],
-                     labels: dict[str, str] | None = None) -> tuple[str, ...]:
+                     texts: dict[str, str] | None = None) -> tuple[str, ...]:
     """Signatures (short sha256 hex) of the error lines in a turn's tool results, in order,
-    without repeats. Empty when the tool results carry no error. `labels`, when given, gets
-    each signature's `signature_label`."""
+    without repeats. Empty when the tool results carry no error. `texts`, when given, gets
+    each signature's text (normalised, yet made of the tool's output: for `signature_label`,
+    never to be stored or shown)."""
     out: list[str] = []
     for text in tool_results:
         if not text:
@@ -353,8 +354,8 @@ def error_signatures(tool_results: Iterable[str],
             sig = hashlib.sha256(template.encode()).hexdigest()[:16]
             if sig not in out:
                 out.append(sig)
-                if labels is not None:
-                    labels[sig] = signature_label(template)
+                if texts is not None:
+                    texts[sig] = template
                 if len(out) >= MAX_LINES:
                     return tuple(out)
     return tuple(out)

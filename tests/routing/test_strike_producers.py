@@ -162,9 +162,10 @@ def test_labels_name_the_kind_of_failure_and_no_word_of_the_output(name: str) ->
     """`signature_label` (shown by `orca explain`): a template's kind and code, or the generic
     marker; one label a signature, and none holds a word of the tool's output that is not a
     marker's, a kind's or a code's."""
-    labels: dict[str, str] = {}
-    sigs = error_signatures([fixture(name)], labels)
-    assert set(labels) == set(sigs)
+    texts: dict[str, str] = {}
+    sigs = error_signatures([fixture(name)], texts)
+    assert set(texts) == set(sigs)
+    labels = {sig: signature_label(text) for sig, text in texts.items()}
     vocabulary = re.compile(r"^(?:error line: (?:traceback|segmentation fault|panic|failed|"
                             r"exception|assert|cannot find|undefined|error|lint code)"
                             r"|[a-z]+(?::[a-z-]+)?(?::[A-Z]{0,4}-?\d{1,5})?)$")
