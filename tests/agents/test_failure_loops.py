@@ -1,0 +1,250 @@
+"""Real agents stuck in a failure loop escalate by strikes (SPEC §6.3, §19).
+
+The upstream is scripted (`orca_cli.testing.upstream` on a loopback port, answers rendered by
+the sim's renderers): while the agent's transcript holds fewer than `LOOPS` tool results, the
+model asks the agent's own shell tool to run `python3 broken.py` — a script that fails with
+the same traceback every time — and then gives up in text. The agent really runs the command
+each time and sends its real output back (Claude Code's Bash result, Codex's exec result), so
+the strikes come from the agents' own result formats, not from a test's idea of them. The
+session must escalate by strikes on its third failing run (two repeats), every later request
+must be served strong, and the trace must say which failure came back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from orca_cli.proxy.sim import Answer, render_body, render_stream
+from orca_cli.proxy.sim.responses import render_response_body
+from orca_cli.testing.upstream import Act, FakeUpstream, Seen, fake_upstream
+from tests.agents.kit import Orca, agent_binary, agent_env, run_agent, serving
+
+LOOPS = 4  # failing runs the model asks for before it gives up
+COMMAND = "python3 broken.py"
+BROKEN = """\
+import json
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)["settings"]
+
+
+print(load("config.json"))
+"""
+CHEAP, STRONG = "loop-cheap", "loop-strong"
+
+
+def _tool_results(seen: Seen) -> int:
+    """Tool results in the transcript: Messages `tool_result` blocks, Responses outputs."""
+    body = seen.body
+    if seen.api == "anthropic":
+        return sum(1 for m in body.get("messages", []) if isinstance(m.get("content"), list)
+                   for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
+    return sum(1 for item in body.get("input", []) if isinstance(item, dict)
+               and item.get("type") in ("function_call_output", "custom_tool_call_output"))
+
+
+def _shell_call(seen: Seen) -> tuple[str, str] | None:
+    """(tool name, arguments JSON) running `COMMAND` with the agent's shell tool, if it has one."""
+    names = {t.get("name") for t in seen.body.get("tools", []) if isinstance(t, dict)}
+    if "Bash" in names:  # Claude Code
+        return "Bash", json.dumps({"command": COMMAND, "description": "Run the script"})
+    if "exec_command" in names:  # Codex >= 0.171
+        return "exec_command", json.dumps({"cmd": COMMAND})
+    if "shell" in names:  # older Codex
+        return "shell", json.dumps({"command": ["bash", "-lc", COMMAND]})
+    return None
+
+
+def script(seen: Seen) -> Act:
+    """The model: run the broken script until it failed `LOOPS` times, then stop."""
+    done = _tool_results(seen)
+    call = _shell_call(seen)
+    tool = (f"call_loop_{done}", *call) if call is not None and done < LOOPS else None
+    answer = Answer(id_hex=f"{done:04x}", model=str(seen.body.get("model", "m")), created=0,
+                    text="The script still fails the same way; stopping here.",
+                    tool=tool, finish="tool_calls" if tool else "stop",
+                    prompt_tokens=max(1, len(seen.raw) // 4), cached_tokens=0,
+                    cache_write_tokens=0, output_tokens=12, request=seen.body)
+    if seen.stream:
+        return Act(events=tuple(render_stream(seen.api, answer, include_usage=True)))
+    body = (render_response_body(answer) if seen.api == "responses"
+            else render_body(seen.api, answer))
+    return Act(body=body)
+
+
+@contextlib.contextmanager
+def scripted_upstream() -> Iterator[FakeUpstream]:
+    """The fake provider on its own event loop in a thread (the agents and `orca serve` are
+    subprocesses that reach it over loopback)."""
+    loop = asyncio.new_event_loop()
+    ready: list[FakeUpstream] = []
+    stop = asyncio.Event()
+
+    async def run() -> None:
+        async with fake_upstream() as fake:
+            fake.always.update({"a": script, "r": script})
+            ready.append(fake)
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(run(),), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not ready and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ready, "the scripted upstream did not start"
+    try:
+        yield ready[0]
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=10)
+        loop.close()
+
+
+def _config(fake: FakeUpstream) -> str:
+    """Claude Code's model names go to a Messages channel, Codex's to a Responses one; each
+    router keeps a cheap base tier and a strong tier on its channel."""
+    return f"""
+[[channels]]
+name = "up-messages"
+type = "anthropic"
+base_url = "{fake.url("a", versioned=False)}"
+keys = ["loop-key-messages"]
+models = ["{CHEAP}-claude", "{STRONG}-claude"]
+
+[[channels]]
+name = "up-responses"
+type = "openai"
+api = ["responses"]
+base_url = "{fake.url("r")}"
+keys = ["loop-key-responses"]
+models = ["{CHEAP}-gpt", "{STRONG}-gpt"]
+
+[models."{CHEAP}-claude"]
+input = 1.0
+output = 5.0
+[models."{STRONG}-claude"]
+input = 15.0
+output = 75.0
+[models."{CHEAP}-gpt"]
+input = 0.4
+output = 1.6
+[models."{STRONG}-gpt"]
+input = 2.0
+output = 8.0
+
+[routers.claude]
+strategy = "cheapest"
+allowed_models = ["{CHEAP}-claude", "{STRONG}-claude"]
+strong_pool = ["{STRONG}-claude"]
+[routers.claude.escalation]
+mode = "auto"
+strikes = 2
+
+[routers.codex]
+strategy = "cheapest"
+allowed_models = ["{CHEAP}-gpt", "{STRONG}-gpt"]
+strong_pool = ["{STRONG}-gpt"]
+[routers.codex.escalation]
+mode = "auto"
+strikes = 2
+
+[aliases]
+"claude-*" = "orca/claude"
+"""
+
+
+def _project(tmp_path: Path) -> Path:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "broken.py").write_text(BROKEN)
+    (work / "config.json").write_text('{"name": "demo"}\n')
+    return work
+
+
+def _loop_traces(orca: Orca, session_id: str) -> list[dict[str, Any]]:
+    """The session's requests that carried tools, oldest first (side requests aside)."""
+    return [t for t in orca.requests(session_id) if t.get("router") in ("claude", "codex")]
+
+
+def _assert_escalated_by_strikes(traces: list[dict[str, Any]], label: str) -> None:
+    tiers = [(t["tier"]["decision"], t["tier"]["reason"], t["selected"]["model"])
+             for t in traces]
+    first = next(i for i, t in enumerate(tiers) if t[0] == "strong")
+    assert all(t[0] == "base" for t in tiers[:first]), tiers
+    assert all(t[0] == "strong" and t[2].startswith(STRONG) for t in tiers[first:]), tiers
+    assert tiers[first][1] == "strikes", tiers
+    # request i carries the agent's i-th result: the third failing run, the first's second
+    # repeat, escalated
+    assert first == 3, tiers
+    c = traces[first]["tier"]["evaluations"]["C"]
+    assert c["fires"] and c["strikes"] == 2 and label in c["repeated"], c
+
+
+def test_claude_code_in_a_failure_loop_escalates_by_strikes(tmp_path: Path) -> None:
+    claude = agent_binary("claude")
+    with scripted_upstream() as fake, serving(tmp_path, _config(fake)) as orca:
+        home, work = tmp_path / "home", _project(tmp_path)
+        home.mkdir()
+        env = agent_env(home, ANTHROPIC_BASE_URL=orca.base, ANTHROPIC_API_KEY="orca-dummy-key",
+                        ANTHROPIC_MODEL="claude-sonnet-4-5",
+                        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+        run = run_agent([claude, "-p", "Run broken.py and fix what fails",
+                         "--allowedTools", f"Bash({COMMAND})"], env, work)
+        assert run.returncode == 0, (run.stdout, run.stderr[-3000:], orca.server_log())
+        calls = [s for s in fake.calls("a") if _shell_call(s) is not None]
+        assert [_tool_results(s) for s in calls] == list(range(LOOPS + 1)), (
+            "Claude Code did not run the command each time")
+        # Claude Code marks a failed Bash result `is_error: true`: a real failure strikes
+        last = calls[-1].body["messages"]
+        assert any(b.get("is_error") is True for m in last if isinstance(m["content"], list)
+                   for b in m["content"] if isinstance(b, dict)), last[-1]
+        session_id = orca.explain(orca.cli("requests")[0]["request_id"])["session_id"]
+        traces = _loop_traces(orca, session_id)
+        assert len(traces) == LOOPS + 1, [t.get("router") for t in traces]
+        _assert_escalated_by_strikes(traces, "error line: traceback")
+        shown = orca.session(session_id)
+        assert (shown["tier"], shown["reason"]) == ("strong", "strikes"), shown
+
+
+def test_codex_in_a_failure_loop_escalates_by_strikes(tmp_path: Path) -> None:
+    codex = agent_binary("codex")
+    with scripted_upstream() as fake, serving(tmp_path, _config(fake)) as orca:
+        home, work = tmp_path / "codex-home", _project(tmp_path)
+        home.mkdir()
+        (home / "config.toml").write_text(f"""model = "orca/codex"
+model_provider = "orca"
+
+[model_providers.orca]
+name = "orca"
+base_url = "{orca.base}/v1"
+env_key = "ORCA_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+""")
+        env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key")
+        run = run_agent([codex, "exec", "--skip-git-repo-check",
+                         "--dangerously-bypass-approvals-and-sandbox",
+                         "Run broken.py and fix what fails"], env, work)
+        assert run.returncode == 0, (run.stdout, run.stderr[-3000:], orca.server_log())
+        calls = [s for s in fake.calls("r") if _shell_call(s) is not None]
+        assert [_tool_results(s) for s in calls] == list(range(LOOPS + 1)), (
+            "Codex did not run the command each time")
+        session_id = orca.explain(orca.cli("requests")[0]["request_id"])["session_id"]
+        traces = _loop_traces(orca, session_id)
+        assert len(traces) == LOOPS + 1, [t.get("router") for t in traces]
+        _assert_escalated_by_strikes(traces, "error line: traceback")
+        shown = orca.session(session_id)
+        assert (shown["tier"], shown["reason"]) == ("strong", "strikes"), shown
