@@ -1,13 +1,17 @@
-"""Real agents stuck in a failure loop escalate by strikes (SPEC §6.3, §19).
+"""Real agents' tool loops against a scripted model: strikes and explicit asks (SPEC §6, §19).
 
 The upstream is scripted (`orca_cli.testing.upstream` on a loopback port, answers rendered by
-the sim's renderers): while the agent's transcript holds fewer than `LOOPS` tool results, the
-model asks the agent's own shell tool to run `python3 broken.py` — a script that fails with
-the same traceback every time — and then gives up in text. The agent really runs the command
-each time and sends its real output back (Claude Code's Bash result, Codex's exec result), so
-the strikes come from the agents' own result formats, not from a test's idea of them. The
-session must escalate by strikes on its third failing run (two repeats), every later request
-must be served strong, and the trace must say which failure came back.
+the sim's renderers): while the agent's transcript holds fewer than N results of a command,
+the model asks the agent's own shell tool to run it, then answers in text. The agent really
+runs the command each time and sends its real output back (Claude Code's Bash result,
+Codex's exec result), so what orca sees is the agents' own request shapes and result formats.
+
+- A failure loop: `python3 broken.py` fails with the same traceback every time. The session
+  must escalate by strikes on the third failing run (two repeats), every later request must
+  be served strong, and the trace must say which failure came back.
+- An explicit ask: Claude Code sends its custom headers on every request, so a
+  `X-OrcaRouter-Tier: once` covers the whole tool loop of its turn, counted once; the next
+  turn without it is base again, and a second `once` is denied by `max_per_session`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 
 from orca_cli.proxy.sim import Answer, render_body, render_stream
 from orca_cli.proxy.sim.responses import render_response_body
-from orca_cli.testing.upstream import Act, FakeUpstream, Seen, fake_upstream
+from orca_cli.testing.upstream import Act, FakeUpstream, Script, Seen, fake_upstream
 from tests.agents.kit import Orca, agent_binary, agent_env, run_agent, serving
 
 LOOPS = 4  # failing runs the model asks for before it gives up
@@ -52,37 +56,44 @@ def _tool_results(seen: Seen) -> int:
                and item.get("type") in ("function_call_output", "custom_tool_call_output"))
 
 
-def _shell_call(seen: Seen) -> tuple[str, str] | None:
-    """(tool name, arguments JSON) running `COMMAND` with the agent's shell tool, if it has one."""
+def _shell_call(seen: Seen, command: str = COMMAND) -> tuple[str, str] | None:
+    """(tool name, arguments JSON) running `command` with the agent's shell tool, if it has
+    one."""
     names = {t.get("name") for t in seen.body.get("tools", []) if isinstance(t, dict)}
     if "Bash" in names:  # Claude Code
-        return "Bash", json.dumps({"command": COMMAND, "description": "Run the script"})
+        return "Bash", json.dumps({"command": command, "description": "Run the script"})
     if "exec_command" in names:  # Codex >= 0.171
-        return "exec_command", json.dumps({"cmd": COMMAND})
+        return "exec_command", json.dumps({"cmd": command})
     if "shell" in names:  # older Codex
-        return "shell", json.dumps({"command": ["bash", "-lc", COMMAND]})
+        return "shell", json.dumps({"command": ["bash", "-lc", command]})
     return None
 
 
-def script(seen: Seen) -> Act:
-    """The model: run the broken script until it failed `LOOPS` times, then stop."""
-    done = _tool_results(seen)
-    call = _shell_call(seen)
-    tool = (f"call_loop_{done}", *call) if call is not None and done < LOOPS else None
-    answer = Answer(id_hex=f"{done:04x}", model=str(seen.body.get("model", "m")), created=0,
-                    text="The script still fails the same way; stopping here.",
-                    tool=tool, finish="tool_calls" if tool else "stop",
-                    prompt_tokens=max(1, len(seen.raw) // 4), cached_tokens=0,
-                    cache_write_tokens=0, output_tokens=12, request=seen.body)
-    if seen.stream:
-        return Act(events=tuple(render_stream(seen.api, answer, include_usage=True)))
-    body = (render_response_body(answer) if seen.api == "responses"
-            else render_body(seen.api, answer))
-    return Act(body=body)
+def model(command: str, loops: int) -> Script:
+    """A model that has the agent run `command` until its transcript holds `loops` results
+    of it, then answers in text."""
+    def answer(seen: Seen) -> Act:
+        done = _tool_results(seen)
+        call = _shell_call(seen, command)
+        tool = (f"call_loop_{done}", *call) if call is not None and done < loops else None
+        reply = Answer(id_hex=f"{done:04x}", model=str(seen.body.get("model", "m")), created=0,
+                       text="Done with the script; stopping here.",
+                       tool=tool, finish="tool_calls" if tool else "stop",
+                       prompt_tokens=max(1, len(seen.raw) // 4), cached_tokens=0,
+                       cache_write_tokens=0, output_tokens=12, request=seen.body)
+        if seen.stream:
+            return Act(events=tuple(render_stream(seen.api, reply, include_usage=True)))
+        body = (render_response_body(reply) if seen.api == "responses"
+                else render_body(seen.api, reply))
+        return Act(body=body)
+    return answer
+
+
+script = model(COMMAND, LOOPS)  # run the broken script until it failed `LOOPS` times
 
 
 @contextlib.contextmanager
-def scripted_upstream() -> Iterator[FakeUpstream]:
+def scripted_upstream(answer: Script = script) -> Iterator[FakeUpstream]:
     """The fake provider on its own event loop in a thread (the agents and `orca serve` are
     subprocesses that reach it over loopback)."""
     loop = asyncio.new_event_loop()
@@ -91,7 +102,7 @@ def scripted_upstream() -> Iterator[FakeUpstream]:
 
     async def run() -> None:
         async with fake_upstream() as fake:
-            fake.always.update({"a": script, "r": script})
+            fake.always.update({"a": answer, "r": answer})
             ready.append(fake)
             await stop.wait()
 
@@ -248,3 +259,49 @@ enabled = false
         _assert_escalated_by_strikes(traces, "error line: traceback")
         shown = orca.session(session_id)
         assert (shown["tier"], shown["reason"]) == ("strong", "strikes"), shown
+
+
+OK_COMMAND = "python3 ok.py"
+
+
+def _claude(orca: Orca, home: Path, work: Path, prompt: str, *, ask: str | None = None,
+            resume: bool = False) -> None:
+    env = agent_env(home, ANTHROPIC_BASE_URL=orca.base, ANTHROPIC_API_KEY="orca-dummy-key",
+                    ANTHROPIC_MODEL="claude-sonnet-4-5",
+                    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+    if ask is not None:
+        env["ANTHROPIC_CUSTOM_HEADERS"] = f"X-OrcaRouter-Tier: {ask}"
+    argv: list[str | Path] = [agent_binary("claude"), "-p", *(["--continue"] if resume else []),
+                              prompt, "--allowedTools", f"Bash({OK_COMMAND})"]
+    run = run_agent(argv, env, work)
+    assert run.returncode == 0, (run.stdout, run.stderr[-3000:], orca.server_log())
+
+
+def test_claude_code_once_serves_its_whole_tool_loop_strong_and_counts_once(
+        tmp_path: Path) -> None:
+    with scripted_upstream(model(OK_COMMAND, 2)) as fake, \
+            serving(tmp_path, _config(fake)) as orca:
+        home, work = tmp_path / "home", _project(tmp_path)
+        home.mkdir()
+        (work / "ok.py").write_text('print("ok")\n')
+        _claude(orca, home, work, "Run ok.py twice", ask="once")
+        session_id = orca.explain(orca.cli("requests")[0]["request_id"])["session_id"]
+        loop = _loop_traces(orca, session_id)
+        assert len(loop) == 3, len(loop)  # the ask, then the agent's two results
+        assert [(t["tier"]["decision"], t["tier"]["reason"]) for t in loop] == [
+            ("strong", "once")] * 3
+        assert {t["selected"]["model"] for t in loop} == {f"{STRONG}-claude"}
+        assert orca.session(session_id)["escalation_count"] == 1
+
+        _claude(orca, home, work, "Thanks, that is all", resume=True)  # no header
+        after = _loop_traces(orca, session_id)[3:]
+        assert [(t["tier"]["decision"], t["selected"]["model"]) for t in after] == [
+            ("base", f"{CHEAP}-claude")], after
+
+        _claude(orca, home, work, "One more look, please", ask="once", resume=True)
+        denied = _loop_traces(orca, session_id)[4:]
+        assert [(t["tier"]["decision"], t["tier"]["reason"]) for t in denied] == [
+            ("base", "denied:session_cap")], denied
+        events = [(e["event"], e.get("reason")) for e in orca.cli("audit")
+                  if e.get("session") == session_id]
+        assert sorted(events) == [("denied_cap", "denied:session_cap"), ("once", "once")], events
