@@ -98,7 +98,8 @@ def session_view(cfg: Config, router: str, session: str, keys: Mapping[str, KeyE
         "tier": st.tier,
         "reason": st.reason if doc is not None else "default",
         "escalation_count": st.escalation_count,
-        "strikes": [{"turn": s.turn, "ts": s.ts, "kind": s.kind} for s in st.strikes],
+        "strikes": [{"turn": s.turn, "ts": s.ts, "kind": s.kind, "what": s.what}
+                    for s in st.strikes],
         "clean_turns": st.clean_turns,
         "difficulty_streak": st.streak,
         "pending": pending,

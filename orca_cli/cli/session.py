@@ -125,7 +125,9 @@ def render_session(v: Mapping[str, Any]) -> Any:
     add_row(table, "escalations", f"{v['escalation_count']} of max_per_session "
                                  f"{v.get('max_per_session', '?')} (never refunded)")
     add_row(table, "difficulty streak", str(v["difficulty_streak"]))
-    strikes = ", ".join(f"{s['kind']} @ turn {s['turn']}" for s in v["strikes"]) or "none"
+    strikes = ", ".join(f"{s['kind']} @ turn {s['turn']}"
+                        + (f" ({s['what']})" if s.get("what") else "")
+                        for s in v["strikes"]) or "none"
     add_row(table, "strikes", strikes)
     add_row(table, "clean turns", str(v["clean_turns"]))
     add_row(table, "pending ask", _pending(v.get("pending")))

@@ -109,22 +109,29 @@ def _evaluate_c(st: TierState, sig: TurnSignals, esc: EscalationConfig,
                           "needed": esc.strikes, "window_turns": esc.strike_window_turns,
                           "fires": count >= esc.strikes}
     if strike_now and sig.signature_texts:  # which failures came back (content-free kinds)
-        seen = set(st.signatures)
-        ev["repeated"] = list(dict.fromkeys(
-            signature_label(text)
-            for s, text in zip(sig.signatures, sig.signature_texts) if s in seen))
+        ev["repeated"] = list(repeated_labels(sig, st))
     if dup:
         ev["repeat"] = True
     return ev
 
 
+def repeated_labels(sig: TurnSignals, st: TierState) -> tuple[str, ...]:
+    """What kinds of failure of this turn were seen before (`strikes.signature_label`), each
+    once, in the turn's order."""
+    seen = set(st.signatures)
+    return tuple(dict.fromkeys(signature_label(text) for s, text
+                               in zip(sig.signatures, sig.signature_texts) if s in seen))
+
+
 def _record(sig: TurnSignals, st: TierState, t2: float, scope: str = "main") -> RecordTurn:
+    strike = request_strike(sig.signatures, st.signatures)
     return RecordTurn(
         dedupe_key=sig.dedupe_key,
         user_turn=sig.user_turn,
         hard=sig.user_turn and sig.delta_score >= t2,
         signatures=sig.signatures,
-        request_strike=request_strike(sig.signatures, st.signatures),
+        request_strike=strike,
+        repeated=repeated_labels(sig, st) if strike else (),
         scope=scope,  # type: ignore[arg-type]
         history=not sig.fresh,
     )

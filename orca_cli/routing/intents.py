@@ -102,6 +102,8 @@ class RecordTurn:
     response_strikes: tuple[str, ...] = ()  # filled in after the response (SPEC §3 step 8)
     scope: Scope = "main"
     history: bool = False  # the body carried its conversation's history (an assistant message)
+    # a request strike's repeated failures by kind (`strikes.signature_label`): content-free
+    repeated: tuple[str, ...] = ()
 
 
 Intent: TypeAlias = (

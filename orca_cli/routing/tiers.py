@@ -40,13 +40,16 @@ class Strike:
     turn: int  # the evaluated-turn index the strike was committed on
     ts: float
     kind: str  # "repeated_error", "malformed_tool_json", "empty_answer", "refusal", "truncated"
+    what: str = ""  # a repeated error's kinds of failure (`strikes.signature_label`), content-free
 
     def to_doc(self) -> list[Any]:
-        return [self.turn, self.ts, self.kind]
+        return [self.turn, self.ts, self.kind, self.what] if self.what else [
+            self.turn, self.ts, self.kind]
 
     @staticmethod
     def from_doc(doc: Any) -> Strike:
-        return Strike(int(doc[0]), float(doc[1]), str(doc[2]))
+        return Strike(int(doc[0]), float(doc[1]), str(doc[2]),
+                      str(doc[3]) if len(doc) > 3 else "")
 
 
 @immutable

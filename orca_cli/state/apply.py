@@ -109,7 +109,8 @@ def _record_turn(st: TierState, rec: RecordTurn, now: float, esc: EscalationConf
             else rec.response_strikes[0] if rec.response_strikes else "")
     strikes = st.strikes
     if kind:  # at most one strike per turn: corroboration needs two turns
-        strikes = strikes + (Strike(turn, now, kind),)
+        strikes = strikes + (Strike(turn, now, kind, ", ".join(rec.repeated)
+                                    if rec.request_strike else ""),)
     oldest = turn - esc.strike_window_turns + 1
     strikes = tuple(s for s in strikes if s.turn >= oldest)[-MAX_STRIKES_KEPT:]
     sigs = st.signatures

@@ -224,6 +224,7 @@ def test_claude_code_in_a_failure_loop_escalates_by_strikes(tmp_path: Path) -> N
         _assert_escalated_by_strikes(traces, "error line: traceback")
         shown = orca.session(session_id)
         assert (shown["tier"], shown["reason"]) == ("strong", "strikes"), shown
+        assert all("error line: traceback" in s["what"] for s in shown["strikes"]), shown
 
 
 def test_codex_in_a_failure_loop_escalates_by_strikes(tmp_path: Path) -> None:
@@ -259,6 +260,7 @@ enabled = false
         _assert_escalated_by_strikes(traces, "error line: traceback")
         shown = orca.session(session_id)
         assert (shown["tier"], shown["reason"]) == ("strong", "strikes"), shown
+        assert all("error line: traceback" in s["what"] for s in shown["strikes"]), shown
 
 
 OK_COMMAND = "python3 ok.py"

@@ -284,6 +284,11 @@ async def test_a_real_tools_failure_loop_escalates_by_strikes(launch: Launch, to
     c = evals(await st.trace(replies[3]))["C"]
     assert c["request_strike"] and c["repeated"] == _REPEATED[tool]
     assert "repeated" not in evals(await st.trace(replies[1]))["C"]  # nothing seen before
+    state = await st.state(f"loop-{tool}")  # `orca session show` lists each strike's kinds
+    assert state is not None
+    assert [(s.kind, s.what) for s in state.strikes] == [
+        ("repeated_error", ", ".join(_REPEATED[tool]))] * len(state.strikes)
+    assert state.strikes  # the strikes since escalation (the episode restarted there)
 
 
 async def test_a_tool_output_nested_past_any_parser_is_served(launch: Launch) -> None:
