@@ -10,7 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 from orca_cli.config.routes import InboundKey
 from orca_cli.config.schema import ChannelConfig, Config, Secret
 
-__all__ = ["redact_url", "redacted"]
+__all__ = ["redact_url", "redacted", "scrub_secrets"]
 
 
 def redacted(cfg: Config) -> dict[str, Any]:
@@ -61,3 +61,13 @@ def redact_url(url: str) -> str:
         host = f"{host}:{parts.port}"
     user = parts.username or ""
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+def scrub_secrets(data: bytes, secrets: tuple[Secret, ...]) -> bytes:
+    """`data` with each secret's value replaced by its fingerprint: an upstream's error body
+    that echoes the key it was sent (`Incorrect API key provided: sk-…`) reaches the client
+    as `Incorrect API key provided: [key fp 3a2580aa]` (SPEC §11: no key in an error)."""
+    for secret in secrets:
+        value = secret.reveal().encode()
+        if value and value in data:
+            data = data.replace(value, f"[key fp {secret.fp}]".encode())
+    return data

@@ -34,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from orca_cli.config.redact import scrub_secrets
 from orca_cli.config.schema import ServerConfig
 from orca_cli.errors import UpstreamError
 from orca_cli.proxy.answer import (
@@ -499,6 +500,9 @@ async def _failed_answer(t: Attempting, resp: UpstreamResponse) -> tuple[int, He
     rt, att = t.rt, t.att
     assert rt.health is not None
     body = await read_limited(resp, rt.cfg.server.max_response_bytes)
+    ch = rt.cfg.channel(att.channel)
+    if ch is not None and ch.keys:  # some providers echo the key they were sent
+        body = scrub_secrets(body, ch.keys)
     t.rec.latency_ms = t.ms()
     t.rec.error = f"http_{resp.status}"
     wait = retry_after_seconds(resp.headers, rt.clock.now())

@@ -426,3 +426,43 @@ async def test_no_key_value_appears_in_logs_traces_errors_store_or_cli_output(
     for canary in canaries:
         assert canary.encode() not in everything, f"a secret leaked: {canary[:12]}…"
         assert canary[-16:].encode() not in everything, f"a secret's tail leaked: {canary[:12]}…"
+
+
+# --- an upstream error that echoes the key it was sent ----------------------------------------
+
+_ECHOED = {"a": "sk-test-echo-a0-4c1d9e77", "x": "sk-ant-test-echo-x0-19ce55"}
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+async def test_an_upstream_error_echoing_its_key_reaches_the_client_with_the_fingerprint(
+        api: str) -> None:
+    """SPEC §11: no key value in an error. Providers answer a bad key with `Incorrect API key
+    provided: sk-…`; orca relays upstream errors as they are, except for the channel's own
+    key values, which become their fingerprints."""
+    from orca_cli.config.schema import Secret
+    from tests.reliability.configs import fault_config
+    from tests.reliability.test_upstream_faults import SERVER
+
+    async with fake_upstream() as up:
+        channels = (("a", "openai", _ECHOED["a"], "m1"), ("c", "openai", "sk-test-c0-0b2f11", "m2"),
+                    ("x", "anthropic", _ECHOED["x"], "am1"),
+                    ("z", "anthropic", "sk-ant-test-z0-d00d", "am2"))
+        cfg = loads(fault_config(up, channels, server=SERVER, strikes=2), source="echo")
+        key = _ECHOED["a" if api == "openai" else "x"]
+        message = f"Incorrect API key provided: {key}"
+        if api == "openai":
+            up.on("a", Act(status=401, body=orjson.dumps({"error": {
+                "message": message, "type": "invalid_request_error", "code": "invalid_api_key"}})))
+            path, req = "/v1/chat/completions", {"model": "orca/r", "messages": [
+                {"role": "user", "content": "hi"}]}
+        else:
+            up.on("x", Act(status=401, body=orjson.dumps({"type": "error", "error": {
+                "type": "authentication_error", "message": message}})))
+            path, req = "/v1/messages", {"model": "orca/ra", "max_tokens": 8, "messages": [
+                {"role": "user", "content": "hi"}]}
+        async with sidecar(cfg) as sc:
+            r = await sc.http.post(path, content=orjson.dumps(req),
+                                   headers={**JSON, "x-orca-session": "echo"})
+    assert r.status_code == 401
+    assert key.encode() not in r.content, r.content[:300]
+    assert f"Incorrect API key provided: [key fp {Secret(key).fp}]" in r.text, r.text
