@@ -4,6 +4,7 @@
      ├── ConfigError(path, key, why)      a config file or value is wrong; says how to fix it
      ├── StoreUnavailable                 the state store did not answer within its timeout
      │    └── StoreStateLost              the store restarted and lost its state (run_id / epoch)
+     ├── CommitConflict                   a session changed under a commit at every attempt
      ├── UpstreamError(status, retryable) an upstream attempt failed
      ├── UnknownModel(requested, available)
      ├── NoCandidate(exclusions)          nothing could be attempted for a request
@@ -22,6 +23,7 @@ from orca_cli.immutable import immutable
 __all__ = [
     "AdminError",
     "BadRequest",
+    "CommitConflict",
     "ConfigError",
     "NoCandidate",
     "OrcaError",
@@ -59,6 +61,13 @@ class StoreUnavailable(OrcaError):
 
 class StoreStateLost(StoreUnavailable):
     """The store answered but its state was lost (restart without persistence)."""
+
+
+class CommitConflict(OrcaError):
+    """A commit's session slot changed under it at every compare-and-set attempt: several
+    sidecars writing one busy session. Contention, not an outage: the store answers, nothing
+    of that slot was applied, and the same batch may be sent again (its markers apply each
+    slot once)."""
 
 
 class UpstreamError(OrcaError):

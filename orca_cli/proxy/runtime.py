@@ -30,7 +30,7 @@ from typing import Any
 
 from orca_cli.clock import Clock, SystemClock
 from orca_cli.config.schema import Config
-from orca_cli.errors import StoreStateLost, StoreUnavailable
+from orca_cli.errors import CommitConflict, StoreStateLost, StoreUnavailable
 from orca_cli.proxy.aiohttp_transport import AiohttpTransport
 from orca_cli.proxy.health import Health, RetryBudget
 from orca_cli.proxy.in_flight import InFlightTransitions
@@ -56,6 +56,10 @@ HOUSEKEEPING_INTERVAL_S = 15.0  # how often an idle sidecar asks its store to sw
 ROUTES_CHECK_S = 0.5  # how often the active route version number is read (SPEC §17)
 DEGRADED_PINS_MAX = 10_000
 PENDING_COMMITS_MAX = 1000
+# A conflict storm (`CommitConflict`) is sent again up to this many rounds, pausing up to
+# CONFLICT_PAUSE_S, doubled each round, between them: 4 rounds of 8 compare-and-sets each.
+CONFLICT_ROUNDS = 4
+CONFLICT_PAUSE_S = 0.002
 # At shutdown, how long the gate may spend re-sending what it still holds (a store that does
 # not answer fails its ping within its own timeout, well before this).
 SHUTDOWN_FLUSH_S = 5.0
@@ -148,6 +152,7 @@ class StoreGate:
         self._follow_ups: dict[str, FollowUp] = {}  # by request id, for held commits
         self.outages: deque[CommitBatch] = deque(maxlen=OUTAGE_EVENTS_MAX)  # audit to write
         self.replayed = 0  # held commits re-sent after recovery
+        self.conflict_storms = 0  # commits a conflict storm made send again
         self.dropped = 0  # held commits given up (the hold was full, or the store refused one)
 
     async def read(self, req: ReadRequest) -> Snapshot | None:
@@ -220,7 +225,7 @@ class StoreGate:
             self._hold(batch, follow_up)
             return None
         try:
-            result = await self.store.commit(batch)
+            result = await self._commit_contended(batch)
         except Exception as exc:  # noqa: BLE001 - a store fault never fails the request
             self._hold(batch, follow_up)  # its outcome is unknown: re-sent with the same id
             self._mark_down(exc)
@@ -229,6 +234,22 @@ class StoreGate:
         if extra is not None:
             await self.commit(extra)
         return result
+
+    async def _commit_contended(self, batch: CommitBatch) -> CommitResult:
+        """`store.commit`, sent again after a conflict storm (`CommitConflict`: sidecars
+        racing on one busy session), a few times with a growing random pause. Contention is
+        no outage: only when the storm outlasts every round does the batch go the way of a
+        store fault (held, the store probed, re-sent; its markers apply it once)."""
+        for attempt in range(CONFLICT_ROUNDS):
+            try:
+                return await self.store.commit(batch)
+            except CommitConflict as exc:
+                self.conflict_storms += 1
+                if attempt == CONFLICT_ROUNDS - 1:
+                    log.warning("%s, in %d rounds; held as in an outage", exc, CONFLICT_ROUNDS)
+                    raise
+            await asyncio.sleep(random.uniform(0, CONFLICT_PAUSE_S * 2 ** attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _hold(self, batch: CommitBatch, follow_up: FollowUp | None = None) -> None:
         if len(self.pending) >= self._pending_max:

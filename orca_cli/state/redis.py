@@ -38,7 +38,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from orca_cli.clock import Clock
-from orca_cli.errors import StoreUnavailable
+from orca_cli.errors import CommitConflict
 from orca_cli.routing.routes.budget import Spend
 from orca_cli.state import keys as K
 from orca_cli.state import redis_cmds as C
@@ -238,7 +238,7 @@ class RedisStore(RedisLink):
             pending = retry
             cmds = [self._slot_cmd(batch.request_id, p) for p in pending]
         self.conflict_storms += 1
-        raise StoreUnavailable(
+        raise CommitConflict(
             f"state store commit {batch.request_id!r} met a conflict storm: the session changed "
             f"under it {MAX_CAS_ATTEMPTS} times; nothing of that slot was applied"
         )

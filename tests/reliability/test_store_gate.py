@@ -249,3 +249,47 @@ async def test_a_resend_cut_off_by_shutdown_is_kept_and_written(
     await gate.close()
     assert not gate.pending and gate.replayed == 1
     assert await store.inner.get_trace("hit-1") == {"n": 1}
+
+
+class _Storms:
+    """A memory store whose commits first meet `storms` conflict storms."""
+
+    def __init__(self, storms: int) -> None:
+        from orca_cli.state.memory import MemoryStore
+
+        self.inner = MemoryStore(clock=SystemClock())
+        self.storms = storms
+        self.sent = 0
+
+    async def commit(self, batch: CommitBatch) -> CommitResult:
+        from orca_cli.errors import CommitConflict
+
+        self.sent += 1
+        if self.storms > 0:
+            self.storms -= 1
+            raise CommitConflict("state store commit met a conflict storm")
+        return await self.inner.commit(batch)
+
+
+async def test_a_conflict_storm_is_contention_not_an_outage() -> None:
+    """Sidecars racing on one busy session (RELIABILITY finding 4): the batch is sent again
+    after a short pause, the store stays healthy, no request after it is served degraded."""
+    store = _Storms(runtime.CONFLICT_ROUNDS - 1)
+    gate = StoreGate(store, SystemClock())  # type: ignore[arg-type]
+    result = await gate.commit(_hit(1))
+    assert result is not None and result.results[0].status == "applied"
+    assert gate.healthy and not gate.pending and gate.since is None
+    assert (store.sent, gate.conflict_storms) == (runtime.CONFLICT_ROUNDS,
+                                                  runtime.CONFLICT_ROUNDS - 1)
+
+
+async def test_a_storm_that_outlasts_every_round_is_held_like_a_fault(
+        caplog: pytest.LogCaptureFixture) -> None:
+    store = _Storms(runtime.CONFLICT_ROUNDS)
+    gate = StoreGate(store, SystemClock())  # type: ignore[arg-type]
+    with caplog.at_level(logging.WARNING, logger="orca"):
+        assert await gate.commit(_hit(2)) is None
+    assert not gate.healthy and [b.request_id for b in gate.pending] == ["hit-2"]
+    assert "conflict storm" in caplog.text and "held as in an outage" in caplog.text
+    if gate._probe is not None:
+        gate._probe.cancel()

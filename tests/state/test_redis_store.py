@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from orca_cli.clock import FakeClock
-from orca_cli.errors import StoreUnavailable
+from orca_cli.errors import CommitConflict
 from orca_cli.state.base import (
     CommitBatch,
     IncrOp,
@@ -84,7 +84,7 @@ async def test_sidecars_racing_on_one_session_lose_no_acknowledged_update(
             try:
                 await store.commit(CommitBatch(f"w{n}-{i}", (tier_write(stale),)))
                 done += 1
-            except StoreUnavailable:
+            except CommitConflict:
                 pass  # a conflict storm is reported, and nothing of it applied
         return done
 
