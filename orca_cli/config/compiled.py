@@ -74,6 +74,7 @@ class CompiledConfig:
         "pools",
         "serving",
         "serving_memo",
+        "session_routers",
         "smallest_window",
         "strong_models",
     )
@@ -130,6 +131,10 @@ class CompiledConfig:
         # `[models]` table has the default one); a body whose bytes fit it is not scanned.
         self.smallest_window: int = min(
             [_Model().context_window, *(m.context_window for m in cfg.models.values())])
+        # SPEC §14.1: the session-aware routers, in config order (an aliased side request
+        # counts in its session's figures when there is exactly one).
+        self.session_routers: tuple[str, ...] = tuple(
+            name for name, r in cfg.routers.items() if r.session_aware)
         globs = [k for k in cfg.aliases if GLOB_CHARS & set(k)]
         # Longest pattern first; ties by the pattern text, so the first match is the winner.
         self.alias_globs: tuple[str, ...] = tuple(sorted(globs, key=lambda k: (-len(k), k)))

@@ -147,9 +147,11 @@ class Turn:
     full: Difficulty | None = None
     dedupe_key: str = ""
     affinity_key: str | None = None
-    side: str | None = None  # the `[[housekeeping]]` rule that made this a side request
+    side: str | None = None  # the `[[housekeeping]]` rule (or alias) that made it a side request
+    side_alias: bool = False  # made one by an alias to a sessionless router (`prepare`)
     # A side request's own session (router, session id): its trace names it and its figures
-    # count the request; nothing else of the session is read for or written by it.
+    # count the request; nothing else of the session is read for or written by it. The router
+    # is "" when the request does not tell which router's session it is (figures not counted).
     side_of: tuple[str, SessionId] | None = None  # (its router, its session)
     previous_response: str | None = None  # Responses `previous_response_id` (a hard pin)
     # A child request orca made itself (SPEC §16): why, and the request it serves.

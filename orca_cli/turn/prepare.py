@@ -131,6 +131,9 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, arrival: Arrival, *,
                 routed is None or routed.affinity):
             turn.sid = _session(head, body, router.name, turn.api, routed)
             _side(cfg, turn)
+        elif target.via_alias is not None and not _sessionless(body) and (
+                routed is None or routed.target is None):
+            _alias_side(cfg, turn, head, routed)
     elif target.model is not None:
         # SPEC §1.3: a concrete model keeps its conversation on one channel and key, by the
         # same session chain as a router (derived under the model's own pin slots).
@@ -147,8 +150,8 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, arrival: Arrival, *,
             router.name, session, client_request_id=turn.client_request_id,
             continues=previous or "")
     scope = router.name if router is not None else turn.direct
-    if (scope is not None and session is None and turn.side is None and not cache_aware_off(body)
-            and (routed is None or routed.affinity)):
+    if (scope is not None and session is None and (turn.side is None or turn.side_alias)
+            and not cache_aware_off(body) and (routed is None or routed.affinity)):
         turn.affinity_key = derive_session_id(body, router=scope, api=turn.api)
     if previous and router is not None:
         # The stored response's record (SPEC §13.1): read where an affinity pin is read.
@@ -192,6 +195,25 @@ def _side(cfg: Config, turn: Turn) -> None:
         return
     turn.target = replace(target, requested=turn.target.requested)
     turn.router, turn.sid = cfg.routers[target.router], None
+
+
+def _alias_side(cfg: Config, turn: Turn, head: RequestHead, routed: Routed | None) -> None:
+    """SPEC §14.1: a model name aliased to a sessionless router (Claude Code's
+    `claude-haiku-*` housekeeping and Explore sub-agents) is a side request of the session the
+    request names by its headers or body — its trace and `orca requests --session` show it,
+    it answers `reason=side` — and still served without one: no pin or tier state of the
+    session is read or written. Its own conversation keeps its cache affinity on the
+    sessionless router, as any sessionless request's. Its figures count in the session's
+    `side_requests` when the config has one session-aware router (the session's, then);
+    with several, which one the session belongs to is not in the request. A request naming
+    no session (an id derived from its conversation names none) is no side request."""
+    sid = _session(head, turn.body, turn.target.router or "", turn.api, routed)
+    if not sid.explicit:
+        return
+    owners = cfg.compiled.session_routers
+    turn.side = f"alias {turn.target.via_alias}"
+    turn.side_alias = True
+    turn.side_of = (owners[0] if len(owners) == 1 else "", sid)
 
 
 def _read_request(turn: Turn) -> ReadRequest | None:

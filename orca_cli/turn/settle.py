@@ -93,7 +93,7 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
     router = turn.router
     esc = router.escalation if router is not None else EscalationConfig()
     billed = out.billed_success
-    if turn.side is not None:
+    if turn.side is not None and not turn.side_alias:
         return _side_settle(cfg, turn, sv, latency_ms)
     if turn.degraded:
         trace = _trace(turn, sv, committed=False, latency_ms=latency_ms)
@@ -133,6 +133,8 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
     batch = _with_dropped_pins(batch, plan, out, turn.pin_router, turn.session)
     if turn.routed is not None and billed:  # SPEC §17: budget spend, once per request
         batch = replace(batch, writes=(*batch.writes, turn.routed.spend_write(sv.cost)))
+    if turn.side_alias:  # served as any sessionless request, counted in its session's figures
+        batch = replace(batch, writes=(*batch.writes, *_side_figures(cfg, turn, sv)))
     # Racing identical escalations merge: only the commit that changed the tier audits it.
     # The settle runs once the result is known, after a re-send too if the commit is held.
     return Settled(batch, partial(settle_batch, ctx, batch), None, usage, sv.cost)
@@ -144,15 +146,8 @@ def _side_settle(cfg: Config, turn: Turn, sv: Served, latency_ms: float) -> Sett
     writes: tuple[SlotWrite, ...] = ()
     usage = sv.usage
     if turn.side_of is not None and turn.outcome.billed_success and not turn.degraded:
-        router_name, session = turn.side_of[0], turn.side_of[1].id
-        router = cfg.routers.get(router_name)
-        ttl = float(router.escalation.tier_ttl_s) if router is not None else sv.window_s
-        outcome = TurnOutcome(
-            billed_success=True, prompt_tokens=usage.prompt_tokens if usage else 0,
-            cached_tokens=usage.cached_tokens if usage else 0,
-            output_tokens=usage.output_tokens if usage else 0, cost_usd=sv.cost)
-        writes = (SlotWrite(SlotRef.of_session(router_name, session),
-                            figures_ops(outcome, ttl, side=True)),)
+        outcome = _side_outcome(sv)
+        writes = _side_figures(cfg, turn, sv)
         if turn.router is not None:
             writes += (SlotWrite(SlotRef.of_router(turn.router.name),
                                  tuple(stats_ops(int(turn.now // 3600), outcome, side=True))),)
@@ -160,6 +155,28 @@ def _side_settle(cfg: Config, turn: Turn, sv: Served, latency_ms: float) -> Sett
         writes = (*writes, turn.routed.spend_write(sv.cost))
     trace = _trace(turn, sv, committed=bool(writes), latency_ms=latency_ms)
     return Settled(CommitBatch(turn.request_id, writes, trace=trace), usage=usage, cost=sv.cost)
+
+
+def _side_outcome(sv: Served) -> TurnOutcome:
+    usage = sv.usage
+    return TurnOutcome(
+        billed_success=True, prompt_tokens=usage.prompt_tokens if usage else 0,
+        cached_tokens=usage.cached_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0, cost_usd=sv.cost)
+
+
+def _side_figures(cfg: Config, turn: Turn, sv: Served) -> tuple[SlotWrite, ...]:
+    """A billed side request's count in its session's figures, when the session's router is
+    known (`Turn.side_of`)."""
+    if turn.side_of is None or not turn.outcome.billed_success or turn.degraded:
+        return ()
+    router_name, session = turn.side_of[0], turn.side_of[1].id
+    router = cfg.routers.get(router_name)
+    if router is None:
+        return ()
+    return (SlotWrite(SlotRef.of_session(router_name, session),
+                      figures_ops(_side_outcome(sv), float(router.escalation.tier_ttl_s),
+                                  side=True)),)
 
 
 def _context(cfg: Config, turn: Turn, esc: EscalationConfig, sv: Served, *, billed: bool,

@@ -45,8 +45,9 @@ def test_demo_shows_the_mechanism_end_to_end() -> None:
     assert by[("one-turn-boost", 2)]["tier"] == "strong; reason=once"
     assert by[("one-turn-boost", 3)]["tier"].startswith("base;")
     assert by[("one-turn-boost", 3)]["model"] == by[("one-turn-boost", 1)]["model"]
-    # Claude Code's housekeeping model name lands on the cheap background router.
-    assert all(r["tier"] == "base; reason=no_session"
+    # Claude Code's housekeeping model name lands on the cheap background router, a side
+    # request of its session (SPEC §14.1).
+    assert all(r["tier"] == "base; reason=side"
                for r in rows if r["session"] == "housekeeping")
     assert all(r["cost_usd"] > 0 for r in rows)
 

@@ -204,6 +204,60 @@ async def test_a_side_request_counts_in_its_sessions_figures(sidecar: Sidecar) -
     assert figures_by_router["background"]["cost_usd"] > 0
 
 
+async def test_an_alias_to_a_sessionless_router_is_a_side_request_of_its_session(
+        sidecar: Sidecar) -> None:
+    """SPEC §14.1: Claude Code's `claude-haiku-*` requests (aliased to `orca/background` in
+    the example) under its session id are side requests of that session: `reason=side`, the
+    session in the trace (so `orca requests --session` lists them), no pin or tier state of
+    the session. The example has two session-aware routers (`coding`, `auto`), so which one's
+    session it is is not in the request: its figures count under the router that served it
+    (`orca stats`), not in the session's. Without a session signal it names no session."""
+    session = "cc-haiku-1"
+    turn = {"model": "claude-sonnet-4-5", "max_tokens": 512, "tools": TOOLS,
+            "messages": [{"role": "user", "content": "rename x to count"}]}
+    assert (await _post_messages(sidecar, turn, session)).status_code == 200
+    haiku = {"model": "claude-haiku-4-5-20251001", "max_tokens": 100,
+             "messages": [{"role": "user", "content": "new topic?"}]}
+    got = await _post_messages(sidecar, haiku, session)
+    assert got.status_code == 200
+    assert got.headers["x-orca-session-tier"] == "base; reason=side"
+    store = sidecar.rt.gate.store
+    trace = await store.get_trace(got.headers["x-orca-request-id"])
+    assert trace is not None and trace["session_id"] == session
+    assert trace["router"] == "background" and trace["side"] == {
+        "rule": "alias claude-haiku-*"}
+    figures = await store.get(SlotRef.of_session("coding", session), "figures")
+    assert figures is not None and "side_requests" not in figures.value
+    snap = await store.read(ReadRequest(router="background", session=session))
+    assert snap.tier is None and not snap.pins, "a side request wrote session state"
+
+    async with httpx.AsyncClient(base_url=sidecar.base) as http:  # no session header at all
+        bare = await http.post("/v1/messages", content=orjson.dumps(haiku), headers={
+            **JSON, "anthropic-version": "2023-06-01"})
+    assert bare.headers["x-orca-session-tier"] == "base; reason=no_session"
+
+
+async def test_with_one_session_router_an_aliased_side_request_counts_in_its_session() -> None:
+    from dataclasses import replace
+
+    from tests.e2e.conftest import example_config, serve_sidecar
+
+    cfg = example_config()
+    cfg = replace(cfg, routers={n: r for n, r in cfg.routers.items() if n != "auto"})
+    async with serve_sidecar(cfg) as sc:
+        session = "cc-haiku-2"
+        turn = {"model": "claude-sonnet-4-5", "max_tokens": 512, "tools": TOOLS,
+                "messages": [{"role": "user", "content": "rename x to count"}]}
+        assert (await _post_messages(sc, turn, session)).status_code == 200
+        haiku = {"model": "claude-haiku-4-5", "max_tokens": 100,
+                 "messages": [{"role": "user", "content": "new topic?"}]}
+        got = await _post_messages(sc, haiku, session)
+        assert got.headers["x-orca-session-tier"] == "base; reason=side"
+        figures = await sc.rt.gate.store.get(SlotRef.of_session("coding", session), "figures")
+        assert figures is not None
+        assert (float(figures.value["requests"]), float(figures.value["side_requests"])) == (1, 1)
+
+
 async def test_a_codex_title_request_is_recognised_by_its_title_schema(
         sidecar: Sidecar) -> None:
     body = {"model": "gpt-5-codex", "stream": False, "store": False, "tools": [],

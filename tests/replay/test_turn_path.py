@@ -75,10 +75,11 @@ def test_claude_codes_explore_sub_agent_goes_to_the_background_router() -> None:
         results = run.turns[0]
         subs = [i for i, t in enumerate(s.turns) if t.conversation == "sub-agent"]
         assert subs and all(s.turns[i].body["model"] == EXPLORE_MODEL for i in subs)
-        for i in subs:
-            assert results[i].reason == "no_session" and not results[i].strong
+        for i in subs:  # side requests of the session (SPEC §14.1), served sessionless
+            assert results[i].reason == "side" and not results[i].strong
             trace = await store.get_trace(f"replay-0-{i}")
             assert trace is not None and trace["router"] == "background"
+            assert trace["session_id"] is not None and trace["side"]["rule"].startswith("alias")
         # the session itself escalated and served its main hard turns strong meanwhile
         assert any(r.strong for r in results)
 
