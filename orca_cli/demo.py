@@ -101,7 +101,8 @@ async def _session(client: httpx.AsyncClient, rt: Runtime, name: str, turns: int
     rows = []
     for turn in range(1, turns + 1):
         make(api, turn, messages)
-        headers = {"x-orca-session": f"demo-{name}", **(headers_for(turn) if headers_for else {})}
+        headers = {"x-orca-session": f"demo-{name}",  # the session id the table shows
+                   **(headers_for(turn) if headers_for else {})}
         resp = await client.post(_PATHS[api], json=_body(api, model, messages), headers=headers)
         resp.raise_for_status()
         doc = resp.json()
@@ -109,7 +110,7 @@ async def _session(client: httpx.AsyncClient, rt: Runtime, name: str, turns: int
         rid = resp.headers["x-orca-request-id"]
         trace = await rt.gate.store.get_trace(rid) or {}
         crossed = trace.get("translation") or {}
-        rows.append(DemoRow(name, turn, resp.headers["x-orca-session-tier"],
+        rows.append(DemoRow(f"demo-{name}", turn, resp.headers["x-orca-session-tier"],
                             resp.headers.get("x-orca-model", ""),
                             resp.headers.get("x-orca-channel", ""), prompt, cached,
                             float(trace.get("cost_usd", 0.0)), rid, api,

@@ -80,7 +80,7 @@ def _render(rows: list, kept_url: str | None = None) -> None:  # type: ignore[ty
 
     console = out_console()
     if not console.is_terminal:
-        console.width = max(console.width, 150)  # piped output: keep one row per request
+        console.width = max(console.width, 160)  # piped output: keep one row per request
     table = Table(title="orca demo: every request went through a real sidecar on loopback",
                   title_justify="left")
     for col in ("session", "turn", "format", "X-Orca-Session-Tier", "model", "channel",
@@ -105,7 +105,8 @@ def _render(rows: list, kept_url: str | None = None) -> None:  # type: ignore[ty
                       "look at it with `orca requests`, `orca explain last` and "
                       "`orca session show`.", soft_wrap=True)
     else:
+        at = f" --url {kept_url}"  # whatever other sidecar this directory's config names
         console.print(summary + f" Its sidecar keeps running at {kept_url}: try "
-                      f"`orca requests`, `orca explain {rows[-1].request_id[4:12]}`, "
-                      f"`orca session show demo-failure-loop` or `orca statusline --session "
-                      "demo-failure-loop` in another terminal.", soft_wrap=True)
+                      f"`orca requests{at}`, `orca explain {rows[-1].request_id[4:12]}{at}`, "
+                      f"`orca session show demo-failure-loop{at}` or `orca statusline "
+                      f"--session demo-failure-loop{at}` in another terminal.", soft_wrap=True)

@@ -42,8 +42,9 @@ Direct = Callable[["Store", "Config", float], Awaitable[Any]]
 
 
 def url_option() -> Any:
-    return typer.Option(None, "--url", help="The sidecar's base URL (default from \\[server] "
-                        "host and port, http://127.0.0.1:8787).")
+    return typer.Option(None, "--url", help="The sidecar's base URL (default: $ORCA_URL, "
+                        "else the running sidecar serving this directory's config, else the "
+                        "config's \\[server] host and port; stderr says which).")
 
 
 def redis_url_option() -> Any:
@@ -204,32 +205,43 @@ class Operator:
             self._mode = "http"
 
     def _find_sidecar(self) -> tuple[str | None, str | None, str]:
-        """`find_sidecar`, except that with several sidecars running (and no `--url` or
-        `$ORCA_URL`) the one serving this directory's config wins, then the one on the
-        config's port, before the newest."""
+        """`find_sidecar`, except that with sidecars running (and no `--url` or `$ORCA_URL`)
+        and a config found, only the one serving that config, else the one on its port, is
+        this command's: another config's sidecar (the newest, say) knows nothing of this
+        config's sessions, and a Redis config with no sidecar of its own is read directly.
+        With no config file at all, the newest running sidecar is the one."""
         import os
 
         from orca_cli.proxy.token import find_sidecar, running_sidecars
 
         recs = [] if self._url_opt or os.environ.get("ORCA_URL") else running_sidecars()
-        if len(recs) < 2:
+        if not recs:
             return find_sidecar(self._url_opt, self._token_opt)
         from orca_cli.config.discover import discover
         from orca_cli.errors import ConfigError
-        from orca_cli.proxy.token import record_config, serving_order
+        from orca_cli.proxy.token import admin_token_path, read_admin_token, record_config
 
         try:
             config = discover(self._config_path, _OperatorEnviron())
         except ConfigError:
             config = None
-        if config is not None:
-            real = os.path.realpath(config)
-            best = serving_order(recs, [real])[0]
-            if record_config(best) == real:
-                return (best.url, self._token_opt or best.token,
-                        f"the sidecar started with pid {best.pid} serving {real}, one of "
-                        f"{len(recs)} running")
-        return find_sidecar(None, self._token_opt, config_port=self._config_port())
+        if config is None:
+            return find_sidecar(None, self._token_opt)
+        real = os.path.realpath(config)
+        serving = [r for r in recs if record_config(r) == real]
+        if serving:
+            best = serving[0]
+            more = f", one of {len(recs)} running" if len(recs) > 1 else ""
+            return (best.url, self._token_opt or best.token,
+                    f"the sidecar started with pid {best.pid} serving {real}{more}")
+        port = self._config_port()
+        on_port = next((r for r in recs if r.port == port), None)
+        if on_port is not None:
+            return (on_port.url, self._token_opt or on_port.token,
+                    f"the sidecar started with pid {on_port.pid} on {real}'s port")
+        # Running sidecars all serve other configs: this config's own address, where no
+        # sidecar may answer (the Redis store is then read directly).
+        return None, self._token_opt or read_admin_token(admin_token_path()), f"the config {real}"
 
     def _config_port(self) -> int | None:
         from orca_cli.config.load import load

@@ -15,7 +15,7 @@ def test_demo_shows_the_mechanism_end_to_end() -> None:
     rows = json.loads(result.stdout)
     by = {(r["session"], r["turn"]): r for r in rows}
     # Trivial edits stay base on one model and channel, the cache warm from turn 2.
-    trivial = [r for r in rows if r["session"] == "trivial-edits"]
+    trivial = [r for r in rows if r["session"] == "demo-trivial-edits"]
     assert all(r["tier"].startswith("base;") for r in trivial)
     assert len({(r["model"], r["channel"]) for r in trivial}) == 1
     assert all(r["cached_tokens"] > 0 for r in trivial[1:])
@@ -26,29 +26,29 @@ def test_demo_shows_the_mechanism_end_to_end() -> None:
     coding = loads(example_text(), source="example").routers["coding"]
     assert trivial[0]["model"] in coding.weak_pool
     # The failure loop escalates by strikes on turn 4 and stays strong on one model.
-    assert by[("failure-loop", 3)]["tier"] == "base; reason=default"
-    assert by[("failure-loop", 4)]["tier"] == "strong; reason=strikes"
-    assert by[("failure-loop", 5)]["tier"] == "strong; reason=strikes"
-    assert by[("failure-loop", 5)]["model"] == by[("failure-loop", 4)]["model"]
+    assert by[("demo-failure-loop", 3)]["tier"] == "base; reason=default"
+    assert by[("demo-failure-loop", 4)]["tier"] == "strong; reason=strikes"
+    assert by[("demo-failure-loop", 5)]["tier"] == "strong; reason=strikes"
+    assert by[("demo-failure-loop", 5)]["model"] == by[("demo-failure-loop", 4)]["model"]
     # ... across formats (SPEC §13.2): the cheap tier on a Chat Completions channel, the
     # frontier on an Anthropic one, so one of the two tiers goes through translation, as
     # the trace's `translation` block says; Claude Code (Messages) the other way round.
-    assert coding.escalation_pool and by[("failure-loop", 4)]["model"] in coding.escalation_pool
-    loop = [(r["api"], r["upstream_api"]) for r in rows if r["session"] == "failure-loop"]
+    assert coding.escalation_pool and by[("demo-failure-loop", 4)]["model"] in coding.escalation_pool
+    loop = [(r["api"], r["upstream_api"]) for r in rows if r["session"] == "demo-failure-loop"]
     assert loop == [("openai", "openai")] * 3 + [("openai", "anthropic")] * 3
-    claude = [r for r in rows if r["session"] == "claude-code-loop"]
+    claude = [r for r in rows if r["session"] == "demo-claude-code-loop"]
     assert [r["tier"] for r in claude[2:4]] == ["base; reason=default", "strong; reason=strikes"]
     assert [(r["api"], r["upstream_api"]) for r in claude] == (
         [("anthropic", "openai")] * 3 + [("anthropic", "anthropic")] * 2)
     assert all(r["cached_tokens"] > 0 for r in claude[1:3] + claude[4:]), claude
     # A one-turn boost serves exactly one turn strong, then the same base model again.
-    assert by[("one-turn-boost", 2)]["tier"] == "strong; reason=once"
-    assert by[("one-turn-boost", 3)]["tier"].startswith("base;")
-    assert by[("one-turn-boost", 3)]["model"] == by[("one-turn-boost", 1)]["model"]
+    assert by[("demo-one-turn-boost", 2)]["tier"] == "strong; reason=once"
+    assert by[("demo-one-turn-boost", 3)]["tier"].startswith("base;")
+    assert by[("demo-one-turn-boost", 3)]["model"] == by[("demo-one-turn-boost", 1)]["model"]
     # Claude Code's housekeeping model name lands on the cheap background router, a side
     # request of its session (SPEC §14.1).
     assert all(r["tier"] == "base; reason=side"
-               for r in rows if r["session"] == "housekeeping")
+               for r in rows if r["session"] == "demo-housekeeping")
     assert all(r["cost_usd"] > 0 for r in rows)
 
 

@@ -154,3 +154,25 @@ def test_serve_records_its_config_by_absolute_path(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_a_config_no_sidecar_serves_is_never_answered_by_another_configs_sidecar(
+        two: tuple[Agent, Agent], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project on the Redis store whose sidecar is stopped, while another project's sidecar
+    runs: the commands read this project's store directly (its sessions are there), never the
+    other sidecar, which knows nothing of them."""
+    from orca_cli.testing import closed_port
+
+    _, second = two
+    second.turn("op-elsewhere")
+    _record(second, str(_project(tmp_path, "b") / "orca.toml"))
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "orca.toml").write_text(
+        f'[server]\nport = {closed_port()}\n\n[state]\nbackend = "redis"\n'
+        f'redis_url = "redis://127.0.0.1:6379/15"\nkey_prefix = "orca-test-own-{os.getpid()}"\n')
+    monkeypatch.chdir(a)
+    code, out, err = orca("requests", "--json")
+    assert code == 0, err
+    assert json.loads(out) == [] and second.base not in err
+    assert "reading the Redis store directly" in err, err
