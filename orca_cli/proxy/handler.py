@@ -119,7 +119,7 @@ async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) ->
     if key is not None:
         held = rt.in_flight.reserve(key, plan)
         if followed is not None:
-            plan = turn.plan = followed_pins(plan, read)
+            plan = turn.plan = followed_pins(plan, read, followed)
         else:
             pick = rt.in_flight.pick(key, plan, read, rt.cfg.compiled.key_fps)
     result: CommitResult | None = None

@@ -22,6 +22,12 @@ request that decides a tier with no pin records its model, channel and key (`pic
 request of the session that reads no pin of that tier while the pick is in flight, or up to
 `PICK_GRACE_S` after it ended (a read that predates its commit), follows it as if the store
 had the pin (`follow`); its trace says so (`reason: in_flight`).
+
+A pin the routing dropped (a transcript grown past the pinned model's window, a channel that
+no longer serves it) is no pin either: the request that dropped it picks again, and records
+the pin it replaces; a concurrent request that still reads that old pin follows the new pick
+instead of dropping the pin and drawing a model and key of its own (the session would spread
+over several keys, each cold).
 """
 
 from __future__ import annotations
@@ -71,6 +77,9 @@ class _Picked:
     channel_pin: dict[str, Any]  # {channel, key_index, key_fp}, as the store keeps it
     live: int = 1  # requests that made the pick and are still in flight
     until: float = float("inf")  # monotonic; set when the last of them ended
+    # The pin the pick replaces (model, channel, key index) when the routing dropped one;
+    # a read that still holds it follows the pick.
+    replaces: tuple[str, str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,11 +174,12 @@ class InFlightTransitions:
         pins: dict[str, str] | None = None
         chans: dict[str, Mapping[str, Any]] = {}
         for tier in ("base", "strong"):
-            if tier in snapshot.pins:
-                continue
             p = picks.get((*key, tier))
             if p is None:
                 continue
+            if tier in snapshot.pins and (p.replaces is None
+                                          or _held(snapshot, tier) != p.replaces):
+                continue  # the tier's pin, not one a pick in flight replaces
             if not p.live and now >= p.until:
                 del picks[(*key, tier)]
                 continue
@@ -186,35 +196,51 @@ class InFlightTransitions:
         """Record the plan's first attempt as the session's pick of its tier when the
         session had no pin of that tier; None otherwise (a pinned session: the common case)."""
         tier = plan.decision.tier
-        if tier in snapshot.pins or not plan.attempts or plan.refusal is not None:
+        if not plan.attempts or plan.refusal is not None:
             return None
+        replaces = None
+        if tier in snapshot.pins:
+            if not any(p.status == "dropped" and p.tier == tier for p in plan.pins):
+                return None  # a pinned session: the common case
+            replaces = _held(snapshot, tier)
         att = plan.attempts[0]
         pk = (*key, tier)
         p = self._picks.get(pk)
-        if p is not None:
+        if p is not None and p.replaces == replaces:  # the same pick: join it
             p.live += 1
             p.until = float("inf")
             return Pick(pk)
+        # A first pick, or a new one replacing a dropped pin (any earlier pick is that pin)
         while len(self._picks) >= self._max:
             self._picks.popitem(last=False)
         fp = key_fps.get(att.channel, {}).get(att.key_index, "")
         self._picks[pk] = _Picked(att.model, {"channel": att.channel,
-                                              "key_index": att.key_index, "key_fp": fp})
+                                              "key_index": att.key_index, "key_fp": fp},
+                                  replaces=replaces)
         return Pick(pk)
 
     def end_pick(self, pick: Pick, now: float) -> None:
         p = self._picks.get(pick.key)
         if p is None:
             return
-        p.live -= 1
+        p.live = max(0, p.live - 1)  # a re-pick replaced the entry its own pick made
         if not p.live:
             p.until = now + PICK_GRACE_S
 
 
-def followed_pins(plan: RoutePlan, before: Snapshot) -> RoutePlan:
+def _held(snapshot: Snapshot, tier: str) -> tuple[str, str, int]:
+    """The tier's pin as read: (model, channel, key index); "" and -1 where absent."""
+    chan = snapshot.channel_pins.get(tier) or {}
+    index = chan.get("key_index")
+    return (snapshot.pins.get(tier, ""), str(chan.get("channel", "")),
+            index if isinstance(index, int) else -1)
+
+
+def followed_pins(plan: RoutePlan, before: Snapshot, after: Snapshot) -> RoutePlan:
     """The plan with the pins a request followed from another's pick in flight marked so in
-    its trace (`reason: in_flight`): the store did not have them."""
-    tiers = {t for t in ("base", "strong") if t not in before.pins}
+    its trace (`reason: in_flight`): the store did not have them (or had the ones the pick
+    replaces)."""
+    tiers = {t for t in ("base", "strong") if _held(before, t) != _held(after, t)}
     pins = tuple(replace(p, reason="in_flight")
                  if p.status == "hit" and p.kind in ("model", "channel") and p.tier in tiers
                  else p for p in plan.pins)

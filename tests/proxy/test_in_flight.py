@@ -138,3 +138,36 @@ def test_the_pick_stands_until_the_last_request_that_made_it_ends() -> None:
     assert late is not None and late.pins == {"base": "mini"}  # b is still in flight
     t.end_pick(b, now=100.0)
     assert t.follow(KEY, Snapshot(), 100.0 + PICK_GRACE_S) is None
+
+
+def test_a_dropped_pin_is_picked_again_once_and_its_readers_follow_the_new_pick() -> None:
+    """A transcript grown past the pinned model's window: the request drops the pin and picks
+    again; a concurrent request that still reads the old pin follows that pick rather than
+    dropping it and drawing a key of its own. A read of another pin (the store caught up
+    with the new one) is left alone, and the session's earlier first pick is no pick to
+    join."""
+    from dataclasses import replace
+
+    from orca_cli.routing.route_types import PinRead
+    from orca_cli.routing.snapshot import Snapshot
+
+    t = InFlightTransitions()
+    fps = {"c1": {1: "fp1"}, "c2": {0: "fp0"}}
+    first = t.pick(KEY, _picked("nano", "c2", 0), Snapshot(), fps)  # the session's first
+    assert first is not None
+    t.end_pick(first, now=0.0)  # ended, still in its grace
+    old = Snapshot(pins={"base": "nano"},
+                   channel_pins={"base": {"channel": "c2", "key_index": 0, "key_fp": "fp0"}})
+    dropped = replace(_picked("mini", "c1", 1), pins=(
+        PinRead("model", "base", "nano", "dropped", "context_window"),
+        PinRead("channel", "base", {"channel": "c2", "key_index": 0}, "dropped", "not_served")))
+    again = t.pick(KEY, dropped, old, fps)
+    assert again is not None
+    seen = t.follow(KEY, old, 1.0)
+    assert seen is not None and seen.pins == {"base": "mini"}
+    assert seen.channel_pins["base"] == {"channel": "c1", "key_index": 1, "key_fp": "fp1"}
+    assert t.pick(KEY, dropped, old, fps) == again  # a second re-pick of that pin joins it
+    new = Snapshot(pins={"base": "mini"},
+                   channel_pins={"base": {"channel": "c1", "key_index": 1, "key_fp": "fp1"}})
+    assert t.follow(KEY, new, 1.0) is None
+    assert t.pick(KEY, _picked("mini", "c1", 1), new, fps) is None  # a pin kept: no pick
