@@ -10,14 +10,14 @@ turns spawn a search sub-agent under the same session id, so
 the figures show what the full-transcript score alone would do to banding and what the
 banding score does.
 
-The search sub-agent names the model its agent gives it. Claude Code's built-in Explore
-sub-agent (read-only search) runs on the small model: its requests name Haiku
-(`claude-haiku-4-5`), while Plan and general-purpose inherit the main model
-(code.claude.com/docs/en/sub-agents). A config that aliases `claude-haiku-*` to a
-non-session-aware router, as `orca.toml.example` and the replay's reference config do, serves
-them there: side requests by alias (SPEC §14.1), never the session's strong tier. Codex's
-sub-agents inherit the main agent's model unless a custom agent file sets one, so on Codex
-(OpenAI) sessions they name the session's router like the main conversation.
+The search sub-agent names the model its agent gives it: the main one. Claude Code's
+documentation has its built-in Explore sub-agent on the small model (Haiku), but Claude Code
+2.1.332 pointed at orca sends Explore's requests with the main model's name (its sub-agent
+record says `"model": "claude-opus-5-5", "modelNotNamed": true`; only
+`CLAUDE_CODE_SUBAGENT_MODEL=claude-haiku-4-5` names Haiku). Codex's sub-agents inherit the
+main agent's model unless a custom agent file sets one. So on both formats they name the
+session's router like the main conversation, where a strong session serves a sub-agent that
+opens with an easy ask from its base tier (`escalation._sub_agent`).
 
 The texts are synthetic (no vendor prompt is copied): sections of operating rules and tool
 schemas of the real sizes, which is all the scorers read from a prefix.
@@ -31,7 +31,7 @@ from orca_cli.replay.texts import TOOL_SPECS
 from orca_cli.replay.wire import MODEL
 from orca_cli.wire.transcript import Api
 
-__all__ = ["AGENTS", "EXPLORE_MODEL", "SUB_AGENT_SYSTEM", "TITLE_SYSTEM", "Agent", "agent_system",
+__all__ = ["AGENTS", "SUB_AGENT_SYSTEM", "TITLE_SYSTEM", "Agent", "agent_system",
            "agent_tools", "sub_agent_model"]
 
 # Side requests under the session id: the title request at session start, and sub-agents.
@@ -41,7 +41,6 @@ SUB_AGENT_SYSTEM = ("You are a search agent working for a coding assistant. Use 
                     "find what you are asked for and report it concisely with file paths and "
                     "line numbers. Do not modify files.")
 
-EXPLORE_MODEL = "claude-haiku-4-5"  # the model Claude Code's Explore sub-agent asks for
 
 Agent = Literal["claude-code", "codex"]
 # (system prompt bytes, tools) per agent
@@ -94,6 +93,7 @@ def agent_tools(agent: Agent) -> tuple[tuple[str, str, dict[str, Any]], ...]:
 
 
 def sub_agent_model(api: Api) -> str:
-    """The model a search sub-agent's requests name: Haiku under Claude Code (Anthropic
-    sessions), the session's own model under Codex (OpenAI sessions)."""
-    return EXPLORE_MODEL if api == "anthropic" else MODEL
+    """The model a search sub-agent's requests name: the session's own, under Claude Code
+    (observed with 2.1.332, module docstring) and Codex alike."""
+    del api
+    return MODEL

@@ -4,8 +4,8 @@ tokens; cache read 0.1 × input for both providers here, cache write 1.25 × for
 5-minute cache and 1.0 × for OpenAI). `--config` replaces it.
 
 Like `orca.toml.example`, it has a sessionless `background` router and the example's
-`[aliases]`: agents' small-model requests (Claude Code's Explore sub-agent names
-`claude-haiku-*`) are served there, and side requests (`[[housekeeping]]`, e.g. title
+`[aliases]`: agents' small-model requests (Claude Code's `claude-haiku-*` calls) are
+served there, and side requests (`[[housekeeping]]`, e.g. title
 requests) go to it as the `[routing] side_router` default. The session router `coding` is
 the first session-aware router, the one the report describes.
 

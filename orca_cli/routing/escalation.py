@@ -199,8 +199,8 @@ def _sub_agent(st: TierState, sig: TurnSignals, esc: EscalationConfig,
                ask: Ask | None) -> tuple[dict[str, Any], tuple[Intent, ...]] | None:
     """A request of a strong session served from the base tier because it belongs to another
     conversation under the session id that opened with an easy ask — an agent's sub-agent sent
-    to search, list or summarise (Claude Code's Explore asks for the small model itself; a Codex
-    sub-agent inherits the main model). Its first request (no assistant message yet) is cache-
+    to search, list or summarise (Claude Code's Explore and Codex's sub-agents name the main
+    model; one that names an alias of a sessionless router is a side request instead). Its first request (no assistant message yet) is cache-
     cold on every model, so starting it on base costs no cache; once its fingerprint is
     remembered, its continuations follow it to base, where its cache is. A conversation that
     opens with an ask at or above t1, a known conversation's request with an explicit ask, and

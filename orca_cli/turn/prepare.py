@@ -199,7 +199,8 @@ def _side(cfg: Config, turn: Turn) -> None:
 
 def _alias_side(cfg: Config, turn: Turn, head: RequestHead, routed: Routed | None) -> None:
     """SPEC §14.1: a model name aliased to a sessionless router (Claude Code's
-    `claude-haiku-*` housekeeping and Explore sub-agents) is a side request of the session the
+    `claude-haiku-*` housekeeping, and sub-agents given `CLAUDE_CODE_SUBAGENT_MODEL`) is a
+    side request of the session the
     request names by its headers or body — its trace and `orca requests --session` show it,
     it answers `reason=side` — and still served without one: no pin or tier state of the
     session is read or written. Its own conversation keeps its cache affinity on the

@@ -14,7 +14,6 @@ from orca_cli.config import example_text
 from orca_cli.config.load import loads
 from orca_cli.config.schema import Config
 from orca_cli.replay import harness as H
-from orca_cli.replay.agents import EXPLORE_MODEL
 from orca_cli.replay.corpus import Session, generate
 from orca_cli.replay.reference import REFERENCE_TOML
 from orca_cli.replay.walk import PATHS
@@ -66,7 +65,10 @@ def test_a_title_request_is_a_side_request_and_not_a_turn() -> None:
     asyncio.run(go())
 
 
-def test_claude_codes_explore_sub_agent_goes_to_the_background_router() -> None:
+def test_claude_codes_sub_agents_name_the_main_model_and_stay_off_the_strong_tier() -> None:
+    """Claude Code 2.1.332's Explore names the main model (`replay.agents`): its requests
+    reach the session's router under the session id, and once the session is strong they are
+    served from its base tier (`reason=sub_agent`), never strong."""
     _, s = _session(lambda s: s.api == "anthropic" and any(
         t.conversation == "sub-agent" for t in s.turns))
 
@@ -74,12 +76,12 @@ def test_claude_codes_explore_sub_agent_goes_to_the_background_router() -> None:
         run, store = await _replay(s)
         results = run.turns[0]
         subs = [i for i, t in enumerate(s.turns) if t.conversation == "sub-agent"]
-        assert subs and all(s.turns[i].body["model"] == EXPLORE_MODEL for i in subs)
-        for i in subs:  # side requests of the session (SPEC §14.1), served sessionless
-            assert results[i].reason == "side" and not results[i].strong
+        assert subs and all(s.turns[i].body["model"] == "orca/coding" for i in subs)
+        for i in subs:
+            assert not results[i].strong and results[i].router == "coding"
             trace = await store.get_trace(f"replay-0-{i}")
-            assert trace is not None and trace["router"] == "background"
-            assert trace["session_id"] is not None and trace["side"]["rule"].startswith("alias")
+            assert trace is not None and trace["session_id"] is not None
+        assert any(results[i].reason == "sub_agent" for i in subs)
         # the session itself escalated and served its main hard turns strong meanwhile
         assert any(r.strong for r in results)
 
