@@ -16,11 +16,23 @@ from orca_cli.admin.views import SessionKeys, session_view
 from orca_cli.config.schema import Config
 from orca_cli.errors import AdminError
 from orca_cli.routing.caps import window_hours
+from orca_cli.routing.escalation import denial
+from orca_cli.routing.route import caps_view
+from orca_cli.routing.snapshot import Snapshot
+from orca_cli.routing.tiers import TierState
 from orca_cli.state.base import ReadRequest, SlotRef, Store
 
 __all__ = ["session_status"]
 
 _KEYS = ("tier", "pin:base", "pin:strong", "chan:base", "chan:strong", "figures")
+
+def _denied(cfg: Config, router: str, snap: Snapshot) -> str:
+    """The cap that serves a strong session's next request from base, as the routing decides
+    it for a session already strong (`routing.escalation.denial`): "share_cap",
+    "workspace_cap" or "". A budget's denial (SPEC §17) depends on the request's route."""
+    r = cfg.routers[router]
+    return denial(TierState(tier="strong"), caps_view(cfg, r, snap), r.escalation, new=False,
+                  escalate=False)
 
 
 async def _keys(store: Store, router: str, session: str) -> SessionKeys:
@@ -58,17 +70,22 @@ async def session_status(store: Store, cfg: Config, session: str, *, router: str
 
 async def _status(store: Store, cfg: Config, v: dict[str, Any], now: float) -> dict[str, Any]:
     esc = cfg.routers[v["router"]].escalation
-    tier = v["tier"]
-    pin = v["pins"].get(tier)  # None once it expired: the next request picks afresh
+    tier, reason, clock = v["tier"], v["reason"], v["cache_clock_s"]
     snap = await store.read(ReadRequest(router=v["router"],
-                                        share_hours=window_hours(now, esc.share_window_h),
-                                        workspace=False))
+                                        share_hours=window_hours(now, esc.share_window_h)))
     total, strong = snap.share.total, snap.share.strong
+    denied = _denied(cfg, v["router"], snap) if tier == "strong" else ""
+    if denied:  # strong in its state, served base while a share cap is exceeded
+        tier, reason = "base", f"denied:{denied}"
+        chan = v["channel_pins"].get("base")
+        clock = chan["ttl_s"] if chan else None
+    pin = v["pins"].get(tier)  # None once it expired: the next request picks afresh
     return {
         "session_id": v["session_id"], "router": v["router"], "tier": tier,
-        "reason": v["reason"], "trigger": v.get("trigger"),
+        "reason": reason, "trigger": v.get("trigger"),
         "model": pin["model"] if pin else None,
-        "figures": v["figures"], "cache_clock_s": v["cache_clock_s"],
+        "session_tier": v["tier"],  # the tier state's, which `denied` overrides for serving
+        "figures": v["figures"], "cache_clock_s": clock,
         "difficulty_streak": v["difficulty_streak"], "streak_needed": esc.streak,
         "strikes": len(v["strikes"]), "strikes_needed": esc.strikes,
         "escalations_used": v["escalation_count"], "max_per_session": esc.max_per_session,

@@ -38,7 +38,8 @@ from orca_cli.routing.intents import (
 from orca_cli.routing.strikes import request_strike, signature_label
 from orca_cli.routing.tiers import Ask, Tier, TierState
 
-__all__ = ["TierDecision", "TurnSignals", "fresh_or_expired", "resolve_tier"]
+__all__ = ["TierDecision", "TurnSignals", "denial", "fresh_or_expired", "repeated_labels",
+           "resolve_tier"]
 
 
 @immutable
@@ -232,7 +233,7 @@ def _escalation(a: _Ask, eng: _Engine, esc: EscalationConfig,
     return None
 
 
-def _denial(st: TierState, caps: CapsView, esc: EscalationConfig, *, new: bool,
+def denial(st: TierState, caps: CapsView, esc: EscalationConfig, *, new: bool,
             escalate: bool) -> str:
     """Every class obeys the caps (SPEC §6.4): the reason a strong tier is refused, or "".
     The session cap counts this sidecar's transitions of the session still in flight."""
@@ -316,7 +317,7 @@ def resolve_tier(state: TierState | None, sig: TurnSignals, caps: CapsView,
         (trigger, transition), new = up, True
         extra = (transition,)
 
-    denied = _denial(st, caps, esc, new=new, escalate=trigger != "once")
+    denied = denial(st, caps, esc, new=new, escalate=trigger != "once")
     evals["caps"] = {"new_transition": new, "session_count": st.escalation_count,
                      "max_per_session": esc.max_per_session, "denied": denied or None}
     if caps.in_flight.transitions or caps.in_flight.count_floor > st.escalation_count:

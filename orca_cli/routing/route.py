@@ -70,7 +70,7 @@ from orca_cli.types import MAPPING
 from orca_cli.wire.transcript import opening_fingerprint
 
 __all__ = ["MAX_FALLBACK_MODELS", "Attempt", "PinRead", "RouteInput", "RoutePlan",
-           "overflow_refusal", "plan_route"]
+           "caps_view", "overflow_refusal", "plan_route"]
 
 
 
@@ -84,7 +84,7 @@ def _fresh_conversation(body: Mapping[str, Any]) -> bool:
                    for m in reversed(items))
 
 
-def _caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,
+def caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,
                budget_denied: bool = False,
                in_flight: SessionInFlight = NO_IN_FLIGHT) -> CapsView:
     esc = router.escalation
@@ -159,7 +159,7 @@ def plan_route(
 
     escalates = bool(tiers.strong) and esc.mode != "off"
     strong = pool(tiers.strong) if escalates else ()
-    caps = _caps_view(cfg, router, snapshot, inp.budget_denied, inp.in_flight)
+    caps = caps_view(cfg, router, snapshot, inp.budget_denied, inp.in_flight)
     evidence: dict[str, Any] = {}
     if mode != router.mode or inp.prefs is not None:  # SPEC §20: what the request asked
         evidence["mode"] = mode
