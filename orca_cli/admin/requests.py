@@ -22,6 +22,7 @@ from orca_cli.state.keys import TRACE_INDEX_KEY, TRACES
 __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "MAX_SCAN", "recent_requests", "resolve_short_id"]
 
 DEFAULT_LIMIT = 20
+MIN_SESSION_PREFIX = 8  # as `admin.service`: the request log prints session ids shortened
 MAX_LIMIT = 1000
 MAX_SCAN = 5000
 _BATCH = 64  # trace reads in flight at once
@@ -39,9 +40,26 @@ def _index(value: Any) -> list[tuple[float, str]]:
 
 
 def _keep(trace: Mapping[str, Any], session: str | None, router: str | None) -> bool:
-    if session is not None and trace.get("session_id") != session:
-        return False
+    if session is not None:
+        sid = trace.get("session_id")
+        # a session may be named by the start of its id, as the request log prints it
+        if sid != session and not (len(session) >= MIN_SESSION_PREFIX and isinstance(sid, str)
+                                   and sid.startswith(session)):
+            return False
     return router is None or trace.get("router") == router
+
+
+def _one_session(out: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
+    """The requests of the session `session` names: its own id's when one has it, else the
+    one session whose id starts with it; a start several sessions share is a 400."""
+    ids = {t.get("session_id") for t in out}
+    if len(ids) <= 1:
+        return out
+    if session in ids:
+        return [t for t in out if t.get("session_id") == session]
+    shown = ", ".join(sorted(str(i) for i in ids)[:5])
+    raise AdminError(f"session id prefix {session!r} matches {len(ids)} sessions: {shown}; "
+                     "pass more of the id", status=400)
 
 
 async def recent_requests(store: Store, *, session: str | None = None,
@@ -64,8 +82,8 @@ async def recent_requests(store: Store, *, session: str | None = None,
             if trace is not None and _keep(trace, session, router):
                 out.append(dict(trace))
                 if len(out) >= limit:
-                    return out
-    return out
+                    return _one_session(out, session) if session is not None else out
+    return _one_session(out, session) if session is not None else out
 
 
 def _is_short(text: str) -> bool:

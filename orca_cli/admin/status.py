@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orca_cli.admin.requests import MIN_SESSION_PREFIX
 from orca_cli.admin.views import SessionKeys, session_view
 from orca_cli.config.schema import Config
 from orca_cli.errors import AdminError
@@ -62,6 +63,16 @@ async def session_status(store: Store, cfg: Config, session: str, *, router: str
         view = session_view(cfg, name, session, keys)
         if best is None or (view["last_success"] or 0) > (best["last_success"] or 0):
             best = view
+    if best is None and len(session) >= MIN_SESSION_PREFIX:  # the start of an id
+        from orca_cli.admin.service import OperatorError, locate_session
+
+        try:
+            r, sid, keys = await locate_session(store, cfg, session, router)
+        except OperatorError as exc:
+            if exc.status != 404:
+                raise
+        else:
+            best = session_view(cfg, r, sid, keys)
     if best is None:
         raise AdminError(f"no such session {session!r}: orca has no state for it yet",
                          status=404)

@@ -59,3 +59,27 @@ async def test_a_short_or_unknown_prefix_is_no_session(store: Store, env: StoreE
             await S.show_session(store, cfg, None, text)
         assert err.value.status == 404 and "no such session" in str(err.value)
     assert await S.pins_dump(store, cfg, session="7d1e0c45") == []
+
+
+async def test_requests_explain_and_the_status_line_take_the_prefix_too(
+        store: Store, env: StoreEnv, cfg: Config) -> None:
+    """`orca requests --session`, `orca explain --session` (both `recent_requests`) and the
+    status line (`session_status`) take the start the request log prints, as `session show`
+    does; a start several sessions share is refused, never merged."""
+    from orca_cli.admin.requests import recent_requests
+    from orca_cli.admin.status import session_status
+    from orca_cli.errors import AdminError
+
+    await _three(store, env, cfg)
+    rows = await recent_requests(store, session="7d1e0c44")
+    assert rows and {r["session_id"] for r in rows} == {OTHER}
+    assert {r["session_id"] for r in await recent_requests(store, session=ONE)} == {ONE}
+    assert await recent_requests(store, session="7d1e0c4") == []  # under 8: no prefix
+    with pytest.raises(AdminError) as err:
+        await recent_requests(store, session="559f8439")
+    assert err.value.status == 400 and ONE in str(err.value) and TWO in str(err.value)
+    status = await session_status(store, cfg, "7d1e0c44", router=None, now=env.clock.now())
+    assert status["session_id"] == OTHER
+    with pytest.raises(AdminError) as err:
+        await session_status(store, cfg, "559f8439", router=None, now=env.clock.now())
+    assert err.value.status == 400
