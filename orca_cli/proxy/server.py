@@ -24,6 +24,7 @@ from collections.abc import Generator
 from typing import Any, ClassVar
 
 import uvicorn
+from uvicorn.protocols.http.flow_control import service_unavailable
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from orca_cli.config.schema import ServerConfig
@@ -62,6 +63,21 @@ class ServerStartError(RuntimeError):
 def _raw_response(status: bytes, body: bytes) -> bytes:
     return (b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\n"
             b"content-length: %d\r\nconnection: close\r\n\r\n" % len(body)) + body
+
+
+async def _over_capacity(scope: Any, receive: Any, send: Any) -> None:
+    """Past `server.max_concurrency` (uvicorn's `limit_concurrency`): 503 in the JSON shape of
+    the API the path names, with `Retry-After: 1` (SPEC §1.2, RELIABILITY S28), where uvicorn
+    answers plain text."""
+    from orca_cli.proxy.intake import api_of_path
+
+    body = error_body(api_of_path(str(scope.get("path", ""))), 503,
+                      "orca is at server.max_concurrency open connections and requests; "
+                      "retry shortly")
+    await send({"type": "http.response.start", "status": 503, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"retry-after", b"1"), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def _path_of(head: bytes) -> str:
@@ -151,6 +167,10 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
             transport.write_eof()
         self.loop.call_later(LINGER_S, transport.close)
 
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        # uvicorn's own over-capacity answer is text: orca's speaks the inbound format
+        super()._start_asgi_task(cycle, _over_capacity if app is service_unavailable else app)
+
     def send_400_response(self, msg: str) -> None:
         self._refuse(b"400 Bad Request", 400, f"the request could not be parsed as HTTP/1.1: "
                                               f"{msg}")
@@ -222,6 +242,9 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete:
             cycle.keep_alive = False
+            return
+        if self._head_start:  # a request began: answered in the JSON shape its path names
+            self._refuse(b"408 Request Timeout", 408, _TIMEOUT_TEXT.decode())
             return
         self.transport.write(_REQUEST_TIMEOUT)
         self.transport.close()

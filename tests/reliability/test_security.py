@@ -466,3 +466,48 @@ async def test_an_upstream_error_echoing_its_key_reaches_the_client_with_the_fin
     assert r.status_code == 401
     assert key.encode() not in r.content, r.content[:300]
     assert f"Incorrect API key provided: [key fp {Secret(key).fp}]" in r.text, r.text
+
+
+# --- refusals below the app, in the inbound shape (SPEC §1.2, §18) -----------------------------
+
+async def test_over_max_concurrency_is_a_503_in_the_inbound_shape_with_retry_after() -> None:
+    cfg = loads(SIM_CONFIG.replace("header_timeout_s = 0.5", "header_timeout_s = 5")
+                .format(extra="max_concurrency = 2"), source="sec")
+    async with sidecar(cfg) as sc:
+        idle = [await asyncio.open_connection("127.0.0.1", sc.port) for _ in range(3)]
+        try:
+            body = orjson.dumps({"model": "orca/coding", "max_tokens": 8,
+                                 "messages": [{"role": "user", "content": "hi"}]})
+            reader, writer = await asyncio.open_connection("127.0.0.1", sc.port)
+            writer.write(b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                         b"Content-Type: application/json\r\nanthropic-version: 2023-06-01\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (sc.port, len(body), body))
+            await writer.drain()
+            async with asyncio.timeout(5):
+                got = await reader.read(65536)
+            writer.close()
+        finally:
+            for _, w in idle:
+                w.close()
+    head, _, payload = got.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503"), head[:60]
+    assert b"content-type: application/json" in head.lower() and b"retry-after: 1" in head.lower()
+    doc = orjson.loads(payload)
+    assert doc["type"] == "error" and doc["error"]["type"] == "overloaded_error"
+    assert "max_concurrency" in doc["error"]["message"]
+
+
+@pytest.mark.parametrize("path", ["/v1/messages", "/v1/chat/completions"])
+async def test_a_header_timeout_after_the_request_line_answers_in_the_inbound_shape(
+        path: str) -> None:
+    async with sidecar(loads(SIM_CONFIG.format(extra=""), source="sec")) as sc:
+        _, got = await _closed_after(sc.port, [b"POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                                               % (path.encode(), sc.port)], 10)
+    assert got.startswith(b"HTTP/1.1 408 "), got[:80]
+    head, _, body = got.partition(b"\r\n\r\n")
+    assert b"application/json" in head.lower(), head
+    doc = orjson.loads(body)
+    if path == "/v1/messages":
+        assert doc["type"] == "error" and doc["error"]["type"]
+    else:
+        assert "header_timeout_s" in doc["error"]["message"]
