@@ -135,7 +135,8 @@ class RouteNode:
     exceeded: str = ""
     # target
     target: str = ""
-    mode: Literal["", "weighted", "price", "latency", "throughput"] = ""
+    # "" keeps the router's; "weighted" is the older name of "balanced"
+    mode: Literal["", "balanced", "weighted", "price", "latency", "throughput"] = ""
     only: tuple[str, ...] = ()
     prefer: tuple[str, ...] = ()
     fallbacks: tuple[str, ...] = ()

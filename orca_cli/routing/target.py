@@ -75,10 +75,13 @@ class Target:
     suffix: Suffix | None
     requested: str
     via_alias: str | None
+    mode: Mode | None = None  # a route target's `mode` (SPEC §17), over any suffix's
 
     @property
     def mode_override(self) -> Mode | None:
-        """The mode the suffix forces, or None."""
+        """The mode a route target or the suffix forces, or None."""
+        if self.mode is not None:
+            return self.mode
         return SUFFIX_MODE[self.suffix] if self.suffix is not None else None
 
     def mode_for(self, configured: Mode) -> Mode:

@@ -21,7 +21,7 @@ from orca_cli.routing.features import Delta, Scorer
 from orca_cli.routing.modes import NO_MEASURES, Measured, read_prefs
 from orca_cli.routing.route import RouteInput, RoutePlan, plan_route
 from orca_cli.routing.side import match_housekeeping
-from orca_cli.routing.target import Suffix, Target, resolve_target
+from orca_cli.routing.target import Mode, Target, resolve_target
 from orca_cli.routing.tiers import Ask
 from orca_cli.state.base import ReadRequest
 from orca_cli.state.keys import direct_router
@@ -236,7 +236,9 @@ def _read_request(turn: Turn) -> ReadRequest | None:
     )
 
 
-_MODE_SUFFIX: dict[str, Suffix] = {"price": "cheap", "latency": "fast", "throughput": "nitro"}
+# A route target's `mode` (`weighted` is `balanced`'s older name)
+_TARGET_MODE: dict[str, Mode] = {"balanced": "balanced", "weighted": "balanced", "price": "price",
+                                 "latency": "latency", "throughput": "throughput"}
 
 
 def routed_target(cfg: Config, routed: Routed, requested: str) -> Target:
@@ -246,8 +248,8 @@ def routed_target(cfg: Config, routed: Routed, requested: str) -> Target:
     spec = routed.decision.target
     assert spec is not None
     target = replace(resolve_target(spec.target, cfg), requested=requested)
-    suffix = _MODE_SUFFIX.get(spec.mode)
-    return replace(target, suffix=suffix) if suffix is not None else target
+    mode = _TARGET_MODE.get(spec.mode)
+    return replace(target, mode=mode) if mode is not None else target
 
 
 def decide(cfg: Config, turn: Turn, *, scorer: Scorer, healthy: Healthy,

@@ -120,3 +120,25 @@ def test_budgets_table() -> None:
     assert errors_of(doc) == ["budgets.day_usd: must be >= 0, got -1"]
     doc["budgets"]["day_usd"] = 50
     assert parse(doc, environ={}).budgets.session_usd == 2.0
+
+
+def test_a_target_nodes_mode_overrides_the_routers_balanced_included() -> None:
+    """SPEC §17: a target node's `mode` overrides its router's, `balanced` (weighted random
+    by channel weight; `weighted` is its older name) as well as the suffix modes; "" keeps
+    the router's. A `weighted` target over a price router used to keep price order."""
+    from types import SimpleNamespace
+
+    from orca_cli.turn.prepare import routed_target
+    from tests.e2e.conftest import example_config
+
+    cfg = example_config()
+
+    def mode(value: str) -> object:
+        node = SimpleNamespace(target="orca/background", mode=value)
+        routed = SimpleNamespace(decision=SimpleNamespace(target=node))
+        t = routed_target(cfg, routed, "claude-haiku-4-5")  # type: ignore[arg-type]
+        assert t.router == "background" and t.requested == "claude-haiku-4-5"
+        return t.mode_override
+
+    assert [mode(m) for m in ("balanced", "weighted", "price", "latency", "throughput", "")] == [
+        "balanced", "balanced", "price", "latency", "throughput", None]
