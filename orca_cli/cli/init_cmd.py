@@ -68,9 +68,8 @@ def register(app: typer.Typer) -> None:
             return
         if agent not in AGENTS:
             fail(f"--agent must be one of {', '.join(AGENTS)}, got {agent!r}", 2)
-        if write and agent not in (*_FILE_AGENTS, "claude-code"):  # before anything is written
-            fail(f"{agent} is set up by environment variables alone (`orca init --agent "
-                 f"{agent}` prints them); there is no file to write", 2)
+        # An agent set up by environment variables alone (aider) has no file of its own to
+        # write: `--write` then writes `./orca.toml` only, when missing, as for any agent.
         # Without a config at `path` the set-up is the example's, the one written below.
         setup = _setup(path, (url or _config_url(path)).rstrip("/"))
         # The agent's file is read and its new text made first: one that cannot take the

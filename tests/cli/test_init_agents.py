@@ -110,10 +110,15 @@ def test_llm_and_opencode_write_once(tmp_path: Path) -> None:
     assert doc["provider"]["orca"]["options"]["baseURL"] == BASE + "/v1"
 
 
-def test_aider_write_has_nothing_to_write(tmp_path: Path) -> None:
+def test_aider_write_writes_the_config_and_prints_the_environment(tmp_path: Path) -> None:
+    """Aider is set up by environment variables alone: `--write` writes `./orca.toml` when
+    missing (as for every agent, README) and prints the variables; it never replaces one."""
     code, out, err = orca_init(tmp_path, "--agent", "aider", "--write")
-    assert code == 2 and "environment" in err
-    assert out == "" and not (tmp_path / "orca.toml").exists()  # refused before any write
+    assert code == 0, err
+    assert (tmp_path / "orca.toml").exists() and "OPENAI_API_BASE=" in out
+    (tmp_path / "orca.toml").write_text("# mine\n")
+    code, out, err = orca_init(tmp_path, "--agent", "aider", "--write")
+    assert code == 0 and (tmp_path / "orca.toml").read_text() == "# mine\n"
 
 
 def test_banner_names_every_agent_and_the_key_to_give() -> None:
