@@ -199,6 +199,10 @@ async def run_checks(cfg: Config, *, probe: bool = False) -> list[Check]:
                  f"{cfg.source or 'built-in defaults'}: "
                  + ("; ".join(str(i) for i in issues) if issues else "valid"),
                  "run `orca config check` and fix each key it names" if issues else "")]
+    if cfg.source is None and not cfg.channels:  # what `orca serve` refuses to start on
+        out[0] = Check("config", "warn", "no config file: the built-in defaults have no "
+                       "channel, and `orca serve` refuses to start without a config",
+                       "run `orca init` (a config whose sim channels answer offline)")
     out.append(await _store_check(cfg))
     out.extend(await asyncio.gather(*(_channel_check(ch, cfg, probe)
                                       for ch in cfg.enabled_channels())))

@@ -38,10 +38,11 @@ def _pick(path: str | None, config: str | None) -> str | None:
 
 
 def _no_file_note() -> str:
-    from orca_cli.config.load import search_paths
+    from orca_cli.config.discover import looked_at
 
-    looked = ", ".join(label for label, _ in search_paths(os.environ))
-    return f"no config file found (looked at --config, {looked}); using the built-in defaults"
+    return (f"no config file found (looked at {looked_at(os.environ)}); using the built-in "
+            "defaults, which have no channel: `orca serve` needs a config file (`orca init` "
+            "writes one)")
 
 
 @sub.command("check")
@@ -75,7 +76,8 @@ def check_cmd(path: str | None = _PATH_ARG, config: str | None = _CONFIG_OPT) ->
         sys.stderr.write(f"orca: warning: {issue}\n")
     if cfg.source is None:
         sys.stderr.write(f"orca: {_no_file_note()}\n")
-        typer.echo("ok: built-in defaults")
+        typer.echo("ok: built-in defaults (no config file: `orca serve` needs one, "
+                   "`orca init` writes it)")
     else:
         typer.echo(f"ok: {cfg.source}")
 

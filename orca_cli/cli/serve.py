@@ -76,8 +76,10 @@ def register(app: typer.Typer) -> None:
                  "and only Redis lets them share sessions, pins and caps. Pass --state redis "
                  "(or --redis-url URL), or set [state] backend = \"redis\"", 2)
         if cfg.source is None and not cfg.channels:
-            fail("no orca.toml found; run `orca init` (it writes a config whose sim channels "
-                 "answer offline) or pass --config")
+            from orca_cli.config.discover import looked_at
+
+            fail(f"no config file found (looked at {looked_at(os.environ)}); run `orca init` "
+                 "(it writes a config whose sim channels answer offline) or pass --config")
         bind = host or cfg.server.host
         bind_port = cfg.server.port if port is None else port
         if not is_loopback_host(bind):

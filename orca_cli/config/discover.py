@@ -9,7 +9,7 @@ from pathlib import Path
 
 from orca_cli.errors import ConfigError
 
-__all__ = ["discover", "search_paths"]
+__all__ = ["discover", "looked_at", "search_paths"]
 
 
 
@@ -25,6 +25,14 @@ def search_paths(environ: Mapping[str, str] = os.environ) -> list[tuple[str, str
         xdg = os.path.join(home, ".config")
     out.append(("$XDG_CONFIG_HOME/orca/orca.toml", os.path.join(xdg, "orca", "orca.toml")))
     return out
+
+
+def looked_at(environ: Mapping[str, str] = os.environ) -> str:
+    """Where a config is looked for, for a "no config file found" message."""
+    places = [label for label, _ in search_paths(environ)]
+    if "$ORCA_CONFIG" not in places:
+        places.insert(0, "$ORCA_CONFIG")
+    return ", ".join(["--config", *places])
 
 
 def discover(path: str | None = None, environ: Mapping[str, str] = os.environ) -> str | None:

@@ -109,8 +109,9 @@ def test_check_two_different_paths_is_a_usage_error() -> None:
 
 def test_check_without_any_file_checks_the_defaults() -> None:
     code, out, err = _run("config", "check")
-    assert (code, out) == (0, "ok: built-in defaults\n")
-    assert "no config file found" in err
+    assert (code, out) == (0, "ok: built-in defaults (no config file: `orca serve` needs one, "
+                              "`orca init` writes it)\n")
+    assert "no config file found" in err and "$ORCA_CONFIG" in err
 
 
 def test_show_json_never_contains_a_key_value(
