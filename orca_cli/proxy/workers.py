@@ -36,14 +36,29 @@ FAST_DEATH_S = 5.0  # a worker that dies sooner than this after its start ...
 FAST_DEATHS_MAX = 3  # ... this many times in a row stops the sidecar
 
 
-def _start(index: int, worker: Callable[[int], None]) -> int:
-    pid = os.fork()
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _start(index: int, worker: Callable[[int], None], pids: dict[int, int]) -> int:
+    """Fork worker `index`, registered in `pids` before a stop signal can be handled: with the
+    stop signals blocked across the fork, a SIGTERM cannot reach the parent between the fork
+    and the registration (the new worker would never be told to stop, and the parent would
+    wait for it forever), nor the child before it drops the parent's handler."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        pid = os.fork()
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        raise
     if pid != 0:
+        pids[pid] = index
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # a stop now reaches it
         return pid
     code = 1
     try:  # the worker: default signal handling (uvicorn installs its own), then serve
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         worker(index)
         code = 0
     except SystemExit as exc:
@@ -78,8 +93,8 @@ def supervise(workers: int, worker: Callable[[int], None],
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     for i in range(workers):
-        pid = _start(i, worker)
-        pids[pid], started[i] = i, time.monotonic()
+        _start(i, worker, pids)
+        started[i] = time.monotonic()
     if on_started is not None:
         on_started()
     code = 0
@@ -106,6 +121,6 @@ def supervise(workers: int, worker: Callable[[int], None],
         time.sleep(RESTART_PAUSE_S)
         if stopping:
             continue
-        new = _start(index, worker)
-        pids[new], started[index] = index, time.monotonic()
+        _start(index, worker, pids)
+        started[index] = time.monotonic()
     return code

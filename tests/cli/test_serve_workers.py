@@ -103,6 +103,20 @@ def _pid(base: str) -> int:
     return int(r.json()["pid"])
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> int:
+    """SIGTERM, and its exit status; a sidecar that outlives 20 s is killed with its workers
+    (so no process or Popen object is left to the next test) and the test fails."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        for pid in _children(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+        raise
+
+
 def _children(pid: int) -> set[int]:
     out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True,
                          text=True, check=False).stdout
@@ -161,8 +175,7 @@ def test_two_workers_share_one_port_and_every_session(tmp_path: Path, prefix: st
         assert len(restarted) == 2, restarted
         workers |= restarted
     finally:
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=20)
+        code = _stop(proc)
     assert code == 0, log.read_text()
     assert not any(_alive(p) for p in workers), "a worker outlived the sidecar"
     text = log.read_text()
@@ -198,8 +211,7 @@ def test_sigterm_stops_every_worker_gracefully_and_removes_the_record(tmp_path: 
         rid = r.headers["x-orca-request-id"]
         workers = _children(proc.pid)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=20)
+        code = _stop(proc)
     text = log.read_text()
     assert code == 0, text
     assert not record.exists(), "the sidecar record outlived orca serve"
@@ -247,3 +259,24 @@ def _alive(pid: int) -> bool:
         return False
     return Path(f"/proc/{pid}/status").exists() and "zombie" not in Path(
         f"/proc/{pid}/status").read_text()
+
+
+def test_a_stop_right_after_a_fork_still_reaches_the_new_worker(tmp_path: Path) -> None:
+    """A SIGTERM that reaches the parent between a worker's fork and its registration (seen
+    when a stop followed a worker's restart on a busy machine) must still stop that worker:
+    before, the parent waited for it forever. The stop signals are blocked across the fork."""
+    script = tmp_path / "race.py"
+    script.write_text(
+        "import os, signal, sys, time\n"
+        "from orca_cli.proxy import workers\n"
+        "real_fork = os.fork\n"
+        "def fork():\n"
+        "    pid = real_fork()\n"
+        "    if pid:\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)  # the stop, before registration\n"
+        "    return pid\n"
+        "os.fork = fork\n"
+        "sys.exit(workers.supervise(1, lambda i: time.sleep(60)))\n")
+    proc = subprocess.run([sys.executable, str(script)], env=_env(), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr
