@@ -27,6 +27,7 @@ __all__ = ["session_status"]
 
 _KEYS = ("tier", "pin:base", "pin:strong", "chan:base", "chan:strong", "figures")
 
+
 def _denied(cfg: Config, router: str, snap: Snapshot) -> str:
     """The cap that serves a strong session's next request from base, as the routing decides
     it for a session already strong (`routing.escalation.denial`): "share_cap",

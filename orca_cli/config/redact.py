@@ -62,6 +62,7 @@ def redact_url(url: str) -> str:
     user = parts.username or ""
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
+
 def scrub_secrets(data: bytes, secrets: tuple[Secret, ...]) -> bytes:
     """`data` with each secret's value replaced by its fingerprint: an upstream's error body
     that echoes the key it was sent (`Incorrect API key provided: sk-…`) reaches the client

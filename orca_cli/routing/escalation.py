@@ -201,9 +201,10 @@ def _sub_agent(st: TierState, sig: TurnSignals, esc: EscalationConfig,
     """A request of a strong session served from the base tier because it belongs to another
     conversation under the session id that opened with an easy ask — an agent's sub-agent sent
     to search, list or summarise (Claude Code's Explore and Codex's sub-agents name the main
-    model; one that names an alias of a sessionless router is a side request instead). Its first request (no assistant message yet) is cache-
-    cold on every model, so starting it on base costs no cache; once its fingerprint is
-    remembered, its continuations follow it to base, where its cache is. A conversation that
+    model; one that names an alias of a sessionless router is a side request instead). Its
+    first request (no assistant message yet) is cache-cold on every model, so starting it on
+    base costs no cache; once its fingerprint is remembered, its continuations follow it to
+    base, where its cache is. A conversation that
     opens with an ask at or above t1, a known conversation's request with an explicit ask, and
     the conversation that escalated keep the strong tier. Only on a session whose requests
     carry their history (`TierState.history`): a client that sends each turn alone (or
@@ -234,7 +235,7 @@ def _escalation(a: _Ask, eng: _Engine, esc: EscalationConfig,
 
 
 def denial(st: TierState, caps: CapsView, esc: EscalationConfig, *, new: bool,
-            escalate: bool) -> str:
+           escalate: bool) -> str:
     """Every class obeys the caps (SPEC §6.4): the reason a strong tier is refused, or "".
     The session cap counts this sidecar's transitions of the session still in flight."""
     if new and caps.in_flight.session_count(st.escalation_count,

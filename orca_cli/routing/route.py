@@ -85,8 +85,8 @@ def _fresh_conversation(body: Mapping[str, Any]) -> bool:
 
 
 def caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,
-               budget_denied: bool = False,
-               in_flight: SessionInFlight = NO_IN_FLIGHT) -> CapsView:
+              budget_denied: bool = False,
+              in_flight: SessionInFlight = NO_IN_FLIGHT) -> CapsView:
     esc = router.escalation
     return CapsView(
         share=ShareView(snapshot.share.strong, snapshot.share.total),
@@ -204,9 +204,8 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState | None, caps: CapsV
              and ((fresh and state.history) or bool(state.conversations)))
     sig = TurnSignals(dedupe_key=inp.dedupe_key, delta_score=inp.delta.score,
                       user_turn=inp.delta.is_user_turn, signatures=signatures,
-                      signature_texts=tuple([texts[s] for s in signatures]) if signatures else (),
-                      ask=inp.ask,
-                      fresh=fresh,
+                      signature_texts=tuple([texts[s] for s in signatures]) if signatures
+                      else (), ask=inp.ask, fresh=fresh,
                       conversation=opening_fingerprint(inp.body, inp.api) if named else "")
     t2 = effective_t2(threshold=esc.threshold, t2=esc.t2, t1=esc.t1,
                       percentile=esc.percentile, samples=c.snapshot.percentile_samples)

@@ -16,9 +16,11 @@
 * `commit` sends one pipeline: one SLOT_COMMIT script per slot write, the audit ZADDs and the
   trace script. A session slot whose stored version moved on answers "conflict" with the fresh
   document and applies nothing; only that slot is re-sent, its `mutate` re-run on the fresh
-  document, at most MAX_CAS_ATTEMPTS times. Commits of one session from this process queue on a
-  per-session gate, so they do not conflict with each other; the gate remembers the document
-  the last commit returned, used only as the optimistic base of the next compare-and-set.
+  document, at most MAX_CAS_ATTEMPTS times (then `CommitConflict`: contention, which the
+  request path's gate sends again, `proxy.runtime.StoreGate`). Commits of one session from
+  this process queue on a per-session gate, so they do not conflict with each other; the gate
+  remembers the document the last commit returned, used only as the optimistic base of the
+  next compare-and-set.
 * Every call has one hard deadline (`timeout_ms`); any Redis error or timeout becomes
   `StoreUnavailable`. The client never retries (redis-py's default retry re-sends writes whose
   outcome is unknown, RELIABILITY finding 1); a commit retried by its caller applies once thanks

@@ -33,7 +33,8 @@ def test_demo_shows_the_mechanism_end_to_end() -> None:
     # ... across formats (SPEC §13.2): the cheap tier on a Chat Completions channel, the
     # frontier on an Anthropic one, so one of the two tiers goes through translation, as
     # the trace's `translation` block says; Claude Code (Messages) the other way round.
-    assert coding.escalation_pool and by[("demo-failure-loop", 4)]["model"] in coding.escalation_pool
+    assert coding.escalation_pool
+    assert by[("demo-failure-loop", 4)]["model"] in coding.escalation_pool
     loop = [(r["api"], r["upstream_api"]) for r in rows if r["session"] == "demo-failure-loop"]
     assert loop == [("openai", "openai")] * 3 + [("openai", "anthropic")] * 3
     claude = [r for r in rows if r["session"] == "demo-claude-code-loop"]

@@ -31,7 +31,8 @@ async def test_concurrent_requests_that_drop_a_pin_repin_the_session_once() -> N
 
     text = example_text()
     assert 'models = ["deepseek-chat", "gpt-4.1-mini"]' in text and 'models = ["gpt-4.1"]' in text
-    text = text.replace('models = ["deepseek-chat", "gpt-4.1-mini"]', 'models = ["deepseek-chat"]', 1)
+    text = text.replace('models = ["deepseek-chat", "gpt-4.1-mini"]',
+                        'models = ["deepseek-chat"]', 1)
     text = text.replace('models = ["gpt-4.1"]', 'models = ["gpt-4.1", "gpt-4.1-mini"]', 1)
     cfg = loads(text, source="example")
     session = "cc-overflow-race"
@@ -75,9 +76,10 @@ async def test_the_status_line_names_the_model_that_serves_a_cap_denied_strong_s
     hdrs = {**JSON, "x-claude-code-session-id": session}
     async with serve_sidecar(cfg) as sc, httpx.AsyncClient(base_url=sc.base, timeout=60) as http:
         msgs: list[dict] = [{"role": "user", "content": "rename x to count"}]
-        strong = await http.post("/v1/messages", headers={**hdrs, "X-OrcaRouter-Tier": "strong"},
-                                 content=orjson.dumps({"model": "claude-opus-4-1", "max_tokens": 512,
-                                                       "tools": TOOLS, "messages": msgs}))
+        strong = await http.post(
+            "/v1/messages", headers={**hdrs, "X-OrcaRouter-Tier": "strong"},
+            content=orjson.dumps({"model": "claude-opus-4-1", "max_tokens": 512,
+                                  "tools": TOOLS, "messages": msgs}))
         assert strong.headers["x-orca-session-tier"].startswith("strong"), strong.headers
         msgs += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "and y"}]
         denied = await http.post("/v1/messages", headers=hdrs, content=orjson.dumps(
