@@ -34,19 +34,24 @@ def check_cmd(
     Example:
         orca routes check routes.toml
     """
+    from orca_cli.config.routes import unserved_targets
     from orca_cli.config.routes_file import load_routes_file
 
     cfg, errors = load_routes_file(file, config)
+    warnings = unserved_targets(cfg) if cfg is not None and not errors else []
     if as_json:
         print_json({"ok": not errors, "file": file,
                     "routes": [r.name for r in cfg.routes] if cfg else [],
-                    "errors": [{"key": e.key, "why": e.why, "path": e.path} for e in errors]})
+                    "errors": [{"key": e.key, "why": e.why, "path": e.path} for e in errors],
+                    "warnings": [{"key": k, "why": why} for k, why in warnings]})
         raise typer.Exit(1 if errors else 0)
     if errors:
         for e in errors:
             typer.echo(f"error: {e}", err=True)
         fail(f"{len(errors)} problem(s) in {file}")
     assert cfg is not None
+    for key, why in warnings:
+        typer.echo(f"warning: {key}: {why}", err=True)
     typer.echo(f"ok: {file} ({len(cfg.routes)} route(s): "
                f"{', '.join(r.name for r in cfg.routes) or 'none'})")
 

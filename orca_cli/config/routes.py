@@ -72,6 +72,7 @@ __all__ = [
     "post_inbound_key",
     "post_route",
     "post_route_node",
+    "unserved_targets",
 ]
 
 MAX_ROUTE_FALLBACKS = 8
@@ -345,3 +346,38 @@ def _unique(items: tuple[Any, ...], table: str, ctx: Ctx) -> None:
             ctx.error(f"{table}[{i}].name",
                       f'duplicate name "{item.name}" (also {table}[{first[item.name]}])')
         first.setdefault(item.name, i)
+
+
+def unserved_targets(cfg: Config) -> list[tuple[str, str]]:
+    """(node path, why) of the target nodes' targets and fallbacks that no enabled channel
+    serves: a `channel:model` on a disabled channel, a model every channel of which is
+    disabled. Valid config, yet such a branch is never served as written: its request falls
+    to the target's fallbacks or is refused (`orca routes check` warns)."""
+    out: list[tuple[str, str]] = []
+    for i, r in enumerate(cfg.routes):
+        for name, node in r.nodes.items():
+            if node.type != "target":
+                continue
+            npath = join_key(f"routes[{i}].nodes", name)
+            for key, models in (("target", (node.target,)), ("fallbacks", node.fallbacks)):
+                for j, m in enumerate(models):
+                    why = _unserved(cfg, m)
+                    if why:
+                        at = join_key(npath, key) + (f"[{j}]" if key == "fallbacks" else "")
+                        out.append((at, why))
+    return out
+
+
+def _unserved(cfg: Config, target: str) -> str | None:
+    if not target or target.startswith("orca/") or target in cfg.routers:
+        return None
+    head, sep, rest = target.partition(":")
+    ch = cfg.channel(head) if sep else None
+    if ch is not None and not ch.enabled:
+        return f'channel "{ch.name}" is disabled: "{target}" is never served'
+    model = rest if ch is not None else target
+    listing = [c for c in cfg.channels if model in c.models]
+    if listing and not any(c.enabled for c in listing):
+        names = ", ".join(c.name for c in listing)
+        return f'every channel of "{model}" ({names}) is disabled: it is never served'
+    return None

@@ -88,6 +88,25 @@ def test_check_names_the_node_path_of_every_problem(files: dict[str, str]) -> No
     assert all(e["path"] == files["routes"] for e in doc["errors"])
 
 
+def test_check_warns_of_a_target_no_enabled_channel_serves(files: dict[str, str]) -> None:
+    """A target on a disabled channel is valid config, but the branch is never served as
+    written (its request falls to the fallbacks): `routes check` says so, and stays ok."""
+    Path(files["config"]).write_text(CONFIG.replace('type = "sim"\n',
+                                                    'type = "sim"\nenabled = false\n', 1)
+                                     + '\n[[channels]]\nname = "sim2"\ntype = "sim"\n'
+                                       'models = ["small"]\n')
+    r = _run("routes", "check", files["routes"], "--config", files["config"])
+    assert r.exit_code == 0, r.output
+    assert ('warning: routes[0].nodes.big.target: channel "sim" is disabled: "sim:big" is '
+            "never served") in r.stderr
+    r = _run("routes", "check", files["routes"], "--config", files["config"], "--json")
+    doc = json.loads(r.stdout)
+    assert doc["ok"] and [w["key"] for w in doc["warnings"]] == ["routes[0].nodes.big.target"]
+    Path(files["config"]).write_text(CONFIG)
+    r = _run("routes", "check", files["routes"], "--config", files["config"], "--json")
+    assert json.loads(r.stdout)["warnings"] == []
+
+
 def test_check_rejects_other_tables_in_a_routes_file(files: dict[str, str]) -> None:
     Path(files["routes"]).write_text(ROUTES + '\n[server]\nport = 1\n')
     r = _run("routes", "check", files["routes"], "--config", files["config"])
