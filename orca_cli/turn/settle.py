@@ -208,6 +208,10 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
     att = out.served
     sid = turn.sid
     side = turn.side_of[1] if not sid and turn.side_of else None
+    if sid is None and side is None and turn.routed is not None and turn.routed.sid is not None \
+            and turn.routed.sid.explicit:
+        # a route's sessionless target: the session the request named, its budgets' session
+        side = turn.routed.sid
     head = TraceHead(
         turn.request_id,  # request_id
         turn.client_request_id,  # client_request_id

@@ -121,3 +121,20 @@ async def test_a_budget_refusal_says_denied_budget_in_the_tier_header() -> None:
         refused = await _chat(sc, "b-s2", "ci-token")
     assert refused.status_code == 429
     assert refused.headers["x-orca-session-tier"] == "base; reason=denied:budget"
+
+
+async def test_a_route_to_a_sessionless_router_names_the_budgets_session_in_its_trace() -> None:
+    """README: the session a session budget counts is the one the request's trace names —
+    also when a route sends it to a sessionless router (no pin, no tier state)."""
+    text = CONFIG.replace('[routers.coding]\nstrategy = "cheapest"',
+                          '[routers.coding]\nstrategy = "cheapest"\nsession_aware = false')
+    cfg = loads(text, source="test", environ={})
+    async with sidecar(cfg) as sc:
+        got = await _chat(sc, "b-s3", "ci-token")
+        assert got.status_code == 200
+        assert got.headers["x-orca-session-tier"] == "base; reason=no_session"
+        await sc.idle()
+        trace = await sc.rt.gate.store.get_trace(got.headers["x-orca-request-id"])
+        assert trace is not None and trace["session_id"] == "b-s3"
+        row = _session_row((await sc.admin("GET", "/budgets")).json(), "b-s3")
+        assert row["spent_usd"] > 0
