@@ -13,15 +13,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from dataclasses import replace
 from typing import Any
 
 from orca_cli.errors import Refusal
 from orca_cli.proxy.forward import Inbound, forward
 from orca_cli.proxy.guard import ClientGone, GuardPolicy, send_error
-from orca_cli.proxy.in_flight import followed_pins
+from orca_cli.proxy.in_flight import Reservation, followed_pins
 from orca_cli.proxy.intake import IntakeError, read_json
 from orca_cli.proxy.routes_live import deny_refusal, route_step
 from orca_cli.proxy.runtime import Runtime, new_request_id
+from orca_cli.routing.candidates import Healthy
 from orca_cli.routing.route import Attempt, RoutePlan
 from orca_cli.state.base import CommitResult
 from orca_cli.turn import Arrival, RequestHead, Turn, decide, prepare, refused, settle
@@ -116,8 +118,13 @@ async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) ->
     plan = decide(rt.cfg, turn, scorer=rt.scorer, healthy=healthy, rng=rt.rng,
                   measured=rt.measured.figures)
     held = pick = None
+    shared = False  # the transition is also reserved in the store, across sidecars
     if key is not None:
         held = rt.in_flight.reserve(key, plan)
+        if held is not None:
+            shared, plan = await _reserve_shared(rt, turn, key, held, plan, healthy)
+            if not shared:
+                held = None
         if followed is not None:
             plan = turn.plan = followed_pins(plan, read, followed)
         else:
@@ -163,8 +170,31 @@ async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) ->
     finally:
         if held is not None:
             rt.in_flight.release(held, result, rt.clock.monotonic())
+            if shared and key is not None:
+                await rt.gate.release_transition(*key, turn.request_id)
         if pick is not None:
             rt.in_flight.end_pick(pick, rt.clock.monotonic())
+
+
+async def _reserve_shared(rt: Runtime, turn: Turn, key: tuple[str, str], held: Reservation,
+                          plan: RoutePlan, healthy: Healthy) -> tuple[bool, RoutePlan]:
+    """The plan's new transition reserved in the store as well (sidecars or `--workers`
+    sharing a Redis each keep their own in-flight table): (reserved, the plan). When the cap
+    leaves no room across the sidecars, the local reservation is given back and the request
+    decided again as at the cap (`denied:session_cap`): a burst of `once` asks spread over
+    workers is served strong once, not once per worker."""
+    router = turn.router
+    assert router is not None
+    esc = router.escalation
+    ttl = rt.cfg.server.total_timeout_s + 60  # outlives the request; given back at its end
+    if await rt.gate.reserve_transition(*key, turn.request_id, escalate=held.escalate,
+                                        max_count=esc.max_per_session, ttl_s=ttl):
+        return True, plan
+    rt.in_flight.release(held, None, rt.clock.monotonic())
+    turn.in_flight = replace(turn.in_flight, count_floor=esc.max_per_session)
+    again = decide(rt.cfg, turn, scorer=rt.scorer, healthy=healthy, rng=rt.rng,
+                   measured=rt.measured.figures)
+    return False, again
 
 
 def _held_back(rt: Runtime, plan: RoutePlan) -> tuple[int, bool]:

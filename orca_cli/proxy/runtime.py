@@ -60,6 +60,9 @@ PENDING_COMMITS_MAX = 1000
 # CONFLICT_PAUSE_S, doubled each round, between them: 4 rounds of 8 compare-and-sets each.
 CONFLICT_ROUNDS = 4
 CONFLICT_PAUSE_S = 0.002
+# How long a transition's reservation across sidecars may hold its request up (one round trip
+# on loopback takes well under a millisecond)
+RESERVE_TIMEOUT_S = 0.05
 # At shutdown, how long the gate may spend re-sending what it still holds (a store that does
 # not answer fails its ping within its own timeout, well before this).
 SHUTDOWN_FLUSH_S = 5.0
@@ -198,6 +201,36 @@ class StoreGate:
             self._mark_down(exc)
             return {}
         return got
+
+    async def reserve_transition(self, router: str, session: str, request_id: str, *,
+                                 escalate: bool, max_count: int, ttl_s: float) -> bool:
+        """Reserve a session's tier transition in the store, across the sidecars sharing it
+        (SPEC §6.4): False when the cap leaves no room. A store without reservations (memory:
+        one process, whose in-flight table already counts) always has room. A store that does
+        not take the reservation within `RESERVE_TIMEOUT_S` (a write pause, a fault) does not
+        hold the request up: the transition goes ahead as this sidecar alone decided it, and
+        the commit's count still binds; the commit, not this, tells the gate of an outage."""
+        reserve = getattr(self.store, "reserve_transition", None)
+        if reserve is None or not self.healthy:
+            return True
+        try:
+            ok: bool = await reserve(router, session, request_id, escalate=escalate,
+                                     max_count=max_count, ttl_s=ttl_s,
+                                     timeout_s=RESERVE_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - a store fault never fails the request
+            log.debug("a transition was not reserved in the store: %s", type(exc).__name__)
+            return True
+        return ok
+
+    async def release_transition(self, router: str, session: str, request_id: str) -> None:
+        """Give a reservation back; a store that cannot take it lets it lapse on its own."""
+        release = getattr(self.store, "release_transition", None)
+        if release is None or not self.healthy:
+            return
+        try:
+            await release(router, session, request_id)
+        except Exception as exc:  # noqa: BLE001 - it lapses with its TTL
+            log.debug("a transition reservation was left to lapse: %s", type(exc).__name__)
 
     def _state_lost(self, at: float) -> None:
         """Each loss of the store's state is logged once, the second and later ones too."""

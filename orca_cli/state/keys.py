@@ -261,6 +261,9 @@ def tier_key() -> str:
     return "tier"
 
 
+RESERVATIONS_KEY = "resv"  # a session's tier transitions in flight (`scripts.TRANSITION_RESERVE`)
+
+
 def pin_key(tier: str) -> str:
     return f"pin:{tier}"
 

@@ -68,6 +68,7 @@ from orca_cli.state.codec import (
 from orca_cli.state.redis_cmds import Cmd
 from orca_cli.state.redis_link import RedisLink
 from orca_cli.state.route_versions import RedisRouteVersions
+from orca_cli.state.scripts import TRANSITION_RESERVE
 
 __all__ = ["RedisStore"]
 
@@ -185,6 +186,31 @@ class RedisStore(RedisLink):
             res, _ = await self._run(C.budget_commands(self._prefix, names))
             return C.spends_from(names, res)
         return await self._guarded("budget read", go)
+
+    async def reserve_transition(self, router: str, session: str, request_id: str, *,
+                                 escalate: bool, max_count: int, ttl_s: float,
+                                 timeout_s: float | None = None) -> bool:
+        """Reserve a tier transition of the session across sidecars (SPEC §6.4), for `ttl_s`
+        at most: False when the cap leaves no room for it (`scripts.TRANSITION_RESERVE`)."""
+        tag = K.slot_tag(self._prefix, SlotRef.of_session(router, session))
+        now_ms, ttl_ms = int(self._clock.now() * 1000), max(1, int(ttl_s * 1000))
+        cmd = ("EVALSHA", TRANSITION_RESERVE.sha, 2, tag + K.tier_key(),
+               tag + K.RESERVATIONS_KEY, request_id, "e" if escalate else "o", str(now_ms),
+               str(now_ms + ttl_ms), str(max_count), str(ttl_ms))
+
+        async def go() -> bool:
+            res, _ = await self._run([cmd])
+            return bool(res[0])
+        return await self._guarded("transition reserve", go, timeout_s)
+
+    async def release_transition(self, router: str, session: str, request_id: str) -> None:
+        """Give a reservation back once its commit counted the transition (or it failed)."""
+        tag = K.slot_tag(self._prefix, SlotRef.of_session(router, session))
+
+        async def go() -> None:
+            await self._run([("ZREM", tag + K.RESERVATIONS_KEY, f"o:{request_id}",
+                              f"e:{request_id}")])
+        await self._guarded("transition release", go)
 
     def route_versions(self) -> RedisRouteVersions:
         """The deployed route versions on this store (SPEC §17)."""

@@ -27,7 +27,7 @@ from dataclasses import field
 from orca_cli.immutable import immutable
 
 __all__ = ["ALL_SCRIPTS", "LEGACY_FOLD", "ROUTER_READ", "SLOT_COMMIT", "TRACE_WRITE",
-           "WINDOW_READ", "Script"]
+           "TRANSITION_RESERVE", "WINDOW_READ", "Script"]
 
 
 @immutable
@@ -260,9 +260,46 @@ end
 return n
 """
 
+# A session's tier transitions in flight across sidecars (SPEC §6.4): `o:<request id>` for a
+# once-boost, `e:<request id>` for an escalation, scored by when the reservation lapses. A new
+# one is refused when the stored escalation count, the once-boosts in flight and an escalation
+# in flight (which another escalation joins: racing escalations are one transition) reach
+# `max_per_session` — `routing.caps.SessionInFlight.session_count`, counted across sidecars.
+_TRANSITION_RESERVE = r"""
+-- KEYS[1] the session's tier document, KEYS[2] its reservations (a sorted set)
+-- ARGV[1] request id, ARGV[2] kind 'o' | 'e', ARGV[3] now ms, ARGV[4] lapses at ms,
+-- ARGV[5] max_per_session, ARGV[6] the reservation's TTL ms (the key's, relative: the
+-- sidecar's clock need not be Redis's)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[3])
+local count = 0
+local doc = redis.call('GET', KEYS[1])
+if doc then
+  local ok, t = pcall(cjson.decode, doc)
+  if ok and type(t) == 'table' and type(t['count']) == 'number' then count = t['count'] end
+end
+local onces, escalating = 0, false
+for _, m in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  local k = string.sub(m, 1, 2)
+  if k == 'o:' then onces = onces + 1 elseif k == 'e:' then escalating = true end
+end
+if ARGV[2] == 'e' and escalating then
+  redis.call('ZADD', KEYS[2], ARGV[4], 'e:' .. ARGV[1])
+  redis.call('PEXPIRE', KEYS[2], ARGV[6])
+  return 1
+end
+local used = count + onces
+if escalating then used = used + 1 end
+if used >= tonumber(ARGV[5]) then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[4], ARGV[2] .. ':' .. ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[6])
+return 1
+"""
+
 SLOT_COMMIT = Script("slot_commit", _SLOT_COMMIT)
 TRACE_WRITE = Script("trace_write", _TRACE_WRITE)
 ROUTER_READ = Script("router_read", _ROUTER_READ)
 WINDOW_READ = Script("window_read", _WINDOW_READ)
 LEGACY_FOLD = Script("legacy_fold", _LEGACY_FOLD)
-ALL_SCRIPTS = (SLOT_COMMIT, TRACE_WRITE, ROUTER_READ, WINDOW_READ, LEGACY_FOLD)
+TRANSITION_RESERVE = Script("transition_reserve", _TRANSITION_RESERVE)
+ALL_SCRIPTS = (SLOT_COMMIT, TRACE_WRITE, ROUTER_READ, WINDOW_READ, LEGACY_FOLD,
+               TRANSITION_RESERVE)

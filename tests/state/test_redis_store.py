@@ -227,3 +227,36 @@ async def test_a_read_with_no_share_window_folds_nothing(redis_env: StoreEnv) ->
             ShareCounts(0, 3)
     finally:
         client.close()
+
+
+async def test_transition_reservations_count_across_sidecars(redis_env: StoreEnv) -> None:
+    """`TRANSITION_RESERVE` (SPEC §6.4 across sidecars): once-boosts in flight count one each,
+    escalations in flight one in all (racing escalations join), the stored count beside
+    them; a reservation given back or lapsed leaves room again."""
+    a, b = redis_store(redis_env), redis_store(redis_env)
+
+    async def reserve(store: RedisStore, session: str, rid: str, *, escalate: bool = False,
+                      cap: int = 2, ttl: float = 60) -> bool:
+        return await store.reserve_transition("coding", session, rid, escalate=escalate,
+                                              max_count=cap, ttl_s=ttl)
+
+    assert await reserve(a, "s1", "o1") and await reserve(b, "s1", "o2")
+    assert not await reserve(a, "s1", "o3")  # two once-boosts in flight: the cap of 2
+    await b.release_transition("coding", "s1", "o2")
+    assert await reserve(a, "s1", "o3")
+
+    assert await reserve(a, "s2", "e1", escalate=True, cap=1)
+    assert await reserve(b, "s2", "e2", escalate=True, cap=1)  # joins the escalation
+    assert not await reserve(b, "s2", "o1", cap=1)  # the escalation in flight counts one
+    await a.release_transition("coding", "s2", "e1")
+    await b.release_transition("coding", "s2", "e2")
+    stale = await read_session(a, "s2")
+    await a.commit(CommitBatch("c1", (tier_write(stale, slot=SlotRef.of_session("coding",
+                                                                               "s2")),)))
+    assert not await reserve(b, "s2", "o2", cap=1)  # the stored count (1) is the cap
+    assert await reserve(b, "s2", "o2", cap=2)
+
+    assert await reserve(a, "s3", "o1", cap=1, ttl=0.2)
+    assert not await reserve(b, "s3", "o2", cap=1)
+    await redis_env.advance(0.3)  # a request that never gave it back: it lapses
+    assert await reserve(b, "s3", "o2", cap=1)
