@@ -177,12 +177,12 @@ class InFlightTransitions:
             p = picks.get((*key, tier))
             if p is None:
                 continue
+            if not p.live and now >= p.until:
+                del picks[(*key, tier)]  # ended: the table drains back to empty
+                continue
             if tier in snapshot.pins and (p.replaces is None
                                           or _held(snapshot, tier) != p.replaces):
                 continue  # the tier's pin, not one a pick in flight replaces
-            if not p.live and now >= p.until:
-                del picks[(*key, tier)]
-                continue
             if pins is None:
                 pins, chans = dict(snapshot.pins), dict(snapshot.channel_pins)
             pins[tier] = p.model
@@ -200,8 +200,11 @@ class InFlightTransitions:
             return None
         replaces = None
         if tier in snapshot.pins:
-            if not any(p.status == "dropped" and p.tier == tier for p in plan.pins):
-                return None  # a pinned session: the common case
+            for read in plan.pins:
+                if read.status == "dropped" and read.tier == tier:
+                    break
+            else:
+                return None  # a pinned session that kept its pin: the common case
             replaces = _held(snapshot, tier)
         att = plan.attempts[0]
         pk = (*key, tier)

@@ -258,7 +258,10 @@ class StoreGate:
             self._hold(batch, follow_up)
             return None
         try:
-            result = await self._commit_contended(batch)
+            try:
+                result = await self.store.commit(batch)
+            except CommitConflict:
+                result = await self._after_conflict(batch)
         except Exception as exc:  # noqa: BLE001 - a store fault never fails the request
             self._hold(batch, follow_up)  # its outcome is unknown: re-sent with the same id
             self._mark_down(exc)
@@ -268,12 +271,14 @@ class StoreGate:
             await self.commit(extra)
         return result
 
-    async def _commit_contended(self, batch: CommitBatch) -> CommitResult:
-        """`store.commit`, sent again after a conflict storm (`CommitConflict`: sidecars
-        racing on one busy session), a few times with a growing random pause. Contention is
-        no outage: only when the storm outlasts every round does the batch go the way of a
-        store fault (held, the store probed, re-sent; its markers apply it once)."""
-        for attempt in range(CONFLICT_ROUNDS):
+    async def _after_conflict(self, batch: CommitBatch) -> CommitResult:
+        """`batch` sent again after a conflict storm (`CommitConflict`: sidecars racing on one
+        busy session), a few times with a growing random pause. Contention is no outage: only
+        when the storm outlasts every round does the batch go the way of a store fault (held,
+        the store probed, re-sent; its markers apply it once)."""
+        self.conflict_storms += 1
+        for attempt in range(1, CONFLICT_ROUNDS):
+            await asyncio.sleep(random.uniform(0, CONFLICT_PAUSE_S * 2 ** (attempt - 1)))
             try:
                 return await self.store.commit(batch)
             except CommitConflict as exc:
@@ -281,7 +286,6 @@ class StoreGate:
                 if attempt == CONFLICT_ROUNDS - 1:
                     log.warning("%s, in %d rounds; held as in an outage", exc, CONFLICT_ROUNDS)
                     raise
-            await asyncio.sleep(random.uniform(0, CONFLICT_PAUSE_S * 2 ** attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _hold(self, batch: CommitBatch, follow_up: FollowUp | None = None) -> None:
