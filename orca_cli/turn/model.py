@@ -167,6 +167,9 @@ class Turn:
     prefs: ProviderPrefs | None = None  # SPEC §20: the body's `provider` / `routing.mode`
     # This sidecar's transitions of the session not yet committed (SPEC §6.4 under bursts).
     in_flight: SessionInFlight = NO_IN_FLIGHT
+    # Served on a pin another request of the session has since dropped and picked anew
+    # (`proxy.in_flight`): its commit must not write that old pin back.
+    pin_superseded: bool = False
 
     @property
     def session(self) -> str | None:

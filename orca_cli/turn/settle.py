@@ -21,6 +21,7 @@ from orca_cli.routing.cost import request_cost
 from orca_cli.routing.linucb import context_vector, linucb_increments, linucb_reward
 from orca_cli.routing.modes import channel_price
 from orca_cli.routing.route import Attempt, RoutePlan
+from orca_cli.state import keys as K
 from orca_cli.state.base import CommitBatch, CommitResult, DelOp, SetOp, SlotRef, SlotWrite
 from orca_cli.state.plan import (
     PlanContext,
@@ -131,6 +132,8 @@ def settle(cfg: Config, turn: Turn, *, durable: bool, latency_ms: float) -> Sett
                          settle_transitions=True)
     assert batch.writes or not billed
     batch = _with_dropped_pins(batch, plan, out, turn.pin_router, turn.session)
+    if turn.pin_superseded:
+        batch = _without_pin_writes(batch, plan.decision.tier)
     if turn.routed is not None and billed:  # SPEC §17: budget spend, once per request
         batch = replace(batch, writes=(*batch.writes, turn.routed.spend_write(sv.cost)))
     if turn.side_alias:  # served as any sessionless request, counted in its session's figures
@@ -345,6 +348,17 @@ def _affinity(turn: Turn, sv: Served) -> tuple[str, dict[str, Any], float] | Non
             return None
     return key, {"channel": att.channel, "key_index": att.key_index, "key_fp": sv.key_fp,
                  "since": since}, AFFINITY_TTL_S
+
+
+def _without_pin_writes(batch: CommitBatch, tier: str) -> CommitBatch:
+    """The batch without its session write's model and channel pins of `tier`: a request
+    served on a pin another request of the session has since replaced writes the figures of
+    its turn, never the old pin back over the new one (the last commit would win)."""
+    keys = (K.pin_key(tier), K.chan_key(tier))
+    writes = tuple(replace(w, ops=tuple(op for op in w.ops
+                                        if not (isinstance(op, SetOp) and op.key in keys)))
+                   if w.slot.kind == "session" else w for w in batch.writes)
+    return replace(batch, writes=writes)
 
 
 def _with_dropped_pins(batch: CommitBatch, plan: RoutePlan, out: Outcome,

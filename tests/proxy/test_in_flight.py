@@ -171,3 +171,35 @@ def test_a_dropped_pin_is_picked_again_once_and_its_readers_follow_the_new_pick(
                    channel_pins={"base": {"channel": "c1", "key_index": 1, "key_fp": "fp1"}})
     assert t.follow(KEY, new, 1.0) is None
     assert t.pick(KEY, _picked("mini", "c1", 1), new, fps) is None  # a pin kept: no pick
+
+
+def test_a_request_served_on_the_replaced_pin_is_told_not_to_write_it_back() -> None:
+    """A request that read the old pin before the re-pick, and finished after it, served on
+    that pin: its commit must not write it back over the new one (the last commit wins)."""
+    from dataclasses import replace
+
+    from orca_cli.routing.route_types import PinRead
+    from orca_cli.routing.snapshot import Snapshot
+
+    t = InFlightTransitions()
+    old = Snapshot(pins={"base": "nano"},
+                   channel_pins={"base": {"channel": "c2", "key_index": 0, "key_fp": "fp0"}})
+    assert not t.superseded(KEY, "base", ("nano", "c2", 0))  # nothing picked
+    dropped = replace(_picked("mini", "c1", 1), pins=(
+        PinRead("model", "base", "nano", "dropped", "context_window"),))
+    assert t.pick(KEY, dropped, old, {}) is not None
+    assert t.superseded(KEY, "base", ("nano", "c2", 0))
+    assert not t.superseded(KEY, "base", ("mini", "c1", 1))  # the new pick's own
+    assert not t.superseded(KEY, "strong", ("nano", "c2", 0))
+
+
+def test_a_superseded_pin_is_left_out_of_the_commit_and_the_figures_stay() -> None:
+    from orca_cli.state import keys as K
+    from orca_cli.state.base import CommitBatch, HIncrManyOp, SetOp, SlotRef, SlotWrite
+    from orca_cli.turn.settle import _without_pin_writes
+
+    slot = SlotRef.of_session("coding", "s1")
+    ops = (SetOp(K.pin_key("base"), "nano", 300), SetOp(K.chan_key("base"), "{}", 300),
+           HIncrManyOp("figures", (("requests", 1),), 600), SetOp(K.pin_key("strong"), "x", 1))
+    batch = _without_pin_writes(CommitBatch("r1", (SlotWrite(slot, ops),)), "base")
+    assert [op.key for op in batch.writes[0].ops] == ["figures", K.pin_key("strong")]
