@@ -169,7 +169,7 @@ async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) ->
             att = turn.outcome.served
             if key is not None and pick is None and att is not None:
                 turn.pin_superseded = rt.in_flight.superseded(
-                    key, plan.decision.tier, (att.model, att.channel, att.key_index))
+                    key, plan.decision.tier, att.model, att.channel, att.key_index)
         result = await _finish(rt, turn)
     finally:
         if held is not None:

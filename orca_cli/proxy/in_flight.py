@@ -222,11 +222,13 @@ class InFlightTransitions:
                                   replaces=replaces)
         return Pick(pk)
 
-    def superseded(self, key: Key, tier: str, served: tuple[str, str, int]) -> bool:
-        """Whether `served` (model, channel, key index) is the pin a pick in flight (or in its
-        grace) replaced: a request that served on it must not write it back."""
-        p = self._picks.get((*key, tier)) if self._picks else None
-        return p is not None and p.replaces == served
+    def superseded(self, key: Key, tier: str, model: str, channel: str, key_index: int) -> bool:
+        """Whether what served (model, channel, key index) is the pin a pick in flight (or in
+        its grace) replaced: a request that served on it must not write it back."""
+        if not self._picks:
+            return False
+        p = self._picks.get((*key, tier))
+        return p is not None and p.replaces == (model, channel, key_index)
 
     def end_pick(self, pick: Pick, now: float) -> None:
         p = self._picks.get(pick.key)

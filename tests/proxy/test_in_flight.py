@@ -184,13 +184,13 @@ def test_a_request_served_on_the_replaced_pin_is_told_not_to_write_it_back() -> 
     t = InFlightTransitions()
     old = Snapshot(pins={"base": "nano"},
                    channel_pins={"base": {"channel": "c2", "key_index": 0, "key_fp": "fp0"}})
-    assert not t.superseded(KEY, "base", ("nano", "c2", 0))  # nothing picked
+    assert not t.superseded(KEY, "base", "nano", "c2", 0)  # nothing picked
     dropped = replace(_picked("mini", "c1", 1), pins=(
         PinRead("model", "base", "nano", "dropped", "context_window"),))
     assert t.pick(KEY, dropped, old, {}) is not None
-    assert t.superseded(KEY, "base", ("nano", "c2", 0))
-    assert not t.superseded(KEY, "base", ("mini", "c1", 1))  # the new pick's own
-    assert not t.superseded(KEY, "strong", ("nano", "c2", 0))
+    assert t.superseded(KEY, "base", "nano", "c2", 0)
+    assert not t.superseded(KEY, "base", "mini", "c1", 1)  # the new pick's own
+    assert not t.superseded(KEY, "strong", "nano", "c2", 0)
 
 
 def test_a_superseded_pin_is_left_out_of_the_commit_and_the_figures_stay() -> None:
