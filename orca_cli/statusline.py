@@ -32,8 +32,10 @@ __all__ = ["format_status", "main", "project_configs"]
 TIMEOUT_S = 0.5
 PROBE_TIMEOUT_S = 0.2  # each of several running sidecars, asked in turn
 NOT_RUNNING = "orca: not running"
-_USAGE = ("usage: orca statusline [--session S] [--router R] [--url URL] [--token T]\n"
-          "Reads Claude Code's status-line JSON on stdin when --session is not given.\n")
+_USAGE = ("usage: orca statusline [--session S] [--router R] [--url URL] [--token T] "
+          "[--json]\n"
+          "Reads Claude Code's status-line JSON on stdin when --session is not given; --json "
+          "prints the sidecar's status document instead of the line.\n")
 
 
 _FLAGS = {"--session": "session", "-s": "session", "--router": "router", "-r": "router",
@@ -47,6 +49,9 @@ def _args(argv: Sequence[str]) -> dict[str, str] | None:
     for arg in it:
         if arg in ("-h", "--help"):
             return None
+        if arg == "--json":
+            out["json"] = "1"
+            continue
         name, eq, value = arg.partition("=")
         if name in _FLAGS:
             out[_FLAGS[name]] = value if eq else next(it, "")
@@ -167,19 +172,27 @@ def _line(opts: Mapping[str, str]) -> str:
         query += f"&router={quote(opts['router'], safe='')}"
     given = opts.get("token") or os.environ.get("ORCA_ADMIN_TOKEN") or None  # as the commands
     recs = [] if opts.get("url") or os.environ.get("ORCA_URL") else running_sidecars()
+    render = _as_json if opts.get("json") else format_status
     if len(recs) > 1:
         order = serving_order(recs, project_configs(_workspaces(stdin)))
         return _first_that_knows([(r.url, given or r.token) for r in order],
-                                 "/orca/v1/status" + query)
+                                 "/orca/v1/status" + query, render=render)
     url, token, _ = find_sidecar(opts.get("url"), given)
     if url is None:
         url = "http://127.0.0.1:8787"  # the default port; the config is not read here
-    return _first_that_knows([(url, token)], "/orca/v1/status" + query, TIMEOUT_S)
+    return _first_that_knows([(url, token)], "/orca/v1/status" + query, TIMEOUT_S,
+                             render=render)
+
+
+def _as_json(doc: Mapping[str, Any]) -> str:
+    return json.dumps(doc, sort_keys=True)
 
 
 def _first_that_knows(sidecars: Sequence[tuple[str, str | None]], path: str,
-                      timeout_s: float = PROBE_TIMEOUT_S) -> str:
-    """The line from the first sidecar that knows the session; else why none did."""
+                      timeout_s: float = PROBE_TIMEOUT_S, *,
+                      render: Any = format_status) -> str:
+    """The line (or, `render`ed, the document) from the first sidecar that knows the
+    session; else why none did."""
     line = NOT_RUNNING
     for url, token in sidecars:
         try:
@@ -187,7 +200,7 @@ def _first_that_knows(sidecars: Sequence[tuple[str, str | None]], path: str,
         except (OSError, ValueError, IndexError):
             continue
         if status == 200 and isinstance(doc, dict):
-            return format_status(doc)
+            return str(render(doc))
         if status == 404:
             line = "orca: no requests from this session yet"
         elif line == NOT_RUNNING:

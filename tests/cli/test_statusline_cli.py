@@ -55,6 +55,13 @@ def test_statusline_reads_claude_code_json_and_shows_the_session(sidecar: Agent)
         assert part in line, (part, line)
     code, out = run_orca("statusline", "--session", "never-seen", "--url", sidecar.base)
     assert code == 0 and out.strip() == "orca: no requests from this session yet"
+    # --json: the status document the line is made of (README: every command has --json)
+    code, out = run_orca("statusline", "--session", "cc-session-1", "--url", sidecar.base,
+                         "--json")
+    doc = json.loads(out)
+    assert code == 0 and (doc["session_id"], doc["tier"], doc["reason"]) == (
+        "cc-session-1", "strong", "explicit")
+    assert {"model", "figures", "cache_clock_s", "share", "session_tier"} <= set(doc)
 
 
 def test_statusline_takes_the_admin_token_from_the_environment(sidecar: Agent,
