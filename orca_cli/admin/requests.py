@@ -19,10 +19,17 @@ from orca_cli.errors import AdminError
 from orca_cli.state.base import Store
 from orca_cli.state.keys import TRACE_INDEX_KEY, TRACES
 
-__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "MAX_SCAN", "recent_requests", "resolve_short_id"]
+__all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "MAX_SCAN", "recent_requests", "resolve_short_id",
+           "session_start"]
 
 DEFAULT_LIMIT = 20
 MIN_SESSION_PREFIX = 8  # as `admin.service`: the request log prints session ids shortened
+
+
+def session_start(text: str) -> str:
+    """A session id as an operator may paste it from the request log, which shortens a long
+    one to its start and `…`: the start (`my-conversa…` -> `my-conversa`)."""
+    return text.removesuffix("…")
 MAX_LIMIT = 1000
 MAX_SCAN = 5000
 _BATCH = 64  # trace reads in flight at once
@@ -70,6 +77,8 @@ async def recent_requests(store: Store, *, session: str | None = None,
     from `since` (a time) and at or after `after` (a trace's `ts`)."""
     if not 1 <= limit <= MAX_LIMIT:
         raise AdminError(f"limit must be 1 to {MAX_LIMIT}, got {limit}", status=400)
+    if session is not None:
+        session = session_start(session)
     entry = await store.get(TRACES, TRACE_INDEX_KEY)
     low = max(x for x in (since, after, float("-inf")) if x is not None)
     ids = [rid for ts, rid in _index(entry.value if entry else None) if ts >= low][:MAX_SCAN]

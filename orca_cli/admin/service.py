@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
+from orca_cli.admin.requests import session_start
 from orca_cli.admin.stats import stats
 from orca_cli.admin.views import SessionKeys, group_sessions, member_text, pin_rows, session_view
 from orca_cli.config.schema import Config, RouterConfig
@@ -122,6 +123,7 @@ async def _session_keys(store: Store, session: str,
     least `MIN_SESSION_PREFIX` characters, is taken as the start of one it does, as `orca
     explain` takes a request id's first 8 hex digits: the request log prints session ids
     shortened. A prefix that several sessions start with is a 400 that lists them."""
+    session = session_start(session)
     found = group_sessions(await store.scan("session", router=router, session=session))
     if found or len(session) < MIN_SESSION_PREFIX:
         return found

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orca_cli.admin.requests import MIN_SESSION_PREFIX
+from orca_cli.admin.requests import MIN_SESSION_PREFIX, session_start
 from orca_cli.admin.views import SessionKeys, session_view
 from orca_cli.config.schema import Config
 from orca_cli.errors import AdminError
@@ -64,7 +64,7 @@ async def session_status(store: Store, cfg: Config, session: str, *, router: str
         view = session_view(cfg, name, session, keys)
         if best is None or (view["last_success"] or 0) > (best["last_success"] or 0):
             best = view
-    if best is None and len(session) >= MIN_SESSION_PREFIX:  # the start of an id
+    if best is None and len(session_start(session)) >= MIN_SESSION_PREFIX:  # an id's start
         from orca_cli.admin.service import OperatorError, locate_session
 
         try:

@@ -83,3 +83,19 @@ async def test_requests_explain_and_the_status_line_take_the_prefix_too(
     with pytest.raises(AdminError) as err:
         await session_status(store, cfg, "559f8439", router=None, now=env.clock.now())
     assert err.value.status == 400
+
+
+async def test_a_start_pasted_with_the_logs_ellipsis_names_the_session(
+        store: Store, env: StoreEnv, cfg: Config) -> None:
+    """The request log shortens a long session id to its start and `…`; pasted as printed,
+    it names the session everywhere a start does."""
+    from orca_cli.admin.requests import recent_requests
+    from orca_cli.admin.status import session_status
+
+    await _three(store, env, cfg)
+    assert (await S.show_session(store, cfg, None, "7d1e0c44-11…"))["session_id"] == OTHER
+    assert {r["session_id"] for r in await recent_requests(store, session="7d1e0c44…")} == {
+        OTHER}
+    status = await session_status(store, cfg, "7d1e0c44-1111…", router=None,
+                                  now=env.clock.now())
+    assert status["session_id"] == OTHER
