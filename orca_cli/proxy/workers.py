@@ -43,16 +43,18 @@ def _start(index: int, worker: Callable[[int], None], pids: dict[int, int]) -> i
     """Fork worker `index`, registered in `pids` before a stop signal can be handled: with the
     stop signals blocked across the fork, a SIGTERM cannot reach the parent between the fork
     and the registration (the new worker would never be told to stop, and the parent would
-    wait for it forever), nor the child before it drops the parent's handler."""
-    signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    wait for it forever), nor the child before it drops the parent's handler. The parent's
+    mask is then restored, not cleared: `orca serve` keeps the stop signals blocked until all
+    the first workers are forked (a stop in between would miss those forked after it)."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
     try:
         pid = os.fork()
     except BaseException:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
         raise
     if pid != 0:
         pids[pid] = index
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # a stop now reaches it
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)  # a pending stop now reaches it
         return pid
     code = 1
     try:  # the worker: default signal handling (uvicorn installs its own), then serve
