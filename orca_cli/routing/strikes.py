@@ -308,12 +308,16 @@ def signature_label(template: str) -> str:
             return kind
         if template.startswith(kind + ":"):
             code = template[len(kind) + 1:].partition(":")[0]
-            return f"{kind}:{code}" if _CODE.match(code) else kind
+            return f"{kind}:{code}" if kind in _CODED and _CODE.match(code) else kind
     low = template.lower()
-    return "error line: " + next((name for m, name in _LABELS if m in low), "lint code")
+    # A marker only inside quoted text or a path (now `<q>`, `<path>`) leaves none to name.
+    return "error line" + next((f": {name}" for m, name in _LABELS if m in low), "")
 
 
 _KINDS = tuple(sorted({t.kind for t in TEMPLATES}, key=len, reverse=True))
+# The kinds whose first group is a code the tool assigns (TS2345, E0308, F401, an exit
+# status); the others' groups are the failure's own words (a type name, a test's title).
+_CODED = frozenset({"ts", "rust", "lint", "tool:exit"})
 # The generic markers, the most telling first ("FAILED … AssertionError" is a test failure).
 _LABELS = (("traceback (most recent call last)", "traceback"),
            ("segmentation fault", "segmentation fault"), ("panic:", "panic"),

@@ -166,8 +166,8 @@ def test_labels_name_the_kind_of_failure_and_no_word_of_the_output(name: str) ->
     sigs = error_signatures([fixture(name)], texts)
     assert set(texts) == set(sigs)
     labels = {sig: signature_label(text) for sig, text in texts.items()}
-    vocabulary = re.compile(r"^(?:error line: (?:traceback|segmentation fault|panic|failed|"
-                            r"exception|assert|cannot find|undefined|error|lint code)"
+    vocabulary = re.compile(r"^(?:error line(?:: (?:traceback|segmentation fault|panic|failed|"
+                            r"exception|assert|cannot find|undefined|error))?"
                             r"|[a-z]+(?::[a-z-]+)?(?::[A-Z]{0,4}-?\d{1,5})?)$")
     for label in labels.values():
         assert vocabulary.match(label), label
@@ -182,3 +182,12 @@ def test_a_label_keeps_codes_and_drops_what_varies() -> None:
     assert signature_label("tool:exit:1:make: *** no rule") == "tool:exit:1"
     assert signature_label("lint:F401") == "lint:F401"
     assert signature_label("kotlin:unresolved reference: <q>") == "kotlin"
+    # a group that is the failure's own words is never kept, even one shaped like a code
+    for line in ("main.go:12:5: cannot use s (variable of type string) as T1 value in "
+                 "argument to f", "  \u25cf ABC123"):
+        text = line_signature_text(line, line.lower())
+        assert text is not None and signature_label(text) in ("go:cannot-use", "jest:test")
+    # a marker only inside a path or quoted text: a generic error line, nothing more
+    frame = '  File "/home/u/proj/error_handling/app.py", line 3, in <module>'
+    text = line_signature_text(frame, frame.lower())
+    assert text is not None and signature_label(text) == "error line"
