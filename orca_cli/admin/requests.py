@@ -56,10 +56,11 @@ def _keep(trace: Mapping[str, Any], session: str | None, router: str | None) -> 
     return router is None or trace.get("router") == router
 
 
-def _one_session(out: list[dict[str, Any]], session: str) -> list[dict[str, Any]]:
-    """The requests of the session `session` names: its own id's when one has it, else the
-    one session whose id starts with it; a start several sessions share is a 400."""
-    ids = {t.get("session_id") for t in out}
+def _one_session(out: list[dict[str, Any]], ids: set[Any],
+                 session: str) -> list[dict[str, Any]]:
+    """The requests of the session `session` names (`ids`: the sessions it matched): its own
+    id's when one has it, else the one session whose id starts with it; a start several
+    sessions share is a 400."""
     if len(ids) <= 1:
         return out
     if session in ids:
@@ -83,16 +84,21 @@ async def recent_requests(store: Store, *, session: str | None = None,
     low = max(x for x in (since, after, float("-inf")) if x is not None)
     ids = [rid for ts, rid in _index(entry.value if entry else None) if ts >= low][:MAX_SCAN]
     out: list[dict[str, Any]] = []
+    # A session named by the start of its id: the ids it matches over the whole walk, so a
+    # start two sessions share is refused even when the first `limit` traces are one's.
+    named: set[Any] = set()
     step = _BATCH if session is not None or router is not None else min(_BATCH, limit)
     for start in range(0, len(ids), step):
         chunk = ids[start:start + step]
         traces = await asyncio.gather(*(store.get_trace(rid) for rid in chunk))
         for trace in traces:
             if trace is not None and _keep(trace, session, router):
-                out.append(dict(trace))
-                if len(out) >= limit:
-                    return _one_session(out, session) if session is not None else out
-    return _one_session(out, session) if session is not None else out
+                named.add(trace.get("session_id"))
+                if len(out) < limit:
+                    out.append(dict(trace))
+                elif session is None or named == {session}:
+                    return out  # enough, and no other session could be meant
+    return _one_session(out, named, session) if session is not None else out
 
 
 def _is_short(text: str) -> bool:

@@ -99,3 +99,19 @@ async def test_a_start_pasted_with_the_logs_ellipsis_names_the_session(
     status = await session_status(store, cfg, "7d1e0c44-1111…", router=None,
                                   now=env.clock.now())
     assert status["session_id"] == OTHER
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+async def test_an_ambiguous_start_is_refused_whatever_the_limit(
+        store: Store, env: StoreEnv, cfg: Config, limit: int) -> None:
+    """`orca explain --session` asks for one trace: the first `limit` traces may all be one
+    session's, yet a start two sessions share is still refused."""
+    from orca_cli.admin.requests import recent_requests
+    from orca_cli.errors import AdminError
+
+    await _three(store, env, cfg)
+    with pytest.raises(AdminError) as err:
+        await recent_requests(store, session="559f8439", limit=limit)
+    assert err.value.status == 400 and ONE in str(err.value) and TWO in str(err.value)
+    rows = await recent_requests(store, session="7d1e0c44", limit=1)
+    assert [r["session_id"] for r in rows] == [OTHER]
