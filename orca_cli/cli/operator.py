@@ -150,6 +150,8 @@ class Operator:
         self._token: str | None = None
         self.url = ""
         self._known_routers: set[str] = set()
+        # Why the sidecar found for this config is not its own (it serves another config)
+        self._foreign: str | None = None
 
     # --- the way in ------------------------------------------------------------------------
 
@@ -197,6 +199,9 @@ class Operator:
         url, self._token, how = self._find_sidecar()
         self.url = url or self._config_url()
         _check_url(self.url, how)
+        if self._foreign is not None:  # never another config's sidecar for this one
+            self._fallback(self._foreign)
+            return
         if how != "--url":
             sys.stderr.write(f"orca: sidecar {self.url} (from {how})\n")
         if self._token is None:
@@ -237,6 +242,10 @@ class Operator:
         port = self._config_port()
         on_port = next((r for r in recs if r.port == port), None)
         if on_port is not None:
+            other = record_config(on_port)
+            if other is not None:  # that port's sidecar serves another config: not this one
+                self._foreign = (f"the sidecar on {real}'s port {port} (pid {on_port.pid}) "
+                                 f"serves {other}, not this config")
             return (on_port.url, self._token_opt or on_port.token,
                     f"the sidecar started with pid {on_port.pid} on {real}'s port")
         # Running sidecars all serve other configs: this config's own address, where no

@@ -176,3 +176,27 @@ def test_a_config_no_sidecar_serves_is_never_answered_by_another_configs_sidecar
     assert code == 0, err
     assert json.loads(out) == [] and second.base not in err
     assert "reading the Redis store directly" in err, err
+
+
+def test_a_config_on_another_configs_sidecars_port_is_never_answered_by_it(
+        two: tuple[Agent, Agent], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same port, another config: that sidecar knows nothing of this config's sessions.
+    A Redis config reads its store directly; a memory one says its sidecar must run."""
+    from urllib.parse import urlsplit
+
+    _, second = two
+    second.turn("op-elsewhere")
+    _record(second, str(_project(tmp_path, "b") / "orca.toml"))
+    port = urlsplit(second.base).port
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "orca.toml").write_text(
+        f'[server]\nport = {port}\n\n[state]\nbackend = "redis"\n'
+        f'redis_url = "redis://127.0.0.1:6379/15"\nkey_prefix = "orca-test-own-{os.getpid()}"\n')
+    monkeypatch.chdir(a)
+    code, out, err = orca("requests", "--json")
+    assert code == 0, err
+    assert json.loads(out) == [] and "serves" in err and "reading the Redis store directly" in err
+    (a / "orca.toml").write_text(f"[server]\nport = {port}\n")
+    code, out, err = orca("requests", "--json")
+    assert code == 1 and out == "" and "serves" in err and "memory store" in err
