@@ -307,7 +307,9 @@ def build_server(
         ws="none",
         lifespan="on",
         interface="asgi3",
-        limit_concurrency=server_cfg.max_concurrency,
+        # uvicorn refuses a request once the connections reach its limit, counting the one
+        # the request came on: + 1, so `max_concurrency` requests are served, not one fewer
+        limit_concurrency=server_cfg.max_concurrency + 1,
         timeout_keep_alive=server_cfg.keep_alive_s,
         access_log=False,
         log_config=None,

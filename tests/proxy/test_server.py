@@ -152,7 +152,8 @@ async def test_keep_alive_requests_each_get_a_fresh_deadline(port: int) -> None:
 
 
 async def test_over_the_concurrency_limit_is_503(app: App) -> None:
-    async with (running(app, ServerConfig(header_timeout_s=5, max_concurrency=2)) as port,
+    """`max_concurrency` requests in flight are served; one past it gets 503."""
+    async with (running(app, ServerConfig(header_timeout_s=5, max_concurrency=1)) as port,
                 httpx.AsyncClient() as client):
         held = asyncio.create_task(client.get(f"http://127.0.0.1:{port}/slow"))
         async with asyncio.timeout(3):
