@@ -184,6 +184,13 @@ def _line(opts: Mapping[str, str]) -> str:
                              render=render)
 
 
+def _message(doc: Any) -> str:
+    """An admin error's message (`{"error": {"message": ...}}`), "" for anything else."""
+    err = doc.get("error") if isinstance(doc, dict) else None
+    msg = err.get("message") if isinstance(err, dict) else None
+    return msg if isinstance(msg, str) else ""
+
+
 def _as_json(doc: Mapping[str, Any]) -> str:
     return json.dumps(doc, sort_keys=True)
 
@@ -203,6 +210,8 @@ def _first_that_knows(sidecars: Sequence[tuple[str, str | None]], path: str,
             return str(render(doc))
         if status == 404:
             line = "orca: no requests from this session yet"
+        elif status == 400 and _message(doc):  # e.g. a session start several share
+            return f"orca: {_message(doc)}"
         elif line == NOT_RUNNING:
             line = f"orca: the sidecar answered {status}"
     return line

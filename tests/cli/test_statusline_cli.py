@@ -55,6 +55,9 @@ def test_statusline_reads_claude_code_json_and_shows_the_session(sidecar: Agent)
         assert part in line, (part, line)
     code, out = run_orca("statusline", "--session", "never-seen", "--url", sidecar.base)
     assert code == 0 and out.strip() == "orca: no requests from this session yet"
+    sidecar.turn("cc-session-2")  # "cc-sess" is under 8 characters; "cc-session" is shared
+    code, out = run_orca("statusline", "--session", "cc-session", "--url", sidecar.base)
+    assert code == 0 and out.startswith("orca: session id prefix 'cc-session' matches 2"), out
     # --json: the status document the line is made of (README: every command has --json)
     code, out = run_orca("statusline", "--session", "cc-session-1", "--url", sidecar.base,
                          "--json")
