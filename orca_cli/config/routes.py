@@ -369,7 +369,16 @@ def unserved_targets(cfg: Config) -> list[tuple[str, str]]:
 
 
 def _unserved(cfg: Config, target: str) -> str | None:
-    if not target or target.startswith("orca/") or target in cfg.routers:
+    if not target:
+        return None
+    name = target.removeprefix("orca/")
+    router = cfg.routers.get(name)
+    if router is not None:
+        models = router.allowed_models or tuple(m for c in cfg.channels for m in c.models)
+        if models and not any(c.enabled and m in c.models for m in models for c in cfg.channels):
+            return f'no enabled channel serves a model of router "{name}": it is never served'
+        return None
+    if target.startswith("orca/"):
         return None
     head, sep, rest = target.partition(":")
     ch = cfg.channel(head) if sep else None

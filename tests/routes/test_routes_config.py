@@ -142,3 +142,40 @@ def test_a_target_nodes_mode_overrides_the_routers_balanced_included() -> None:
 
     assert [mode(m) for m in ("balanced", "weighted", "price", "latency", "throughput", "")] == [
         "balanced", "balanced", "price", "latency", "throughput", None]
+
+
+
+def test_a_router_target_no_enabled_channel_serves_is_warned_of() -> None:
+    from orca_cli.config.load import loads
+    from orca_cli.config.routes import unserved_targets
+
+    cfg = loads("""
+[[channels]]
+name = "on"
+type = "sim"
+models = ["a"]
+
+[[channels]]
+name = "off"
+type = "sim"
+enabled = false
+models = ["b"]
+
+[routers.live]
+allowed_models = ["a"]
+
+[routers.dark]
+allowed_models = ["b"]
+
+[[routes]]
+name = "r"
+start = "t"
+
+[routes.nodes.t]
+type = "target"
+target = "orca/dark"
+fallbacks = ["orca/live"]
+""", source="test", environ={})
+    assert unserved_targets(cfg) == [("routes[0].nodes.t.target",
+                                      'no enabled channel serves a model of router "dark": it '
+                                      "is never served")]
