@@ -96,7 +96,7 @@ async def recent_requests(store: Store, *, session: str | None = None,
                 named.add(trace.get("session_id"))
                 if len(out) < limit:
                     out.append(dict(trace))
-                elif session is None or named == {session}:
+                if len(out) >= limit and (session is None or named == {session}):
                     return out  # enough, and no other session could be meant
     return _one_session(out, named, session) if session is not None else out
 
