@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from types import FrameType
 from typing import Any
 
@@ -80,6 +81,7 @@ def register(app: typer.Typer) -> None:
 
             fail(f"no config file found (looked at {looked_at(os.environ)}); run `orca init` "
                  "(it writes a config whose sim channels answer offline) or pass --config")
+        _say_config_issues(cfg)
         bind = host or cfg.server.host
         bind_port = cfg.server.port if port is None else port
         if not is_loopback_host(bind):
@@ -191,6 +193,16 @@ def _run(cfg: object, host: str, port: int, log_level: str,
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     if code:
         raise typer.Exit(code)
+
+
+def _say_config_issues(cfg: Any) -> None:
+    """What `orca config check` finds, on stderr before the banner: a config it refuses (an
+    escalation that cannot escalate) still serves, as its routers allow, but never silently."""
+    from orca_cli.config.load import check
+
+    for issue in check(cfg):
+        what = "warning" if issue.severity == "warning" else "config error (served anyway)"
+        sys.stderr.write(f"orca: {what}: {issue}\n")
 
 
 def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:

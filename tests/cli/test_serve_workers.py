@@ -280,3 +280,18 @@ def test_a_stop_right_after_a_fork_still_reaches_the_new_worker(tmp_path: Path) 
     proc = subprocess.run([sys.executable, str(script)], env=_env(), cwd=tmp_path,
                           capture_output=True, text=True, timeout=30, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_serve_says_what_config_check_finds_before_the_banner(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`orca config check` refuses an escalation that cannot escalate; `orca serve` serves
+    such a config as its routers allow, but says so on stderr, never silently."""
+    from orca_cli.cli.serve import _say_config_issues
+    from orca_cli.config.load import loads
+
+    cfg = loads('[[channels]]\nname = "s"\ntype = "sim"\nmodels = ["a"]\n\n'
+                '[routers.r]\nallowed_models = ["a"]\n', source="c.toml", environ={})
+    _say_config_issues(cfg)
+    err = capsys.readouterr().err
+    assert "orca: config error (served anyway): c.toml: routers.r.escalation.pool" in err
+    assert "orca: warning: c.toml: models.a: has no [models] table" in err
