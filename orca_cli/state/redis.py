@@ -72,6 +72,8 @@ from orca_cli.state.scripts import TRANSITION_RESERVE
 
 __all__ = ["RedisStore"]
 
+OPERATOR_CALL_TIMEOUT_S = 2.0  # one call of an operator's scan (`_scan_keys`)
+
 T = TypeVar("T")
 
 _SCAN_CHUNK = 500
@@ -333,6 +335,12 @@ class RedisStore(RedisLink):
         )
 
     # --- operator side ---------------------------------------------------------------------
+    # An operator's scan walks the whole keyspace, page by page: no request waits on it, so
+    # each call may take longer than the request path's `timeout_ms` (a large or busy Redis).
+
+    @property
+    def _operator_timeout_s(self) -> float:
+        return max(self._timeout_s, OPERATOR_CALL_TIMEOUT_S)
 
     async def _scan_keys(self, pattern: str) -> list[str]:
         if self._mode == "cluster":
@@ -344,7 +352,8 @@ class RedisStore(RedisLink):
         found: list[str] = []
         cursor = 0
         while True:
-            cursor, batch = await self._guarded("scan", partial(self._scan_page, cursor, pattern))
+            cursor, batch = await self._guarded("scan", partial(self._scan_page, cursor, pattern),
+                                                self._operator_timeout_s)
             found += batch
             if int(cursor) == 0:
                 return found
@@ -359,11 +368,13 @@ class RedisStore(RedisLink):
         for i in range(0, len(keys), _SCAN_CHUNK):
             chunk = keys[i : i + _SCAN_CHUNK]
             probe = [cmd for k in chunk for cmd in (("TYPE", k), ("PTTL", k))]
-            meta = await self._guarded("scan", partial(self._pipeline, probe))
+            meta = await self._guarded("scan", partial(self._pipeline, probe),
+                                       self._operator_timeout_s)
             kinds, ttls = meta[0::2], meta[1::2]
             fetch = [C.fetch_cmd(k, t) for k, t in zip(chunk, kinds, strict=True)]
             wanted = [c for c in fetch if c]
-            vals = await self._guarded("scan", partial(self._pipeline, wanted))
+            vals = await self._guarded("scan", partial(self._pipeline, wanted),
+                                       self._operator_timeout_s)
             it = iter(vals)
             for kind, ttl, cmd in zip(kinds, ttls, fetch, strict=True):
                 if cmd is None or isinstance(ttl, Exception) or ttl == -2:

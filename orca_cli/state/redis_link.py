@@ -95,8 +95,9 @@ class RedisLink:
         except (RedisError, OSError, TimeoutError) as e:
             self._note_error()
             detail = str(e) or type(e).__name__
+            ms = round((timeout_s or self._timeout_s) * 1000)
             raise StoreUnavailable(
-                f"state store {what} failed within {self._timeout_ms} ms ({detail}); "
+                f"state store {what} failed within {ms} ms ({detail}); "
                 "requests are served degraded until it answers"
             ) from e
 

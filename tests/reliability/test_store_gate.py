@@ -293,3 +293,23 @@ async def test_a_storm_that_outlasts_every_round_is_held_like_a_fault(
     assert "conflict storm" in caplog.text and "held as in an outage" in caplog.text
     if gate._probe is not None:
         gate._probe.cancel()
+
+
+async def test_an_operators_scan_outlasts_the_request_paths_store_timeout(
+        farm: RedisFarm, prefix: str) -> None:
+    """`orca session show` walks the keyspace: no request waits on it, so a page that takes
+    longer than `timeout_ms` (a large or busy Redis; a CI machine under load) is waited for,
+    up to `OPERATOR_CALL_TIMEOUT_S`, instead of failing the command."""
+    from orca_cli.state.redis import OPERATOR_CALL_TIMEOUT_S
+
+    redis = farm.server()
+    store = _store(redis, prefix, timeout_ms=50)
+    try:
+        await store.commit(_hit(1))
+        sleeper = asyncio.create_task(asyncio.to_thread(redis.command, "DEBUG", "SLEEP", 0.4))
+        await asyncio.sleep(0.05)  # the server is asleep when the scan starts
+        rows = await store.scan("router", router="coding")
+        await sleeper
+        assert rows and 0.4 < OPERATOR_CALL_TIMEOUT_S
+    finally:
+        await store.close()
