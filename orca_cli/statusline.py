@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-__all__ = ["format_status", "main", "project_configs"]
+__all__ = ["error_message", "format_status", "main", "project_configs"]
 
 TIMEOUT_S = 0.5
 PROBE_TIMEOUT_S = 0.2  # each of several running sidecars, asked in turn
@@ -184,7 +184,7 @@ def _line(opts: Mapping[str, str]) -> str:
                              render=render)
 
 
-def _message(doc: Any) -> str:
+def error_message(doc: Any) -> str:
     """An admin error's message (`{"error": {"message": ...}}`), "" for anything else."""
     err = doc.get("error") if isinstance(doc, dict) else None
     msg = err.get("message") if isinstance(err, dict) else None
@@ -210,8 +210,8 @@ def _first_that_knows(sidecars: Sequence[tuple[str, str | None]], path: str,
             return str(render(doc))
         if status == 404:
             line = "orca: no requests from this session yet"
-        elif status == 400 and _message(doc):  # e.g. a session start several share
-            return f"orca: {_message(doc)}"
+        elif status == 400 and error_message(doc):  # e.g. a session start several share
+            return f"orca: {error_message(doc)}"
         elif line == NOT_RUNNING:
             line = f"orca: the sidecar answered {status}"
     return line

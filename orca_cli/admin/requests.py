@@ -23,7 +23,7 @@ __all__ = ["DEFAULT_LIMIT", "MAX_LIMIT", "MAX_SCAN", "recent_requests", "resolve
            "session_start"]
 
 DEFAULT_LIMIT = 20
-MIN_SESSION_PREFIX = 8  # as `admin.service`: the request log prints session ids shortened
+MIN_SESSION_PREFIX = 8  # the request log shortens session ids; a start this long names one
 
 
 def session_start(text: str) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC
 from typing import Any
 
-from orca_cli.admin.requests import session_start
+from orca_cli.admin.requests import MIN_SESSION_PREFIX, session_start
 from orca_cli.admin.stats import stats
 from orca_cli.admin.views import SessionKeys, group_sessions, member_text, pin_rows, session_view
 from orca_cli.config.schema import Config, RouterConfig
@@ -55,7 +55,6 @@ __all__ = [
 ]
 
 RECENT_WINDOW_S = 300.0  # SPEC §1.1: several sessions active in the last 5 minutes -> ask
-MIN_SESSION_PREFIX = 8  # the request log shortens session ids; a prefix this long names one
 _SHOWN_CANDIDATES = 10
 MAX_REASON = 200
 MAX_ACTOR = 64

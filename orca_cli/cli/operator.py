@@ -300,9 +300,9 @@ class Operator:
         except ValueError:
             fail(f"the sidecar at {self.url} answered {r.status_code} without JSON; is it orca?")
         if r.status_code >= 400:
-            err = doc.get("error", {}) if isinstance(doc, dict) else {}
-            message = err.get("message") if isinstance(err, dict) else None
-            fail(str(message or f"the admin API answered {r.status_code}"),
+            from orca_cli.statusline import error_message
+
+            fail(error_message(doc) or f"the admin API answered {r.status_code}",
                  _exit_code(r.status_code))
         return doc
 

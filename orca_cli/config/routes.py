@@ -47,7 +47,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -327,12 +327,10 @@ def check_routes(
             if node.type != "target":
                 continue
             npath = join_key(f"{rpath}.nodes", name)
-            for key, models in (("target", (node.target,)), ("fallbacks", node.fallbacks)):
-                for j, m in enumerate(models):
-                    why = target_problem(m) if m else None
-                    if why:
-                        at = join_key(npath, key) + (f"[{j}]" if key == "fallbacks" else "")
-                        ctx.error(at, why)
+            for at, m in _targets_of(npath, node):
+                why = target_problem(m) if m else None
+                if why:
+                    ctx.error(at, why)
             for key in ("only", "prefer"):
                 for j, ch in enumerate(getattr(node, key)):
                     if ch not in channels:
@@ -358,14 +356,18 @@ def unserved_targets(cfg: Config) -> list[tuple[str, str]]:
         for name, node in r.nodes.items():
             if node.type != "target":
                 continue
-            npath = join_key(f"routes[{i}].nodes", name)
-            for key, models in (("target", (node.target,)), ("fallbacks", node.fallbacks)):
-                for j, m in enumerate(models):
-                    why = _unserved(cfg, m)
-                    if why:
-                        at = join_key(npath, key) + (f"[{j}]" if key == "fallbacks" else "")
-                        out.append((at, why))
+            for at, m in _targets_of(join_key(f"routes[{i}].nodes", name), node):
+                why = _unserved(cfg, m)
+                if why:
+                    out.append((at, why))
     return out
+
+
+def _targets_of(npath: str, node: RouteNode) -> Iterator[tuple[str, str]]:
+    """(key path, model) of a target node's target and each of its fallbacks."""
+    yield join_key(npath, "target"), node.target
+    for j, m in enumerate(node.fallbacks):
+        yield f"{join_key(npath, 'fallbacks')}[{j}]", m
 
 
 def _unserved(cfg: Config, target: str) -> str | None:
