@@ -29,6 +29,7 @@ from orca_cli.proxy.sim import Answer, render_body, render_stream
 from orca_cli.proxy.sim.responses import render_response_body
 from orca_cli.testing.upstream import Act, FakeUpstream, Script, Seen, fake_upstream
 from tests.agents.kit import Orca, agent_binary, agent_env, run_agent, serving
+from tests.agents.test_codex import codex_config
 
 LOOPS = 4  # failing runs the model asks for before it gives up
 COMMAND = "python3 broken.py"
@@ -232,20 +233,8 @@ def test_codex_in_a_failure_loop_escalates_by_strikes(tmp_path: Path) -> None:
     with scripted_upstream() as fake, serving(tmp_path, _config(fake)) as orca:
         home, work = tmp_path / "codex-home", _project(tmp_path)
         home.mkdir()
-        (home / "config.toml").write_text(f"""model = "orca/codex"
-model_provider = "orca"
-
-[model_providers.orca]
-name = "orca"
-base_url = "{orca.base}/v1"
-env_key = "ORCA_API_KEY"
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-
-[analytics]
-enabled = false
-""")
+        (home / "config.toml").write_text(codex_config(orca, "orca/codex",
+                                                       request_id_header=False))
         env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key")
         run = run_agent([codex, "exec", "--skip-git-repo-check",
                          "--dangerously-bypass-approvals-and-sandbox",

@@ -24,9 +24,12 @@ from tests.agents.kit import (
 MODEL = "orca/coding"
 
 
-def codex_config(orca: Orca) -> str:
-    """The provider block the README documents (plus the test's X-Request-Id header)."""
-    return f"""model = "{MODEL}"
+def codex_config(orca: Orca, model: str = MODEL, *, request_id_header: bool = True) -> str:
+    """The provider block the README documents (plus the test's X-Request-Id header, unless
+    `request_id_header` is false)."""
+    header = ('env_http_headers = { "X-Request-Id" = "ORCA_TEST_REQUEST_ID" }\n'
+              if request_id_header else "")
+    return f"""model = "{model}"
 model_provider = "orca"
 
 [model_providers.orca]
@@ -36,8 +39,7 @@ env_key = "ORCA_API_KEY"
 wire_api = "responses"
 request_max_retries = 0
 stream_max_retries = 0
-env_http_headers = {{ "X-Request-Id" = "ORCA_TEST_REQUEST_ID" }}
-
+{header}
 [analytics]
 enabled = false
 """
