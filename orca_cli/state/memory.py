@@ -104,6 +104,7 @@ class MemoryStore(Keyspace):
         self._share_sums: dict[str, dict[tuple[int, int], tuple[ShareCounts, float]]] = {}
         # `keys.share_field` per (hour, kind) counted into: every commit counts the same few.
         self._share_fields: dict[tuple[int, str], str] = {}
+        self._router_tags: dict[str, str] = {}
         self.reads = 0
         self.commits = 0
         self.state_lost_at: float | None = None  # an embedded store never loses state on its own
@@ -226,9 +227,12 @@ class MemoryStore(Keyspace):
     def _window_incr(self, key: str, op: WindowIncrOp, now: float) -> None:
         """`WindowIncrOp`, as SLOT_COMMIT's op 'w' does it on Redis; the window sums kept for
         reads of `key` follow it."""
-        e = self._entry(key, now)
-        if e is None or not isinstance(e.value, dict):
-            e = self._data[key] = Entry({}, None)
+        e = self._data.get(key)
+        if (e is None or type(e.value) is not dict
+                or (e.expires_at is not None and e.expires_at <= now)):
+            e = self._entry(key, now)
+            if e is None or not isinstance(e.value, dict):
+                e = self._data[key] = Entry({}, None)
         h: dict[str, float] = e.value  # type: ignore[assignment]
         bucket = (op.hour, op.kind)
         field = self._share_fields.get(bucket)
@@ -237,8 +241,10 @@ class MemoryStore(Keyspace):
                 self._share_fields.clear()
             field = self._share_fields[bucket] = K.share_field(op.hour, op.kind)
         h[field] = h.get(field, 0.0) + op.amount
-        w = max(int(h.get("w", 0)), op.window_h)
-        h["w"] = float(w)
+        held = h.get("w", 0)
+        w = max(int(held), op.window_h)
+        if held != w or type(held) is not float:  # else it holds float(w) already
+            h["w"] = float(w)
         if len(h) > 2 * w + 1:
             for f in [f for f in h if (b := K.parse_share_field(f)) and b[0] <= op.hour - w]:
                 del h[f]
@@ -265,21 +271,46 @@ class MemoryStore(Keyspace):
         return CommitResult(results, 1)  # round_trips
 
     def _apply_slot(self, marker_suffix: str, w: SlotWrite, now: float) -> SlotResult:
-        session = w.slot.kind == "session"
+        slot = w.slot
+        kind = slot.kind
+        session = kind == "session"
         if w.mutate is not None and not session:
-            raise ValueError(f"a tier mutate belongs to a session slot, not a {w.slot.kind} slot")
+            raise ValueError(f"a tier mutate belongs to a session slot, not a {kind} slot")
         ops = w.ops
         check_ops(ops)
-        tag = K.slot_tag(self._prefix, w.slot)
+        if kind == "workspace":
+            tag = self._workspace_tag
+        elif kind == "router":
+            tag = self._router_tag(slot.router)
+        else:
+            tag = K.slot_tag(self._prefix, slot)
         marker, tkey = tag + marker_suffix, tag + _TIER_KEY if session else ""
-        if self._entry(marker, now) is not None:
-            return SlotResult(w.slot, "duplicate", self._text(tkey, now) if session else None)
+        # The marker: `_entry` and `_put` inline (a fresh request's marker is a new key).
+        data = self._data
+        e = data.get(marker)
+        if e is not None:
+            if e.expires_at is None or e.expires_at > now:
+                return SlotResult(slot, "duplicate", self._text(tkey, now) if session else None)
+            del data[marker]
         keys = self._slot_keys(tag, tkey, ops, now)
         doc_text = self._write_tier(tkey, w, now) if session else None
         for key, op in zip(keys, ops):
             _APPLY[type(op)](self, key, op, now)
-        self._put(marker, "1", MARKER_TTL_S, now)
-        return SlotResult(w.slot, "applied", doc_text)
+        if marker in data:  # an op of the slot wrote it
+            self._put(marker, "1", MARKER_TTL_S, now)
+        else:
+            data[marker] = Entry("1", now + MARKER_TTL_S)
+        return SlotResult(slot, "applied", doc_text)
+
+    def _router_tag(self, router: str) -> str:
+        """`keys.router_tag` of `router`, spelled once per router (configured routers and the
+        concrete models' `keys.direct_router` names: a few)."""
+        tag = self._router_tags.get(router)
+        if tag is None:
+            if len(self._router_tags) >= 256:
+                self._router_tags.clear()
+            tag = self._router_tags[router] = K.router_tag(self._prefix, router)
+        return tag
 
     def _write_tier(self, tkey: str, w: SlotWrite, now: float) -> str | None:
         """The session slot's tier document after the write: `mutate` applied onto the stored
@@ -343,6 +374,15 @@ class MemoryStore(Keyspace):
         self._put(key, fields, op.ttl_s, now)
 
     def _hincr_many(self, key: str, op: HIncrManyOp, now: float) -> None:
+        e = self._data.get(key)
+        if (e is not None and type(e.value) is dict
+                and (e.expires_at is None or e.expires_at > now)):
+            # A live hash counted into in place: `_put` of the same value sets the expiry only.
+            held: dict[str, float] = e.value
+            for name, amount in op.fields:
+                held[name] = held.get(name, 0.0) + amount
+            e.expires_at = now + op.ttl_s if op.ttl_s else None
+            return
         e = self._entry(key, now)
         fields: dict[str, float] = e.value if e is not None and isinstance(e.value, dict) else {}
         for name, amount in op.fields:
@@ -360,12 +400,19 @@ class MemoryStore(Keyspace):
         self._put(key, lst, op.ttl_s, now)
 
     def _zadd(self, key: str, op: ZAddOp, now: float) -> None:
-        e = self._entry(key, now)
+        e = self._data.get(key)
+        live = (e is not None and type(e.value) is ZSet
+                and (e.expires_at is None or e.expires_at > now))
+        if not live:
+            e = self._entry(key, now)
         zs = e.value if e is not None and isinstance(e.value, ZSet) else ZSet()
         zs.add(op.member, float(op.score))
         if len(zs) > op.maxlen:
             zs.pop_lowest(len(zs) - op.maxlen)
-        self._put(key, zs, op.ttl_s, now)
+        if live:  # `_put` of the same set sets the expiry only
+            e.expires_at = now + op.ttl_s if op.ttl_s else None  # type: ignore[union-attr]
+        else:
+            self._put(key, zs, op.ttl_s, now)
 
     def _expire_at_least(self, key: str, op: ExpireAtLeastOp, now: float) -> None:
         e = self._entry(key, now)
@@ -395,9 +442,14 @@ class MemoryStore(Keyspace):
             self._put(tag + K.CLIENT_ID_PREFIX + safe_cid, tid, ttl, now)
             member = f"{tid}\n{safe_cid}"
         ts = trace.get("ts")
-        score = float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else now
+        score = (ts if type(ts) is float
+                 else float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool)
+                 else now)
         index_key = self._trace_index_key
-        z = self._value(index_key, now)
+        e = self._data.get(index_key)
+        live = (e is not None and type(e.value) is ZSet
+                and (e.expires_at is None or e.expires_at > now))
+        z = e.value if live else self._value(index_key, now)  # type: ignore[union-attr]
         idx = z if isinstance(z, ZSet) else ZSet()
         idx.add(member, score)
         idx.remove_below(now - ttl)
@@ -407,7 +459,10 @@ class MemoryStore(Keyspace):
             self._data.pop(tag + K.trace_key(old_id), None)
             if old_cid and self._text(tag + K.client_id_key(old_cid), now) == old_id:
                 self._data.pop(tag + K.client_id_key(old_cid), None)
-        self._put(index_key, idx, ttl, now)
+        if live:  # `_put` of the same set sets the expiry only
+            e.expires_at = now + ttl if ttl else None  # type: ignore[union-attr]
+        else:
+            self._put(index_key, idx, ttl, now)
 
     # --- operator side ---------------------------------------------------------------------
 
@@ -493,13 +548,18 @@ def _count_into(sums: dict[tuple[int, int], tuple[ShareCounts, float]], op: Wind
     """Keep the window sums of a `share` hash true after `op` counted into it: windows reaching
     pruned hours (<= `pruned_to`) or past their validity are dropped, the ones holding
     `op.hour` take its amount, and all stay valid until the hash's expiry `until`."""
-    for (lo, hi), (counts, valid_until) in list(sums.items()):
+    dead = []
+    hour = op.hour
+    for window, (counts, valid_until) in sums.items():
+        lo = window[0]
         if lo <= pruned_to or valid_until <= now:
-            del sums[(lo, hi)]
-        elif lo <= op.hour <= hi:
-            sums[(lo, hi)] = ((ShareCounts(counts.strong + op.amount, counts.total)
-                               if op.kind == "s" else
-                               ShareCounts(counts.strong, counts.total + op.amount)), until)
+            dead.append(window)
+        elif lo <= hour <= window[1]:  # a value replaced in place: the keys stay as they are
+            sums[window] = ((ShareCounts(counts.strong + op.amount, counts.total)
+                             if op.kind == "s" else
+                             ShareCounts(counts.strong, counts.total + op.amount)), until)
+    for window in dead:
+        del sums[window]
 
 
 # One applier per op type (a dict lookup instead of an isinstance chain per op).
