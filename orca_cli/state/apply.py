@@ -75,7 +75,13 @@ def apply_to_state(state: TierState | None, intents: Sequence[Intent], now: floa
             main.append(i)
         elif scope == "shadow":
             shadow.append(i)
-    record = next((i for i in main if isinstance(i, RecordTurn)), None)
+    record = None
+    transitions = False
+    for i in main:
+        if not isinstance(i, RecordTurn):
+            transitions = True
+        elif record is None:
+            record = i
     # A repeated turn (its dedupe key already in the ring): its first attempt already counted
     # its evidence, so the turn records are skipped (streaks and strikes cannot be farmed by
     # re-sending a body) while its transitions still apply: an explicit ask is never
@@ -85,9 +91,10 @@ def apply_to_state(state: TierState | None, intents: Sequence[Intent], now: floa
         st = st.with_(last_success=max(st.last_success, now))
     elif record is not None:
         st = _record_turn(st, record, now, esc)
-    for intent in main:
-        if not isinstance(intent, RecordTurn):  # recorded above
-            st = _transition(st, intent, now, esc)
+    if transitions:  # most turns are a record alone
+        for intent in main:
+            if not isinstance(intent, RecordTurn):  # recorded above
+                st = _transition(st, intent, now, esc)
     if shadow:
         sh = st.shadow if st.shadow is not None else TierState(episode_started=now)
         srec = next((i for i in shadow if isinstance(i, RecordTurn)), None)
@@ -111,8 +118,11 @@ def _record_turn(st: TierState, rec: RecordTurn, now: float, esc: EscalationConf
     if kind:  # at most one strike per turn: corroboration needs two turns
         strikes = strikes + (Strike(turn, now, kind, ", ".join(rec.repeated)
                                     if rec.request_strike else ""),)
-    oldest = turn - esc.strike_window_turns + 1
-    strikes = tuple(s for s in strikes if s.turn >= oldest)[-MAX_STRIKES_KEPT:]
+    if strikes:
+        oldest = turn - esc.strike_window_turns + 1
+        strikes = tuple(s for s in strikes if s.turn >= oldest)[-MAX_STRIKES_KEPT:]
+    else:
+        strikes = ()  # what filtering none gives, without the generator
     sigs = st.signatures
     for s in rec.signatures:
         if s not in sigs:
@@ -121,11 +131,31 @@ def _record_turn(st: TierState, rec: RecordTurn, now: float, esc: EscalationConf
     clean = st.clean_turns
     if st.tier == "strong":
         clean = 0 if kind else clean + 1
-    return st.with_(turn=turn, streak=streak, strikes=strikes,
-                    signatures=sigs[-MAX_SIGNATURES:], dedupe=ring, clean_turns=clean,
-                    last_success=max(st.last_success, now), history=st.history or rec.history,
-                    # a new user turn closes a `once` turn (its boost, if any, reopens it)
-                    once_open=st.once_open and not rec.user_turn)
+    # By position, in field order: every evaluated turn copies the state here, and `with_`
+    # matching nine names costs about twice the construction (a test holds it to `with_`).
+    return TierState(
+        st.tier,  # tier
+        st.escalation_count,  # escalation_count
+        st.trigger,  # trigger
+        st.reason,  # reason
+        st.escalated_at,  # escalated_at
+        st.window_s,  # window_s
+        max(st.last_success, now),  # last_success
+        clean,  # clean_turns
+        streak,  # streak
+        turn,  # turn
+        strikes,  # strikes
+        sigs[-MAX_SIGNATURES:],  # signatures
+        ring,  # dedupe
+        st.pending,  # pending
+        st.conversations,  # conversations
+        st.history or rec.history,  # history
+        st.episode_started,  # episode_started
+        st.shadow,  # shadow
+        st.version,  # version
+        # a new user turn closes a `once` turn (its boost, if any, reopens it)
+        st.once_open and not rec.user_turn,  # once_open
+    )
 
 
 def _transition(st: TierState, intent: Intent, now: float, esc: EscalationConfig) -> TierState:
