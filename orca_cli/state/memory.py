@@ -69,6 +69,7 @@ from orca_cli.state.route_versions import MemoryRouteVersions
 __all__ = ["MemoryStore"]
 
 _TIER_KEY = K.tier_key()
+_SHARE_KEY = K.SHARE_KEY
 # A session's pins per tier: (tier, model pin key, channel pin key).
 _PIN_KEYS = tuple((tier, K.pin_key(tier), K.chan_key(tier)) for tier in ("base", "strong"))
 
@@ -95,6 +96,8 @@ class MemoryStore(Keyspace):
         self._workspace_tag = K.slot_tag(self._prefix, K.WORKSPACE)
         self._traces_tag = K.slot_tag(self._prefix, K.TRACES)
         self._trace_index_key = self._traces_tag + K.TRACE_INDEX_KEY
+        self._trace_prefix = self._traces_tag + K.TRACE_PREFIX
+        self._cid_prefix = self._traces_tag + K.CLIENT_ID_PREFIX
         self._trace_max = max(1, trace_max)
         self._trace_ttl_s = trace_ttl_s
         self._audit_max = audit_max
@@ -354,7 +357,7 @@ class MemoryStore(Keyspace):
             if (kind is not None and (e := data.get(key)) is not None
                     and of_value.get(type(e.value)) != kind):
                 check_kind(e, key, kind, now)
-            if op.key == K.SHARE_KEY and type(op) is not WindowIncrOp:
+            if op.key == _SHARE_KEY and type(op) is not WindowIncrOp:
                 self._share_sums.pop(key, None)
         return keys
 
@@ -432,21 +435,32 @@ class MemoryStore(Keyspace):
         """The trace of the request whose safe id (`keys.safe_component`) is `tid`."""
         tag = self._traces_tag
         ttl = self._trace_ttl_s
+        data = self._data
+        # A request's trace and client id are new keys: `_put` inline for those.
+        expires_at = now + ttl if ttl else None
+        key = self._trace_prefix + tid
         # orjson encodes a dict only: another Mapping is copied into one.
-        self._put(tag + K.TRACE_PREFIX + tid,
-                  dumps(trace if type(trace) is dict else dict(trace)), ttl, now)
+        text = dumps(trace if type(trace) is dict else dict(trace))
+        if key in data:
+            self._put(key, text, ttl, now)
+        else:
+            data[key] = Entry(text, expires_at)
         member = tid
         cid = trace.get("client_request_id")
         if isinstance(cid, str) and cid:
             safe_cid = K.safe_component(cid)
-            self._put(tag + K.CLIENT_ID_PREFIX + safe_cid, tid, ttl, now)
+            key = self._cid_prefix + safe_cid
+            if key in data:
+                self._put(key, tid, ttl, now)
+            else:
+                data[key] = Entry(tid, expires_at)
             member = f"{tid}\n{safe_cid}"
         ts = trace.get("ts")
         score = (ts if type(ts) is float
                  else float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool)
                  else now)
         index_key = self._trace_index_key
-        e = self._data.get(index_key)
+        e = data.get(index_key)
         live = (e is not None and type(e.value) is ZSet
                 and (e.expires_at is None or e.expires_at > now))
         z = e.value if live else self._value(index_key, now)  # type: ignore[union-attr]

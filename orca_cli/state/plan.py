@@ -79,6 +79,9 @@ RECENT_MAX = 1000  # most recently active sessions kept per router
 SHARE_TTL_PAD_S = 3600
 SETTLE_SUFFIX = ":settle"  # the follow-up commit's id (its own idempotency marker)
 FIGURES_KEY = "figures"  # the session's running totals (SPEC §15), a hash in its slot
+# The pin keys of the two tiers, spelled once (every billed success writes one or two).
+_PIN_KEYS = {tier: K.pin_key(tier) for tier in ("base", "strong")}
+_CHAN_KEYS = {tier: K.chan_key(tier) for tier in ("base", "strong")}
 
 
 @immutable
@@ -223,7 +226,7 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
             ops.append(ZAddOp(K.RECENT_KEY, ctx.session, ctx.now, RECENT_MAX, 7 * 86400))
         if ctx.affinity is not None:
             ops.append(_affinity_op(ctx.affinity))
-        writes.append(SlotWrite(SlotRef.of_router(ctx.router), tuple(ops)))
+        writes.append(SlotWrite(SlotRef("router", ctx.router), tuple(ops)))
     elif ctx.direct is not None and outcome.model == ctx.direct:
         writes += _direct_writes(ctx, ctx.direct, decision, outcome)
 
@@ -244,7 +247,7 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
             model_ttl = float(LONG_PIN_S)
         else:
             model_ttl = outcome.window_s
-        ops.append(SetOp(K.pin_key(served), outcome.model, model_ttl))
+        ops.append(SetOp(_PIN_KEYS.get(served) or K.pin_key(served), outcome.model, model_ttl))
     if outcome.channel is not None and outcome.key_index is not None:
         ops.append(_channel_pin_op(served, outcome))
     ops += figures_ops(outcome, max(float(ctx.esc.tier_ttl_s), outcome.window_s,
@@ -264,7 +267,8 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
 def _channel_pin_op(tier: str, outcome: TurnOutcome) -> SetOp:
     """The channel pin `{channel, key_index, key_fp}` of `tier`, one cache window (SPEC §5)."""
     pin = {"channel": outcome.channel, "key_index": outcome.key_index, "key_fp": outcome.key_fp}
-    return SetOp(K.chan_key(tier), orjson.dumps(pin).decode(), outcome.window_s)
+    return SetOp(_CHAN_KEYS.get(tier) or K.chan_key(tier), orjson.dumps(pin).decode(),
+                 outcome.window_s)
 
 
 def _affinity_op(affinity: tuple[str, Mapping[str, Any], float]) -> SetOp:
