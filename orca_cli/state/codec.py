@@ -36,6 +36,7 @@ __all__ = [
     "AUDIT_FIELDS",
     "AUDIT_MAX",
     "AUDIT_MAX_AGE_S",
+    "OP_CHECKS",
     "audit_event",
     "audit_member",
     "audit_slot",
@@ -119,7 +120,7 @@ def ttl_ms(ttl_s: float) -> int:
 def check_ops(ops: Sequence[Op]) -> None:
     """Reject what neither backend can store: non-positive TTLs, non-finite numbers, maxlen < 1,
     a window of less than one hour or a bucket kind other than s / t."""
-    checks = _CHECKS
+    checks = OP_CHECKS
     for op in ops:
         checks[type(op)](op)
 
@@ -181,7 +182,8 @@ def _number_error(op: Op, name: str, value: float) -> ValueError:
     return ValueError(f"{type(op).__name__}.{name} must be a finite number, got {value!r}")
 
 
-_CHECKS: dict[type, Callable[[Any], None]] = {
+# The memory store runs this loop inline (one call fewer a slot).
+OP_CHECKS: dict[type, Callable[[Any], None]] = {
     SetOp: _check_ttl, ExpireAtLeastOp: _check_ttl, IncrOp: _check_amount,
     HIncrOp: _check_amount, WindowIncrOp: _check_window, HIncrManyOp: _check_fields,
     PushOp: _check_capped, ZAddOp: _check_capped, DelOp: _check_nothing,

@@ -41,10 +41,10 @@ from orca_cli.state.base import (
 from orca_cli.state.codec import (
     AUDIT_MAX,
     AUDIT_MAX_AGE_S,
+    OP_CHECKS,
     audit_event,
     audit_member,
     audit_slot,
-    check_ops,
     decode_doc,
     dumps,
     vector_from_hash,
@@ -266,12 +266,14 @@ class MemoryStore(Keyspace):
         self._maybe_sweep(now)
         tid = K.safe_component(batch.request_id)  # the request's marker and trace name it
         marker = K.MARKER_PREFIX + tid
-        results = tuple([self._apply_slot(marker, w, now) for w in batch.writes])
+        results = []
+        for w in batch.writes:  # a loop, not a comprehension: no function built per commit
+            results.append(self._apply_slot(marker, w, now))
         for event in batch.audit:
             self._append_audit(audit_event(event, batch.request_id, now), now)
         if batch.trace is not None:
             self._write_trace(tid, batch.trace, now)
-        return CommitResult(results, 1)  # round_trips
+        return CommitResult(tuple(results), 1)  # round_trips
 
     def _apply_slot(self, marker_suffix: str, w: SlotWrite, now: float) -> SlotResult:
         slot = w.slot
@@ -280,7 +282,9 @@ class MemoryStore(Keyspace):
         if w.mutate is not None and not session:
             raise ValueError(f"a tier mutate belongs to a session slot, not a {kind} slot")
         ops = w.ops
-        check_ops(ops)
+        checks = OP_CHECKS  # `check_ops`, inline
+        for op in ops:
+            checks[type(op)](op)
         if kind == "workspace":
             tag = self._workspace_tag
         elif kind == "router":
