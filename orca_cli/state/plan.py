@@ -378,11 +378,13 @@ def settle_batch(ctx: PlanContext, batch: CommitBatch,
     commit was a duplicate or did not happen)."""
     if result is None or ctx.router is None:
         return None
-    session = next((w for w in batch.writes if isinstance(w.mutate, TierMutate)), None)
-    if session is None:
+    # A loop, not `next` over a generator: every request's follow-up asks, most find no change.
+    for session in batch.writes:
+        mutate = session.mutate
+        if isinstance(mutate, TierMutate):
+            break
+    else:
         return None
-    mutate = session.mutate
-    assert isinstance(mutate, TierMutate)
     if mutate.changed is None or not any(r.slot == session.slot and r.status == "applied"
                                          for r in result.results):
         return None
