@@ -34,6 +34,7 @@ from orca_cli.routing.intents import (
     OnceBoost,
     RecordTurn,
     Reset,
+    Scope,
 )
 from orca_cli.routing.strikes import request_strike, signature_label
 from orca_cli.routing.tiers import Ask, Tier, TierState
@@ -124,17 +125,20 @@ def repeated_labels(sig: TurnSignals, st: TierState) -> tuple[str, ...]:
                                in zip(sig.signatures, sig.signature_texts) if s in seen))
 
 
-def _record(sig: TurnSignals, st: TierState, t2: float, scope: str = "main") -> RecordTurn:
+def _record(sig: TurnSignals, st: TierState, t2: float, scope: Scope = "main") -> RecordTurn:
     strike = request_strike(sig.signatures, st.signatures)
+    # By position, in field order: a class called with keywords builds a dict of them first
+    # (about twice the construction), once or twice on every evaluated request.
     return RecordTurn(
-        dedupe_key=sig.dedupe_key,
-        user_turn=sig.user_turn,
-        hard=sig.user_turn and sig.delta_score >= t2,
-        signatures=sig.signatures,
-        request_strike=strike,
-        repeated=repeated_labels(sig, st) if strike else (),
-        scope=scope,  # type: ignore[arg-type]
-        history=not sig.fresh,
+        sig.dedupe_key,  # dedupe_key
+        sig.user_turn,  # user_turn
+        sig.user_turn and sig.delta_score >= t2,  # hard
+        sig.signatures,  # signatures
+        strike,  # request_strike
+        (),  # response_strikes: filled in after the response
+        scope,  # scope
+        not sig.fresh,  # history
+        repeated_labels(sig, st) if strike else (),  # repeated
     )
 
 
@@ -280,10 +284,11 @@ def resolve_tier(state: TierState | None, sig: TurnSignals, caps: CapsView,
                eng: _Engine | None = None) -> TierDecision:
         shadow_intents = eng.shadow_intents if eng is not None else ()
         intents = (record, *shadow_intents, *a.consume, *extra)
-        return TierDecision(tier=tier, reason=reason, trigger=trigger, intents=intents,
-                            denied=denied, evaluations=evals,
-                            shadow=eng.shadow if eng is not None else None, t2=t2,
-                            state_tier=state_tier or st.tier)
+        # By position, in field order (`_record`): tier, reason, trigger, intents, denied,
+        # evaluations, shadow, t2, state_tier.
+        return TierDecision(tier, reason, trigger, intents, denied, evals,
+                            eng.shadow if eng is not None else None, t2,
+                            state_tier or st.tier)
 
     if a.ask == "base":  # a reset works even inside the warm window and refunds nothing
         return decide("base", "reset", "reset", (Reset(a.actor, a.note),),

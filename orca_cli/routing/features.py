@@ -350,15 +350,17 @@ class Scorer:
         tools = has_tools(body)
         pieces = turn.user_texts + turn.tool_results
         diff = self._difficulty(estimate_tokens(turn.chars), _sample(pieces), 0, tools)
+        # By position, in field order: a class called with keywords builds a dict of them
+        # first (about twice the construction), on every request.
         return Delta(
-            difficulty=diff,
-            is_user_turn=turn.is_user_turn,
-            is_tool_continuation=turn.is_tool_continuation,
-            user_texts=turn.user_texts,
-            tool_result_texts=turn.tool_results,
-            message_count=turn.message_count,
-            has_tools=tools,
-            strike_results=turn.failed_or_unmarked,
+            diff,  # difficulty
+            turn.is_user_turn,  # is_user_turn
+            turn.is_tool_continuation,  # is_tool_continuation
+            turn.user_texts,  # user_texts
+            turn.tool_results,  # tool_result_texts
+            turn.message_count,  # message_count
+            tools,  # has_tools
+            turn.failed_or_unmarked,  # strike_results
         )
 
     def _difficulty(self, tokens: int, sample: str, system_chars: int, tools: bool) -> Difficulty:

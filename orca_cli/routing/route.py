@@ -88,21 +88,27 @@ def caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,
               budget_denied: bool = False,
               in_flight: SessionInFlight = NO_IN_FLIGHT) -> CapsView:
     esc = router.escalation
+    share, workspace = snapshot.share, snapshot.workspace_share
+    # By position, in field order: a class called with keywords builds a dict of them first.
     return CapsView(
-        share=ShareView(snapshot.share.strong, snapshot.share.total),
-        workspace_share=ShareView(snapshot.workspace_share.strong, snapshot.workspace_share.total),
-        share_cap=esc.share_cap,
-        workspace_cap=cfg.workspace.share_cap,
-        warmup_requests=esc.warmup_requests,
-        state_lost_at=snapshot.state_lost_at,
-        budget_denied=budget_denied,
-        in_flight=in_flight,
+        ShareView(share.strong, share.total),  # share
+        ShareView(workspace.strong, workspace.total),  # workspace_share
+        esc.share_cap,  # share_cap
+        cfg.workspace.share_cap,  # workspace_cap
+        esc.warmup_requests,  # warmup_requests
+        snapshot.state_lost_at,  # state_lost_at
+        True,  # enabled
+        budget_denied,  # budget_denied
+        True,  # strong_available
+        in_flight,  # in_flight
     )
 
 
 def _plain(tier: Tier, reason: str) -> TierDecision:
     """A decision that evaluates no trigger and writes no tier state."""
-    return TierDecision(tier=tier, reason=reason, evaluated=False, state_tier=tier)
+    # By position: tier, reason, trigger, intents, denied, evaluations, shadow, t2,
+    # state_tier, evaluated.
+    return TierDecision(tier, reason, "", (), "", {}, None, 0.0, tier, False)
 
 
 def _window(cfg: Config, candidates: Sequence[Candidate]) -> float:
@@ -202,11 +208,17 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState | None, caps: CapsV
     # Which conversation: read only where a strong session's sub-agent rule can use it.
     named = (state is not None and state.tier == "strong"
              and ((fresh and state.history) or bool(state.conversations)))
-    sig = TurnSignals(dedupe_key=inp.dedupe_key, delta_score=inp.delta.score,
-                      user_turn=inp.delta.is_user_turn, signatures=signatures,
-                      signature_texts=tuple([texts[s] for s in signatures]) if signatures
-                      else (), ask=inp.ask, fresh=fresh,
-                      conversation=opening_fingerprint(inp.body, inp.api) if named else "")
+    # By position, in field order: a class called with keywords builds a dict of them first.
+    sig = TurnSignals(inp.dedupe_key,  # dedupe_key
+                      inp.delta.score,  # delta_score
+                      inp.delta.is_user_turn,  # user_turn
+                      signatures,  # signatures
+                      # signature_texts
+                      tuple([texts[s] for s in signatures]) if signatures else (),
+                      inp.ask,  # ask
+                      "client",  # actor
+                      fresh,  # fresh
+                      opening_fingerprint(inp.body, inp.api) if named else "")  # conversation
     t2 = effective_t2(threshold=esc.threshold, t2=esc.t2, t1=esc.t1,
                       percentile=esc.percentile, samples=c.snapshot.percentile_samples)
     if not any(x.excluded is None for x in strong):
@@ -259,8 +271,10 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
         fallbacks = ranking.ordered if ranking is not None and c.cfg.auto.fallbacks else ()
     attempts = build_attempts(model, candidates, first, fallbacks, inp.target.channel is None,
                               inp.prefs)
+    # By position, in field order (the request path's plan): refusal None, not counted as
+    # strong in the workspace.
     return RoutePlan(router, decision, candidates, attempts, tuple(pins), ranking, full,
-                     full_skipped, caps, evidence=evidence, tier_state=state)
+                     full_skipped, caps, None, False, evidence, state)
 
 
 def _choose(c: _Ctx, router: RouterConfig, candidates: Sequence[Candidate]

@@ -119,10 +119,11 @@ def prepare(cfg: Config, scorer: Scorer, head: RequestHead, arrival: Arrival, *,
     prefs = read_prefs(body)
     if isinstance(prefs, str):
         return Refusal(400, prefs)
-    turn = Turn(request_id=arrival.request_id, api=head.api, path=head.path, raw=raw,
-                body=body, headers=head.headers, target=target, now=arrival.now,
-                started=arrival.started,
-                client_request_id=head.client_request_id, ask=ask, prefs=prefs)
+    # The required fields by position, the others set after: a class called with keywords
+    # builds a dict of them first.
+    turn = Turn(arrival.request_id, head.api, head.path, raw, body, head.headers, target,
+                arrival.now, arrival.started)
+    turn.client_request_id, turn.ask, turn.prefs = head.client_request_id, ask, prefs
     router = cfg.routers.get(target.router) if target.router else None
     turn.router = router
     turn.routed = routed
@@ -223,16 +224,17 @@ def _read_request(turn: Turn) -> ReadRequest | None:
         return None
     esc = router.escalation if router is not None else None
     routed = turn.routed
+    # By position, in field order: a class called with keywords builds a dict of them first.
     return ReadRequest(
-        router=router.name if router is not None else turn.direct or "",
-        session=turn.session,
-        share_hours=window_hours(turn.now, esc.share_window_h if esc else 24),
-        affinity_key=turn.affinity_key,
-        linucb_arms=router.allowed_models if router and router.strategy == "linucb" else (),
-        percentile_samples=(PERCENTILE_SAMPLES if esc and esc.threshold == "percentile"
-                            else 0),
-        budget_counters=routed.read_counters() if routed is not None else (),
-        budget_limits=routed.read_limits() if routed is not None else (),
+        router.name if router is not None else turn.direct or "",  # router
+        turn.session,  # session
+        window_hours(turn.now, esc.share_window_h if esc else 24),  # share_hours
+        True,  # workspace
+        turn.affinity_key,  # affinity_key
+        router.allowed_models if router and router.strategy == "linucb" else (),  # linucb_arms
+        PERCENTILE_SAMPLES if esc and esc.threshold == "percentile" else 0,  # percentile_samples
+        routed.read_counters() if routed is not None else (),  # budget_counters
+        routed.read_limits() if routed is not None else (),  # budget_limits
     )
 
 
@@ -259,23 +261,40 @@ def decide(cfg: Config, turn: Turn, *, scorer: Scorer, healthy: Healthy,
     if turn.routed is not None:
         return _decide_routed(cfg, turn, turn.routed, scorer=scorer, healthy=healthy, rng=rng,
                               measured=measured)
-    plan = plan_route(cfg, _route_input(cfg, turn, measured=measured), turn.snapshot, now=turn.now,
+    plan = plan_route(cfg, _route_input(cfg, turn, measured), turn.snapshot, now=turn.now,
                       scorer=scorer, healthy=healthy, rng=rng)
     turn.plan = plan
     return plan
 
 
-def _route_input(cfg: Config, turn: Turn, **routed: Any) -> RouteInput:
+def _route_input(cfg: Config, turn: Turn, measured: Measured, budget_denied: bool = False,
+                 route_fallbacks: tuple[str, ...] = ()) -> RouteInput:
     assert turn.delta is not None
     # SPEC §14.3: a body whose bytes fit every window is not scanned for inline media.
     est = estimate_tokens(turn.raw, turn.body, fits=cfg.compiled.smallest_window)
-    return RouteInput(target=turn.target, api=turn.api, body=turn.body, delta=turn.delta,
-                      est_tokens=est, session=turn.session,
-                      ask=None if turn.side else turn.ask, dedupe_key=turn.dedupe_key,
-                      degraded=turn.degraded, side=turn.side is not None,
-                      previous_response=turn.previous_response is not None,
-                      classification=turn.classification, full=turn.full, prefs=turn.prefs,
-                      in_flight=turn.in_flight, **routed)
+    # By position, in field order: a class called with keywords builds a dict of them first
+    # (nineteen here, on every request).
+    return RouteInput(
+        turn.target,  # target
+        turn.api,  # api
+        turn.body,  # body
+        turn.delta,  # delta
+        est,  # est_tokens
+        turn.session,  # session
+        None if turn.side else turn.ask,  # ask
+        turn.dedupe_key,  # dedupe_key
+        turn.degraded,  # degraded
+        turn.full,  # full
+        turn.side is not None,  # side
+        turn.previous_response is not None,  # previous_response
+        turn.classification,  # classification
+        {},  # latency_ms
+        budget_denied,  # budget_denied
+        route_fallbacks,  # route_fallbacks
+        turn.prefs,  # prefs
+        measured,  # measured
+        turn.in_flight,  # in_flight
+    )
 
 
 def _decide_routed(cfg: Config, turn: Turn, routed: Routed, *, scorer: Scorer,
@@ -286,8 +305,8 @@ def _decide_routed(cfg: Config, turn: Turn, routed: Routed, *, scorer: Scorer,
     if check.verdict == "refuse":
         turn.plan = _budget_refusal(turn, check.message)
         return turn.plan
-    inp = _route_input(cfg, turn, budget_denied=check.verdict == "deny_strong",
-                       route_fallbacks=routed.fallback_models(cfg), measured=measured)
+    inp = _route_input(cfg, turn, measured, budget_denied=check.verdict == "deny_strong",
+                       route_fallbacks=routed.fallback_models(cfg))
     plan = plan_route(cfg, inp, turn.snapshot, now=turn.now, scorer=scorer, healthy=healthy,
                       rng=rng)
     turn.plan = routed.channel_policy(plan)
