@@ -257,6 +257,8 @@ def _stem_scans(markers: Sequence[str], stems: Sequence[str]
 
 
 _SCANS = _stem_scans(_FIND_MARKERS, _SHARED_STEMS)
+_STEMS = tuple(stem for stem, _ in _SCANS)
+_STEM_MARKERS = dict(_SCANS)
 _LINT_CODE = re.compile(r":\d+:\d+: [A-Z]{1,4}\d{3,4}\b")
 
 
@@ -267,7 +269,10 @@ def _marked_lines(chunk: str, low: str) -> list[int]:
     lines, and the line table is built only once something was found."""
     starts: list[int] = []
     hit: set[int] = set()
-    for stem, markers in _SCANS:
+    # The passes run in C (`filter` over `str.__contains__`): most texts hold no marker, and
+    # only a stem the text holds is walked here, from its first occurrence.
+    for stem in filter(low.__contains__, _STEMS):
+        markers = _STEM_MARKERS[stem]
         i = low.find(stem)
         while i != -1:
             if markers and not low.startswith(markers, i):
