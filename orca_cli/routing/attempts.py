@@ -13,7 +13,7 @@ stay: the same provider), no other channel, no fallback model, no drained channe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Literal
 
 from orca_cli.config.schema import Config
 from orca_cli.routing.candidates import Candidate
@@ -36,14 +36,10 @@ def build_attempts(model: str, candidates: Sequence[Candidate],
     (when `with_fallbacks`), then the drained channels; see the module docstring."""
     out: list[Attempt] = []
     seen: set[tuple[str, str, int]] = set()
-
-    def add(m: str, channel: str, key: int, source: Any) -> None:
-        if (m, channel, key) not in seen and len(out) < MAX_ATTEMPTS:
-            seen.add((m, channel, key))
-            out.append(Attempt(m, channel, key, source))
-
     if first is not None:
-        add(model, first[0], first[1], first[2])
+        # first[2]: "pin" or "affinity" (`route._first_channel`)
+        out.append(Attempt(model, first[0], first[1], first[2]))  # type: ignore[arg-type]
+        seen.add((model, first[0], first[1]))
     by_model = {x.model: x for x in candidates if x.excluded is None}
     models = [model]
     if with_fallbacks:
@@ -51,16 +47,22 @@ def build_attempts(model: str, candidates: Sequence[Candidate],
         # tier's pool (policy, tier and caps were applied when the pool was built), or of a
         # route target's own list (SPEC §17).
         models += [fb for fb in fallbacks[:MAX_FALLBACK_MODELS] if fb != model]
-    for i, m in enumerate(models):
-        cand = by_model.get(m)
-        for ch in cand.channels if cand is not None else ():
-            for k in ch.keys:
-                add(m, ch.channel, k, "ranked" if i == 0 else "fallback")
-    for m in models:
-        cand = by_model.get(m)
-        for ch in cand.drained if cand is not None else ():
-            for k in ch.keys:
-                add(m, ch.channel, k, "drained")
+    # The models' channels and keys in order, then their drained channels: each (model,
+    # channel, key) once, at most MAX_ATTEMPTS (inline: a helper's call per channel costs
+    # more than the walk).
+    for drained in (False, True):
+        for i, m in enumerate(models):
+            cand = by_model.get(m)
+            if cand is None:
+                continue
+            source: Literal["ranked", "fallback", "drained"] = (
+                "drained" if drained else "ranked" if i == 0 else "fallback")
+            for ch in cand.drained if drained else cand.channels:
+                for k in ch.keys:
+                    key = (m, ch.channel, k)
+                    if key not in seen and len(out) < MAX_ATTEMPTS:
+                        seen.add(key)
+                        out.append(Attempt(m, ch.channel, k, source))
     if prefs is not None and not prefs.allow_fallbacks and out:
         return tuple(a for a in out if (a.model, a.channel) == (out[0].model, out[0].channel))
     return tuple(out)

@@ -376,7 +376,7 @@ class Scorer:
         # weight · min(value, cap) / cap, in a list display: `tuple()` over a generator costs
         # more on CPython 3.11 (a generator frame resumed per feature)
         contributions = tuple([
-            weight * (min(cap, value)) / cap
+            weight * (value if value < cap else cap) / cap  # noqa: FURB136 - min() is a call
             for (_, weight, cap), value in zip(self._specs, raw)
         ])
         score = sum(contributions)

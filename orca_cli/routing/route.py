@@ -79,9 +79,12 @@ def _fresh_conversation(body: Mapping[str, Any]) -> bool:
     items = body.get("messages", body.get("input"))
     if not isinstance(items, list):
         return True
-    # From the end: a continuing conversation's latest assistant message is near it.
-    return not any(isinstance(m, MAPPING) and m.get("role") == "assistant"
-                   for m in reversed(items))
+    # From the end: a continuing conversation's latest assistant message is near it (a loop,
+    # not `any` over a generator: it stops after a message or two).
+    for m in reversed(items):
+        if isinstance(m, MAPPING) and m.get("role") == "assistant":
+            return False
+    return True
 
 
 def caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,
@@ -221,7 +224,10 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState | None, caps: CapsV
                       opening_fingerprint(inp.body, inp.api) if named else "")  # conversation
     t2 = effective_t2(threshold=esc.threshold, t2=esc.t2, t1=esc.t1,
                       percentile=esc.percentile, samples=c.snapshot.percentile_samples)
-    if not any(x.excluded is None for x in strong):
+    for x in strong:
+        if x.excluded is None:
+            break
+    else:  # no strong candidate can serve the request
         caps = replace(caps, strong_available=False)
     return resolve_tier(state, sig, caps, esc, now=now, t2=t2,
                         strong_window_s=_window(c.cfg, strong))

@@ -107,6 +107,8 @@ class TierState:
     def strikes_in_window(self, window_turns: int, upcoming_turn: int) -> int:
         """Strikes committed within the last `window_turns` evaluated turns, counting the turn
         about to be evaluated (`upcoming_turn`) as the newest of the window."""
+        if not self.strikes:  # most sessions: no generator built
+            return 0
         oldest = upcoming_turn - window_turns + 1
         return sum(1 for s in self.strikes if s.turn >= oldest)
 
