@@ -208,8 +208,23 @@ def build_candidates(models: Sequence[str], api: Api, est_tokens: int, cfg: Conf
                      how: Sourcing = PLAIN) -> tuple[Candidate, ...]:
     """One Candidate per distinct model id, in the given order (SPEC §1.3), its channels and
     keys sourced as `how` says."""
-    return tuple([_candidate(m, sv, api, est_tokens, cfg, how)
-                  for m, sv in _pool(models, api, cfg, how.channel)])
+    out: list[Candidate] = []
+    policy, healthy, rng = how.policy, how.healthy, how.rng
+    plain = policy is None or not policy.narrows
+    for m, sv in _pool(models, api, cfg, how.channel):
+        solo = sv.solo
+        # The common case, as `_candidate` serves it, without its call: one channel with at
+        # most one key slot, nothing to narrow, the request fits, the slot is healthy.
+        if solo is not None and plain and sv.window >= est_tokens:
+            if healthy(sv.fitting[0].name, 0):
+                if rng is not None and how.mode == "balanced":
+                    rng.random()  # the draw `order_channels` makes for one channel
+                out.append(solo)
+            else:
+                out.append(_sourced(m, sv, api, cfg, how))
+        else:
+            out.append(_candidate(m, sv, api, est_tokens, cfg, how))
+    return tuple(out)
 
 
 @immutable
@@ -317,6 +332,13 @@ def _candidate(model: str, sv: _Serving, api: Api, est_tokens: int, cfg: Config,
         if rng is not None and o.mode == "balanced":
             rng.random()  # the draw `order_channels` makes for one channel: same stream
         return sv.solo
+    return _sourced(model, sv, api, cfg, o)
+
+
+def _sourced(model: str, sv: _Serving, api: Api, cfg: Config, o: Sourcing) -> Candidate:
+    """A usable model's channels and keys, past the common case (`_candidate`): the healthy
+    ones, in the mode's order; the drained apart."""
+    healthy, rng = o.healthy, o.rng
     filtered = list(sv.filtered)
     slots = cfg.compiled.key_slots
     alive = []
