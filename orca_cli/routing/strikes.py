@@ -294,6 +294,8 @@ def _marked_lines(chunk: str, low: str) -> list[int]:
         starts = starts or _line_starts(low)
         cstarts = _line_starts(chunk)
         hit.update(bisect_right(cstarts, m.start()) - 1 for m in _LINT_CODE.finditer(chunk))
+    if not hit:  # most texts: no generator built
+        return []
     last = len(starts) - 1
     return sorted(k for k in hit if k < last)
 
