@@ -104,10 +104,13 @@ class Difficulty:
 
     def to_json(self) -> dict[str, Any]:
         """`{score, features: {<name>: {value, contribution}}}` (SPEC §1.1a), each `round6`."""
+        # `round6` inline, once per trace (thirteen calls), and a figure of 1.0 (`has_tools`
+        # of an agent's every turn) kept as its own rounding, as 0 is: the figures are floats.
         return {
             "score": round6(self.score),
             "features": {
-                name: {"value": round6(value), "contribution": round6(share)}
+                name: {"value": value if value == 0 or value == 1.0 else round(value, 6),
+                       "contribution": share if share == 0 else round(share, 6)}
                 for name, value, share in zip(FEATURES, self.values, self.contributions)
             },
         }
