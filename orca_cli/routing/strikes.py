@@ -260,6 +260,9 @@ _SCANS = _stem_scans(_FIND_MARKERS, _SHARED_STEMS)
 _STEMS = tuple(stem for stem, _ in _SCANS)
 _STEM_MARKERS = dict(_SCANS)
 _LINT_CODE = re.compile(r":\d+:\d+: [A-Z]{1,4}\d{3,4}\b")
+# The same pattern for ASCII text (most tool output), where it finds the same matches: `\d`
+# and `\b` then read no Unicode tables (a quarter of the scan).
+_LINT_CODE_ASCII = re.compile(_LINT_CODE.pattern, re.ASCII)
 
 
 def _marked_lines(chunk: str, low: str) -> list[int]:
@@ -289,11 +292,12 @@ def _marked_lines(chunk: str, low: str) -> list[int]:
         k = bisect_right(starts, i + (low[i] == "\n")) - 1
         hit.add(k)
         i = low.find("\ne: ", i + 1)
-    lint = _LINT_CODE.search(chunk)
+    lint_code = _LINT_CODE_ASCII if chunk.isascii() else _LINT_CODE
+    lint = lint_code.search(chunk)
     if lint is not None:
         starts = starts or _line_starts(low)
         cstarts = _line_starts(chunk)
-        hit.update(bisect_right(cstarts, m.start()) - 1 for m in _LINT_CODE.finditer(chunk))
+        hit.update(bisect_right(cstarts, m.start()) - 1 for m in lint_code.finditer(chunk))
     if not hit:  # most texts: no generator built
         return []
     last = len(starts) - 1

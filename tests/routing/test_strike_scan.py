@@ -9,10 +9,13 @@ from bisect import bisect_right
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from orca_cli.routing.strikes import (
     _FIND_MARKERS,
     _LINT_CODE,
+    _LINT_CODE_ASCII,
     _SCANS,
     TEMPLATES,
     _line_starts,
@@ -82,3 +85,24 @@ def test_every_template_is_reached_by_a_scan_the_cost_note_counts() -> None:
     assert [t.marker for t in TEMPLATES
             if t.marker not in own_scan and not any(m in t.marker for m in _FIND_MARKERS)] == []
     assert len(_SCANS) == 17
+
+
+_LINTISH = st.text(st.sampled_from(list("0123456789:. ABEFZaz_\n|")), max_size=60)
+
+
+@given(st.lists(st.one_of(_LINTISH, st.sampled_from(
+    ["a.py:1:2: E501 x", "src/m.rs:10:4: W0612", ":1:2: ABCD1234", "x:9:9: F4011"])),
+    max_size=6).map("".join))
+def test_the_ascii_lint_pattern_finds_what_the_unicode_one_finds_on_ascii_text(
+        text: str) -> None:
+    """On ASCII text (the only text it is used on) the `re.ASCII` lint pattern's matches are
+    the Unicode pattern's, span for span."""
+    assert text.isascii()
+    assert ([m.span() for m in _LINT_CODE_ASCII.finditer(text)]
+            == [m.span() for m in _LINT_CODE.finditer(text)])
+
+
+@pytest.mark.parametrize("text", [t for t in corpus() if t.isascii()])
+def test_the_ascii_lint_pattern_matches_the_corpus_as_the_unicode_one(text: str) -> None:
+    assert ([m.span() for m in _LINT_CODE_ASCII.finditer(text)]
+            == [m.span() for m in _LINT_CODE.finditer(text)])
