@@ -40,7 +40,10 @@ def build_attempts(model: str, candidates: Sequence[Candidate],
         # first[2]: "pin" or "affinity" (`route._first_channel`)
         out.append(Attempt(model, first[0], first[1], first[2]))  # type: ignore[arg-type]
         seen.add((model, first[0], first[1]))
-    by_model = {x.model: x for x in candidates if x.excluded is None}
+    by_model: dict[str, Candidate] = {}
+    for x in candidates:  # a loop: a dict comprehension is a call on CPython 3.11
+        if x.excluded is None:
+            by_model[x.model] = x
     models = [model]
     if with_fallbacks:
         # Fallback models in order, each re-checked: it must be a usable candidate of this

@@ -162,12 +162,8 @@ def plan_route(
     how = Sourcing(mode, healthy, c.rng, t.channel, c.policy)
     tiers = cfg.compiled.pools[router.name]  # the router's tiers, built once per config
     est = _fitting_estimate(inp.est_tokens, tiers.allowed, cfg)
-
-    def pool(models: Sequence[str]) -> tuple[Candidate, ...]:
-        return build_candidates(models, inp.api, est, cfg, how)
-
     escalates = bool(tiers.strong) and esc.mode != "off"
-    strong = pool(tiers.strong) if escalates else ()
+    strong = build_candidates(tiers.strong, inp.api, est, cfg, how) if escalates else ()
     caps = caps_view(cfg, router, snapshot, inp.budget_denied, inp.in_flight)
     evidence: dict[str, Any] = {}
     if mode != router.mode or inp.prefs is not None:  # SPEC §20: what the request asked
@@ -178,7 +174,8 @@ def plan_route(
         state = TierState.from_doc(snapshot.tier)
         decision = _resolve(c, router, state, caps, strong, evidence, now)
     base_models = tiers.base if escalates else tiers.allowed
-    candidates = strong if decision.tier == "strong" else pool(base_models)
+    candidates = (strong if decision.tier == "strong"
+                  else build_candidates(base_models, inp.api, est, cfg, how))
     return _select(c, router, decision, candidates, caps, evidence, state)
 
 
@@ -238,8 +235,13 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
             state: TierState | None) -> RoutePlan:
     """Step 6: the pin within the tier, else the strategy; then the attempt order."""
     inp, tier = c.inp, decision.tier
-    usable = [x for x in candidates if x.excluded is None]
-    if not usable:
+    # The first usable candidate, by a loop (a list comprehension is a call on CPython 3.11)
+    first_usable: Candidate | None = None
+    for x in candidates:
+        if x.excluded is None:
+            first_usable = x
+            break
+    if first_usable is None:
         why = "; ".join(f"{x.model}: {x.reason}" for x in candidates) or "the pool is empty"
         refusal = overflow_refusal(candidates, inp.est_tokens, inp.api, c.cfg) or \
             provider_refusal(candidates) or (503, "no_candidate", f"no model of router {router.name!r} can serve this request "
@@ -265,7 +267,7 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
                              refusal=(503, "no_candidate", f"no model of router {router.name!r} "
                                       "is eligible under [auto] (patterns, price caps)"),
                              evidence=evidence, tier_state=state)
-        model = ranking.ordered[0] if ranking.ordered else usable[0].model
+        model = ranking.ordered[0] if ranking.ordered else first_usable.model
     elif router.strategy == "auto" and c.cfg.auto.fallbacks:
         # The pinned turn keeps its model; the ranking is only its fallback order.
         ranking = _rank(c, router, candidates, None)
