@@ -209,19 +209,12 @@ def build_candidates(models: Sequence[str], api: Api, est_tokens: int, cfg: Conf
     """One Candidate per distinct model id, in the given order (SPEC §1.3), its channels and
     keys sourced as `how` says."""
     out: list[Candidate] = []
-    policy, healthy, rng = how.policy, how.healthy, how.rng
-    plain = policy is None or not policy.narrows
+    plain = how.policy is None or not how.policy.narrows
     for m, sv in _pool(models, api, cfg, how.channel):
-        solo = sv.solo
-        # The common case, as `_candidate` serves it, without its call: one channel with at
-        # most one key slot, nothing to narrow, the request fits, the slot is healthy.
-        if solo is not None and plain and sv.window >= est_tokens:
-            if healthy(sv.fitting[0].name, 0):
-                if rng is not None and how.mode == "balanced":
-                    rng.random()  # the draw `order_channels` makes for one channel
-                out.append(solo)
-            else:
-                out.append(_sourced(m, sv, api, cfg, how))
+        if sv.solo is not None and plain and sv.window >= est_tokens:
+            # The common case (one channel, at most one key slot, nothing to narrow, the
+            # request fits) without `_candidate`'s call and checks.
+            out.append(_served_by(m, sv, api, cfg, how))
         else:
             out.append(_candidate(m, sv, api, est_tokens, cfg, how))
     return tuple(out)
@@ -327,8 +320,14 @@ def _candidate(model: str, sv: _Serving, api: Api, est_tokens: int, cfg: Config,
     if sv.window < est_tokens:
         why = f"context_window {sv.window} < estimated {est_tokens} tokens"
         return Candidate(model, (), "context_window", why, sv.filtered)
-    healthy, rng = o.healthy, o.rng
-    if sv.solo is not None and healthy(sv.fitting[0].name, 0):  # the common case
+    return _served_by(model, sv, api, cfg, o)
+
+
+def _served_by(model: str, sv: _Serving, api: Api, cfg: Config, o: Sourcing) -> Candidate:
+    """A model that can serve the request: its one healthy channel and key as the config
+    built it (the common case), else its channels and keys sourced (`_sourced`)."""
+    rng = o.rng
+    if sv.solo is not None and o.healthy(sv.fitting[0].name, 0):
         if rng is not None and o.mode == "balanced":
             rng.random()  # the draw `order_channels` makes for one channel: same stream
         return sv.solo
@@ -336,7 +335,7 @@ def _candidate(model: str, sv: _Serving, api: Api, est_tokens: int, cfg: Config,
 
 
 def _sourced(model: str, sv: _Serving, api: Api, cfg: Config, o: Sourcing) -> Candidate:
-    """A usable model's channels and keys, past the common case (`_candidate`): the healthy
+    """A usable model's channels and keys, past the common case (`_served_by`): the healthy
     ones, in the mode's order; the drained apart."""
     healthy, rng = o.healthy, o.rng
     filtered = list(sv.filtered)
