@@ -95,13 +95,17 @@ class ModelNameRewriter:
         return self._new
 
     def body(self, data: bytes) -> bytes:
-        keys = data.count(b'"model"')
-        if not keys:
+        at = data.find(b'"model"')
+        if at < 0:
             return data
+        field = self._field
         # Every `"model"` key is followed by the field seen before (its closing quote included,
         # so no longer name matches it): the same rewrite as the pattern, without the pattern.
-        if self._field and data.count(self._field) == keys:
-            return data.replace(self._field, self._new)
+        # A stream event has one key: found in one pass, not counted twice and replaced.
+        if field and data.startswith(field, at) and data.find(b'"model"', at + 7) < 0:
+            return data[:at] + self._new + data[at + len(field):]
+        if field and data.count(field) == data.count(b'"model"'):
+            return data.replace(field, self._new)
         return _MODEL_FIELD.sub(self._repl, data)
 
     def feed(self, chunk: bytes) -> bytes:

@@ -49,6 +49,15 @@ class SSEDecoder:
 
     def feed_pairs(self, chunk: bytes) -> list[Pair]:
         """Like `feed`, as plain `(event, data)` tuples (cheaper: the response taps use it)."""
+        if (chunk.startswith(b"data: ") and chunk.find(_LF) == len(chunk) - 2
+                and chunk[-1] == _LF and _CR not in chunk and not self._buf
+                and not self._skip_lf):
+            # The commonest chunk of all: one event of one `data: ` line, as a Chat Completions
+            # upstream writes each one. Its only newlines are the blank line that ends it, so
+            # `_parse` would find nothing more; `memchr` scans and one decode (the `data: `
+            # prefix is ASCII, so decoding after it gives the same text) instead.
+            self._first = False  # no BOM: the chunk starts with `data: `
+            return [(None, chunk[6:-2].decode("utf-8", "replace"))]
         if not self._buf and not self._skip_lf and chunk[-2:] == b"\n\n":
             # The common chunk: exactly one whole event (an upstream writes one per event).
             end = chunk.find(b"\n\n")

@@ -59,6 +59,7 @@ def _value_needles(key: str) -> tuple[str, str, str, str, str]:
 
 
 _FINISH = _value_needles("finish_reason")
+_FINISH_STR, _FINISH_STR_SPACED, _FINISH_NULL, _FINISH_NULL_SPACED, _FINISH_KEY = _FINISH
 _REFUSAL = _value_needles("refusal")
 
 
@@ -124,7 +125,19 @@ class ResponseTap:
         decoder = self._decoder
         if decoder is None:
             return
-        self.feed_pairs(decoder.feed_pairs(chunk))
+        events = decoder.feed_pairs(chunk)
+        if not events:
+            return
+        # `feed_pairs`' dispatch, inline: this runs once per relayed chunk.
+        if self.api == "openai":
+            for name, data in events:
+                self._openai_event(name, data)
+        elif self.api == "responses":
+            for name, data in events:
+                responses_event(self, name, data)
+        else:
+            for name, data in events:
+                self._anthropic_event(name, data)
 
     def feed_pairs(self, events: list[Pair]) -> None:
         """Tap SSE `(event, data)` pairs the caller framed (instead of `feed`: a relay that
@@ -175,7 +188,10 @@ class ResponseTap:
             or 'tokens"' in d
             or '"error"' in d
             or (not self.has_text and '"content"' in d)
-            or _may_hold_value(d, _FINISH)
+            # `_may_hold_value(d, _FINISH)` written out: every event carries a finish_reason,
+            # and the call cost more than its scans.
+            or _FINISH_STR in d or _FINISH_STR_SPACED in d
+            or (_FINISH_NULL not in d and _FINISH_NULL_SPACED not in d and _FINISH_KEY in d)
             or ('"refusal"' in d and _may_hold_value(d, _REFUSAL))
         ):
             return

@@ -46,3 +46,17 @@ def test_a_longer_served_name_is_not_mistaken_for_the_one_seen() -> None:
     rw.feed(_event("m", "a"))
     out = rw.feed(_event("m2", "b") + _event("m", "c")) + rw.flush()
     assert _models(out) == ["alias", "alias"]
+
+
+def test_a_one_key_event_is_rewritten_as_the_pattern_does() -> None:
+    """The one-key shortcut (the field seen before, found once) gives the pattern's bytes."""
+    from orca_cli.proxy.relay import _MODEL_FIELD
+
+    for served, spacing, text in (("gpt-4o-mini", "", "a"), ("gpt-4o-mini", " ", "b"),
+                                  ("gpt-4o-mini-2", "", "c"), ("gpt-4o", "", 'x"model":"y')):
+        rw = ModelNameRewriter("orca/coding")
+        rw.feed(_event("gpt-4o-mini", "first"))
+        event = _event(served, text, spacing)
+        expected = _MODEL_FIELD.sub(
+            lambda m: b'"model"' + m.group(1) + b":" + m.group(2) + b'"orca/coding"', event)
+        assert rw.feed(event) == expected

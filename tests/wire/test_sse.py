@@ -155,3 +155,21 @@ def test_real_anthropic_stream_split_into_seven_byte_slices() -> None:
     )
     got = decode_all([raw[i : i + 7] for i in range(0, len(raw), 7)])
     assert [(e.event, orjson.loads(e.data)) for e in got] == events
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200), st.booleans())
+def test_a_one_line_data_chunk_takes_the_general_path_s_answer(payload: bytes,
+                                                                first: bool) -> None:
+    """A chunk that is one `data: ` line and its blank line (the fast path) decodes as the
+    same chunk split in two does (the general path), invalid UTF-8 and all."""
+    chunk = b"data: " + payload.replace(b"\n", b"").replace(b"\r", b"") + b"\n\n"
+    fast, general = SSEDecoder(), SSEDecoder()
+    if not first:  # a decoder past its first event: no BOM check left
+        fast.feed_pairs(b"data: x\n\n")
+        general.feed_pairs(b"data: x\n\n")
+    whole = fast.feed_pairs(chunk)
+    assert whole == general.feed_pairs(chunk[:3]) + general.feed_pairs(chunk[3:])
+    # The decoder goes on as the general one does: the next event's BOM is not its first.
+    bom = "\ufeff".encode() + b"data: y\n\n"
+    assert fast.feed_pairs(bom) == general.feed_pairs(bom)
