@@ -111,11 +111,19 @@ class Inbound:
             max_tokens = body.get("max_output_tokens")
         else:
             max_tokens = body.get("max_tokens", body.get("max_completion_tokens"))
-        return cls(api=api, path=turn.path, body=body, headers=turn.headers, stream=stream,
-                   add_include_usage=add_usage,
-                   max_tokens=max_tokens if isinstance(max_tokens, int) else None,
-                   orca_headers=orca_headers, healthy=healthy, raw=turn.raw,
-                   model_value=turn.target.requested, rename=_answer_name(turn, server))
+        # By position, in field order: one per request, and keywords cost a dict.
+        return cls(api,  # api
+                   turn.path,  # path
+                   body,  # body
+                   turn.headers,  # headers
+                   stream,  # stream
+                   add_usage,  # add_include_usage
+                   max_tokens if isinstance(max_tokens, int) else None,  # max_tokens
+                   orca_headers,  # orca_headers
+                   healthy,  # healthy
+                   turn.raw,  # raw
+                   turn.target.requested,  # model_value
+                   _answer_name(turn, server))  # rename
 
 
 def _answer_name(turn: Turn, server: ServerConfig) -> str | None:

@@ -207,9 +207,10 @@ class Health:
 
         def healthy(channel: str, key_index: int) -> bool:
             slot = (channel, key_index)
-            if slot not in seen:
-                seen[slot] = self.healthy(channel, key_index)
-            return seen[slot]
+            known = seen.get(slot)  # asked several times a request: one lookup when known
+            if known is None:
+                known = seen[slot] = self.healthy(channel, key_index)
+            return known
 
         return healthy
 

@@ -80,10 +80,15 @@ def scan_head(policy: GuardPolicy, scope: Scope) -> RequestHead:
     api = _api_of(path, anthropic_hint)
     ext = scope.get("extensions")
     link = ext.get(CLIENT_EXTENSION) if ext else None
-    return RequestHead(method=scope.get("method", ""), path=path, api=api, headers=headers,
-                       refusal=verdict(policy, scope, facts, api),
-                       client_request_id=client_rid, tier_ask=ask,
-                       client=link["link"] if link else None)
+    # By position, in field order: one per request, and keywords cost a dict.
+    return RequestHead(scope.get("method", ""),  # method
+                       path,  # path
+                       api,  # api
+                       headers,  # headers
+                       verdict(policy, scope, facts, api),  # refusal
+                       client_rid,  # client_request_id
+                       ask,  # tier_ask
+                       link["link"] if link else None)  # client
 
 
 def api_of_path(path: str) -> Api:

@@ -93,11 +93,12 @@ class Timeouts:
     @classmethod
     def for_request(cls, server: ServerConfig, start_monotonic: float) -> Timeouts:
         """The `[server]` timeouts of a request that started at `start_monotonic`."""
+        # By position, in field order: one per request, and keywords cost a dict.
         return cls(
-            connect_s=server.connect_timeout_s,
-            first_byte_s=server.first_byte_timeout_s,
-            idle_s=server.idle_timeout_s,
-            deadline_monotonic=start_monotonic + server.total_timeout_s,
+            server.connect_timeout_s,  # connect_s
+            server.first_byte_timeout_s,  # first_byte_s
+            server.idle_timeout_s,  # idle_s
+            start_monotonic + server.total_timeout_s,  # deadline_monotonic
         )
 
 
