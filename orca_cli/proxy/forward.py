@@ -165,10 +165,12 @@ def _upstream_body(inb: Inbound, model: str, cap: int | None = None,
 def _swap_model(raw: bytes, value: str, model: str) -> bytes | None:
     """`raw` with its one `"model"` value `value` replaced by `model`; None when ambiguous."""
     at = raw.find(b'"model"')
-    single = at >= 0 and raw.find(b'"model"', at + 7) < 0  # one pass over the body
+    if at < 0 or raw.find(b'"model"', at + 7) >= 0:  # one pass over the body
+        return None
+    quoted = orjson.dumps(value)  # once for both spellings of the key
     for sep in (b'"model":', b'"model": '):
-        needle = sep + orjson.dumps(value)
-        if single and raw.startswith(needle, at):
+        needle = sep + quoted
+        if raw.startswith(needle, at):
             if model == value:
                 return raw
             return raw[:at] + sep + orjson.dumps(model) + raw[at + len(needle):]

@@ -28,6 +28,7 @@ ALPHA = 0.3  # weight of the newest sample
 MAX_AGE_S = 600.0
 MIN_TOKENS = 8
 _PRUNE_EVERY_S = 10.0
+_UNMEASURED = Measure()  # one shared default (a NamedTuple's `__new__` is Python code)
 
 
 class Measurements:
@@ -44,7 +45,7 @@ class Measurements:
     def observe(self, channel: str, model: str, *, first_byte_ms: float | None = None,
                 tps: float | None = None) -> None:
         key = (channel, model)
-        old = self.figures.get(key, Measure())
+        old = self.figures.get(key, _UNMEASURED)
         lat, rate = old.latency_ms, old.tps
         if first_byte_ms is not None and first_byte_ms >= 0:
             lat = first_byte_ms if lat <= 0 else lat + ALPHA * (first_byte_ms - lat)

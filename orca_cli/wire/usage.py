@@ -410,11 +410,12 @@ class ResponseTap:
         u = self._usage
         if u is None:
             return None
+        # By position, in field order: read on every billed request, and keywords cost a dict.
         return Usage(
-            prompt_tokens=u.get("prompt_tokens", 0),
-            cached_tokens=u.get("cached_tokens", 0),
-            cache_write_tokens=u.get("cache_write_tokens", 0),
-            output_tokens=u.get("output_tokens", 0),
+            u.get("prompt_tokens", 0),  # prompt_tokens
+            u.get("cached_tokens", 0),  # cached_tokens
+            u.get("cache_write_tokens", 0),  # cache_write_tokens
+            u.get("output_tokens", 0),  # output_tokens
         )
 
     def response_head(self) -> dict[str, Any]:
