@@ -12,6 +12,8 @@ import dataclasses
 
 import pytest
 
+from orca_cli.proxy.forward import Inbound
+from orca_cli.proxy.transport import Timeouts
 from orca_cli.routing.caps import CapsView
 from orca_cli.routing.escalation import TierDecision, TurnSignals
 from orca_cli.routing.features import Delta
@@ -21,7 +23,8 @@ from orca_cli.routing.tiers import TierState
 from orca_cli.state.base import ReadRequest, SlotWrite
 from orca_cli.state.plan import PlanContext, TurnOutcome
 from orca_cli.trace.build import TraceHead, TraceResult
-from orca_cli.turn.model import Turn
+from orca_cli.turn.model import RequestHead, Turn
+from orca_cli.wire.usage import Usage
 
 LAYOUTS: dict[type, tuple[str, ...]] = {
     TierState: (
@@ -88,6 +91,15 @@ LAYOUTS: dict[type, tuple[str, ...]] = {
     Turn: (
         "request_id", "api", "path", "raw", "body", "headers", "target", "now", "started",
     ),
+    RequestHead: (
+        "method", "path", "api", "headers", "refusal", "client_request_id", "tier_ask", "client",
+    ),
+    Inbound: (
+        "api", "path", "body", "headers", "stream", "add_include_usage", "max_tokens",
+        "orca_headers", "healthy", "raw", "model_value", "rename",
+    ),
+    Timeouts: ("connect_s", "first_byte_s", "idle_s", "deadline_monotonic"),
+    Usage: ("prompt_tokens", "cached_tokens", "cache_write_tokens", "output_tokens"),
 }
 
 
