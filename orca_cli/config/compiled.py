@@ -21,9 +21,10 @@ from orca_cli.types import APIS, Api
 if TYPE_CHECKING:
     from orca_cli.config.schema import ChannelConfig, ChannelPrice, Config, ModelConfig
 
-__all__ = ["GLOB_CHARS", "CompiledConfig", "RouterPools", "price_on"]
+__all__ = ["GLOB_CHARS", "TARGET_MEMO_MAX", "CompiledConfig", "RouterPools", "price_on"]
 
 GLOB_CHARS = frozenset("*?[")
+TARGET_MEMO_MAX = 1024  # `CompiledConfig.target_memo`'s bound
 
 
 class RouterPools:
@@ -77,6 +78,7 @@ class CompiledConfig:
         "session_routers",
         "smallest_window",
         "strong_models",
+        "target_memo",
     )
 
     def __init__(self, cfg: Config) -> None:
@@ -144,6 +146,11 @@ class CompiledConfig:
         self.serving_memo: dict[tuple[str, Api], object] = {}
         # The same per pool of models the config holds (a router's tier, its fallbacks).
         self.pool_memo: dict[tuple[tuple[str, ...], Api], object] = {}
+        # `routing.target.resolve_target`'s answer per `model` field that resolved: a function
+        # of this config and the name alone (no request's data: the name is the key, and the
+        # answer names it). Filled on first use, up to TARGET_MEMO_MAX names (a glob alias
+        # matches without end), then names past those are resolved each time.
+        self.target_memo: dict[str, object] = {}
 
     def alias_key(self, name: str, aliases: Mapping[str, str], *, globs: bool) -> str | None:
         """The exact alias key for `name`, else (with `globs`) the longest matching pattern."""

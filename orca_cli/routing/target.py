@@ -33,7 +33,7 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import Literal
 
-from orca_cli.config.compiled import GLOB_CHARS
+from orca_cli.config.compiled import GLOB_CHARS, TARGET_MEMO_MAX
 from orca_cli.config.schema import Config
 from orca_cli.errors import UnknownModel
 from orca_cli.immutable import immutable
@@ -91,6 +91,20 @@ class Target:
 
 def resolve_target(model_field: str, cfg: Config) -> Target:
     """Resolve `model_field` per SPEC §1.3; raise `UnknownModel` listing what is available."""
+    # Every request names one of a few targets: each resolved once per config (a Target is
+    # immutable, so the one answer serves every request that sends the same field).
+    memo = cfg.compiled.target_memo
+    known = memo.get(model_field)
+    if isinstance(known, Target):
+        return known
+    found = _resolve_field(model_field, cfg)
+    if len(memo) < TARGET_MEMO_MAX:
+        memo[model_field] = found
+    return found
+
+
+def _resolve_field(model_field: str, cfg: Config) -> Target:
+    """`resolve_target` without the memo."""
     name = model_field.strip()
     if name:
         base, suffix = _split_suffix(name)
