@@ -193,9 +193,17 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
     # The share count of every billed success: one op, in the router's slot and the workspace's.
     count_total = WindowIncrOp(K.SHARE_KEY, hour, "t", 1, window, share_ttl)
 
+    # Most turns carry a turn record alone: no transition to audit or count.
+    transitions = False
+    if decision is not None:
+        for i in decision.intents:
+            if not isinstance(i, RecordTurn):
+                transitions = True
+                break
+
     if ctx.router is not None and ctx.session is not None:
         writes.append(_session_write(ctx, decision, snapshot, outcome))
-        if decision is not None and decision.evaluated:
+        if transitions and decision is not None and decision.evaluated:
             audit.extend(_transition_audit(ctx, decision.intents, not settle_transitions))
 
     if ctx.router is not None:
@@ -208,7 +216,7 @@ def build_commit(ctx: PlanContext, decision: TierDecision | None, snapshot: Snap
         if decision is not None:
             if decision.denied:
                 more.append((f"denied:{decision.denied}", 1))
-            for i in decision.intents:
+            for i in decision.intents if transitions else ():
                 if isinstance(i, Escalate) and i.scope == "main" and not settle_transitions:
                     more.append((f"escalations:{i.trigger}", 1))
                 elif isinstance(i, OnceBoost):
