@@ -6,6 +6,7 @@ import pytest
 
 from orca_cli.config.schema import Config, RouterConfig
 from orca_cli.errors import UnknownModel
+from orca_cli.routing import target as target_mod
 from orca_cli.routing.target import SUFFIX_MODE, Target, resolve_target
 from tests.routing.cfg import channel, config
 
@@ -272,3 +273,30 @@ def test_a_channel_that_does_not_serve_the_model_says_so_and_what_it_serves() ->
         resolve_target("deepseek:gpt-9", _cfg())
     assert "channel 'deepseek' does not serve model 'gpt-9'; it serves deepseek-chat" in str(
         err.value)
+
+
+@pytest.mark.parametrize("name", ["orca/coding", "background", " orca/coding ",
+                                  "claude-haiku-4-5", "claude-haiku-4-5:fast",
+                                  "claude-haiku-9", "openrouter:deepseek-chat",
+                                  "vendor/model:free", "deepseek-chat:cheap"])
+def test_memoised_answer_is_the_resolved_one(name: str) -> None:
+    """A name resolved once is answered from the config's memo with what resolving it gives."""
+    cfg = _cfg({"claude-haiku-*": "orca/background"})
+    first = resolve_target(name, cfg)
+    assert cfg.compiled.target_memo[name] is first
+    assert resolve_target(name, cfg) is first
+    assert first == target_mod._resolve_field(name, _cfg({"claude-haiku-*": "orca/background"}))
+
+
+def test_unknown_names_are_not_memoised_and_the_memo_is_bounded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unknown name still raises every time; past the bound, names resolve unmemoised."""
+    cfg = _cfg({"claude-*": "orca/background"})
+    for _ in range(2):
+        with pytest.raises(UnknownModel):
+            resolve_target("nothing-like-it", cfg)
+    assert "nothing-like-it" not in cfg.compiled.target_memo
+    monkeypatch.setattr(target_mod, "TARGET_MEMO_MAX", 3)
+    for i in range(6):
+        assert resolve_target(f"claude-{i}", cfg).router == "background"
+    assert len(cfg.compiled.target_memo) == 3
