@@ -29,6 +29,9 @@ from orca_cli.wire.usage import ResponseTap
 
 __all__ = ["CLIENT_CLOSED", "Arrival", "AttemptRecord", "Outcome", "RequestHead", "Turn"]
 
+# A turn's snapshot before (or without) a store read: what `Snapshot()` holds.
+NO_SNAPSHOT = Snapshot()
+
 # nginx's "client closed request": the status a request shows when its client hung up before
 # any answer began (no HTTP status was sent).
 CLIENT_CLOSED = 499
@@ -159,7 +162,9 @@ class Turn:
     parent_request_id: str | None = None
     classification: Classification | None = None  # the auto router's model classifier
     read: ReadRequest | None = None  # what to read from the store; None: nothing
-    snapshot: Snapshot = field(default_factory=Snapshot)
+    # Until the store read replaces it (every request that reads): one shared empty snapshot,
+    # immutable and never written into, not a new one per request.
+    snapshot: Snapshot = NO_SNAPSHOT
     degraded: bool = False
     plan: RoutePlan | None = None
     outcome: Outcome = field(default_factory=Outcome)
