@@ -131,7 +131,8 @@ class TierState:
             "clean": self.clean_turns,
             "streak": self.streak,
             "turn": self.turn,
-            "strikes": [s.to_doc() for s in self.strikes],
+            # most states hold no strike: no comprehension built for none
+            "strikes": [s.to_doc() for s in self.strikes] if self.strikes else [],
             "sigs": list(self.signatures),
             "dedupe": list(self.dedupe),
             "pending": self.pending.to_doc() if self.pending else None,
@@ -156,6 +157,12 @@ class TierState:
             return None
         try:
             shadow_doc = doc.get("shadow")
+            # Most documents hold no strike, signature, conversation or pending ask: an
+            # empty list (what `to_doc` writes) decodes to () without a pass over it.
+            strikes = doc.get("strikes", _NONE)
+            sigs = doc.get("sigs", _NONE)
+            convs = doc.get("convs", _NONE)
+            pending = doc.get("pending")
             # By position, in field order: matching nineteen keywords costs about three times
             # the construction itself, on every request that reads a session.
             return TierState(
@@ -169,11 +176,11 @@ class TierState:
                 int(doc.get("clean", 0)),  # clean_turns
                 int(doc.get("streak", 0)),  # streak
                 int(doc.get("turn", 0)),  # turn
-                tuple(map(Strike.from_doc, doc.get("strikes", ()))),  # strikes
-                _texts(doc.get("sigs", ())),  # signatures
+                () if strikes == _NONE else tuple(map(Strike.from_doc, strikes)),  # strikes
+                () if sigs == _NONE else _texts(sigs),  # signatures
                 _texts(doc.get("dedupe", ())),  # dedupe
-                Pending.from_doc(doc.get("pending")),  # pending
-                _texts(doc.get("convs", ())),  # conversations
+                None if pending is None else Pending.from_doc(pending),  # pending
+                () if convs == _NONE else _texts(convs),  # conversations
                 doc.get("hist") is True,  # history
                 float(doc.get("started", 0.0)),  # episode_started
                 # shadow
@@ -183,6 +190,11 @@ class TierState:
             )
         except (TypeError, ValueError, IndexError):
             return None
+
+
+# A document's empty list (and an absent key's default): only `[]` compares equal to it, and
+# it decodes to () as any empty list does.
+_NONE: list[Any] = []
 
 
 def _texts(items: Any) -> tuple[str, ...]:
