@@ -67,6 +67,7 @@ class CompiledConfig:
         "channel_index",
         "channel_prices",
         "enabled_channels",
+        "housekeeping_no_tools",
         "key_fps",
         "key_slots",
         "left_out",
@@ -137,6 +138,9 @@ class CompiledConfig:
         # counts in its session's figures when there is exactly one).
         self.session_routers: tuple[str, ...] = tuple(
             name for name, r in cfg.routers.items() if r.session_aware)
+        # SPEC §14.1: every `[[housekeeping]]` rule wants a request without tools, so a request
+        # declaring tools is no side request (`turn.prepare._side`, every session's request).
+        self.housekeeping_no_tools: bool = all(rule.no_tools for rule in cfg.housekeeping)
         globs = [k for k in cfg.aliases if GLOB_CHARS & set(k)]
         # Longest pattern first; ties by the pattern text, so the first match is the winner.
         self.alias_globs: tuple[str, ...] = tuple(sorted(globs, key=lambda k: (-len(k), k)))

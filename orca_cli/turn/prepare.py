@@ -177,14 +177,10 @@ def _side(cfg: Config, turn: Turn) -> None:
     if not cfg.housekeeping or turn.router is None or turn.sid is None:
         return
     tools = turn.body.get("tools")
-    if tools and isinstance(tools, list):
-        # An agent's real turn declares its tools: when every rule wants none, no rule can
-        # match and nothing more is read (a loop: `all` over a generator costs more).
-        for each in cfg.housekeeping:
-            if not each.no_tools:
-                break
-        else:
-            return
+    if tools and isinstance(tools, list) and cfg.compiled.housekeeping_no_tools:
+        # An agent's real turn declares its tools: when every rule wants none (the compiled
+        # config checked them once), no rule can match and nothing more is read.
+        return
     f = side_facts(turn.body, turn.api)
     rule = match_housekeeping(cfg.housekeeping, f.system_text, f.has_tools, f.max_tokens,
                               first_instruction=f.first_instruction, schema_keys=f.schema_keys)

@@ -79,3 +79,15 @@ models = ["m1", "m2"]
     assert c.alias_key("claude-opus", cfg.aliases, globs=False) is None
     assert c.alias_key("exact", cfg.aliases, globs=False) == "exact"
     assert c.alias_key("gpt", cfg.aliases, globs=True) is None
+
+
+def test_housekeeping_no_tools_is_whether_every_rule_wants_none() -> None:
+    """The side check's flag says what a scan of the rules says: every rule wants no tools."""
+    from orca_cli.config.housekeeping import DEFAULT_HOUSEKEEPING, HousekeepingRule
+
+    cfg = load(str(EXAMPLE), environ={})
+    assert cfg.compiled.housekeeping_no_tools == all(r.no_tools for r in cfg.housekeeping)
+    assert dataclasses.replace(cfg, housekeeping=DEFAULT_HOUSEKEEPING).compiled.housekeeping_no_tools
+    wants = HousekeepingRule("small", "s", ("Summarize",), no_tools=False)
+    mixed = dataclasses.replace(cfg, housekeeping=(*DEFAULT_HOUSEKEEPING, wants))
+    assert not mixed.compiled.housekeeping_no_tools
