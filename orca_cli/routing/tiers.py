@@ -131,8 +131,7 @@ class TierState:
             "clean": self.clean_turns,
             "streak": self.streak,
             "turn": self.turn,
-            # most states hold no strike: no comprehension built for none
-            "strikes": [s.to_doc() for s in self.strikes] if self.strikes else [],
+            "strikes": [s.to_doc() for s in self.strikes],
             "sigs": list(self.signatures),
             "dedupe": list(self.dedupe),
             "pending": self.pending.to_doc() if self.pending else None,

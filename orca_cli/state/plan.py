@@ -263,9 +263,7 @@ def _session_write(ctx: PlanContext, decision: TierDecision | None, snapshot: Sn
                                     and ctx.durable_store else 0.0))
     mutate = None
     if decision is not None and decision.evaluated:
-        intents = decision.intents
-        if outcome.response_strikes:
-            intents = _with_response(intents, outcome.response_strikes)
+        intents = _with_response(decision.intents, outcome.response_strikes)
         mutate = TierMutate(intents, ctx.now, ctx.esc, base=(snapshot.tier, ctx.base_state))
         if decision.state_tier == "strong":
             ops.append(ExpireAtLeastOp(K.pin_key("base"), ctx.esc.tier_ttl_s))
