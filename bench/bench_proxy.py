@@ -410,7 +410,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-litellm", action="store_true", help="skip the LiteLLM target")
     p.add_argument("--no-install", action="store_true", help="never pip-install LiteLLM")
     p.add_argument("--no-save", action="store_true",
-                   help="do not keep a full run's JSON in bench/results/proxy-<date>.json "
+                   help="do not keep a full run's JSON in bench/results/proxy-<date>-<HHMM>.json "
                    "(the figures a later run without LiteLLM quotes)")
     p.add_argument("--no-floor", action="store_true",
                    help="skip the floor target (bench/floor_proxy.py: the serving stack alone)")
@@ -616,10 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     doc["spec"] = checks(doc["summary"])
     doc["comparisons"] = comparisons(doc["summary"])
     if not quick and not args.no_save and not args.scenarios:
-        from bench.proxy_report import RESULTS
-
-        RESULTS.mkdir(exist_ok=True)
-        saved = RESULTS / f"proxy-{time.strftime('%Y-%m-%d')}.json"
+        saved = _result_path("proxy")
         saved.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         log(f"saved {saved.relative_to(ROOT)}")
     if args.json:
@@ -629,20 +626,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _result_path(kind: str) -> Path:
+    """Where a run saves its JSON: `bench/results/<kind>-<UTC date>-<HHMM>.json`, so that a
+    second run on one day keeps the first one's file (a suffix when even the minute is taken)."""
+    from bench.proxy_report import RESULTS
+
+    RESULTS.mkdir(exist_ok=True)
+    stem = f"{kind}-{time.strftime('%Y-%m-%d-%H%M', time.gmtime())}"
+    path, n = RESULTS / f"{stem}.json", 2
+    while path.exists():
+        path, n = RESULTS / f"{stem}-{n}.json", n + 1
+    return path
+
+
 def _instructions(args: argparse.Namespace) -> int:
     """`--instructions`: instructions (and syscalls) a request of each proxy process, counted
     rather than timed (bench/proxy_instructions.py); saved as
-    bench/results/instructions-<date>.json unless --no-save."""
+    bench/results/instructions-<date>-<HHMM>.json unless --no-save."""
     from bench.instr_report import render
     from bench.proxy_instructions import run
 
     args.warmup = args.warmup or 20
     doc = run(args)
     if not args.no_save:
-        from bench.proxy_report import RESULTS
-
-        RESULTS.mkdir(exist_ok=True)
-        saved = RESULTS / f"instructions-{time.strftime('%Y-%m-%d')}.json"
+        saved = _result_path("instructions")
         saved.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         print(f"saved {saved.relative_to(ROOT)}", file=sys.stderr, flush=True)
     if args.json:
