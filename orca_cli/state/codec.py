@@ -143,11 +143,7 @@ def _check_window(op: WindowIncrOp) -> None:
     if op.window_h < 1 or op.kind not in ("s", "t"):
         raise ValueError(f"WindowIncrOp({op.key!r}) needs window_h >= 1 and kind 's' or "
                          f"'t', got {op.window_h!r} and {op.kind!r}")
-    # `_check_amount`, inline: every billed success counts two of these
-    if op.ttl_s is not None and not op.ttl_s > 0:
-        raise _ttl_error(op)
-    if not math.isfinite(op.amount):
-        raise _number_error(op, "amount", op.amount)
+    _check_amount(op)
 
 
 def _check_fields(op: HIncrManyOp) -> None:

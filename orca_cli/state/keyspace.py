@@ -123,6 +123,11 @@ def kind_of(value: Value) -> str:
     return "zset"
 
 
+def expiry(ttl_s: float | None, now: float) -> float | None:
+    """When a key written now with `ttl_s` expires: None (never) for a TTL of 0 or None."""
+    return None if not ttl_s else now + ttl_s
+
+
 def check_kind(e: Entry, key: str, kind: str, now: float) -> None:
     """WRONGTYPE: raise unless `e` holds a value of `kind`, or has expired (then any type may
     be written)."""
@@ -180,12 +185,22 @@ class Keyspace:
         e = self._entry(key, now)
         return None if e is None else entry_doc(e)
 
+    def _live(self, key: str, kind: type, now: float) -> Entry | None:
+        """The entry of `key` when it holds a live value of exactly `kind`, else None: the test
+        of the writers that update a hash or a sorted set in place, and then only set its
+        expiry (`expiry`) where `_put` of the same value would do just that."""
+        e = self._data.get(key)
+        if (e is not None and type(e.value) is kind
+                and (e.expires_at is None or e.expires_at > now)):
+            return e
+        return None
+
     def _put(self, key: str, value: Value, ttl_s: float | None, now: float) -> Entry:
         # An entry already there is reused (its value, expiry and what was read of it
         # replaced): no allocation for the keys every commit rewrites. What was read of it
         # stays when the value does (a pin rewritten as it was, a hash counted into in
         # place): a text's document and version are the same for the same text.
-        expires_at = None if not ttl_s else now + ttl_s
+        expires_at = expiry(ttl_s, now)
         e = self._data.get(key)
         if e is None:
             e = self._data[key] = Entry(value, expires_at)

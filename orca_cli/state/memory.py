@@ -61,6 +61,7 @@ from orca_cli.state.keyspace import (
     decode_view,
     entry_doc,
     entry_version,
+    expiry,
     floats,
     num,
 )
@@ -230,9 +231,8 @@ class MemoryStore(Keyspace):
     def _window_incr(self, key: str, op: WindowIncrOp, now: float) -> None:
         """`WindowIncrOp`, as SLOT_COMMIT's op 'w' does it on Redis; the window sums kept for
         reads of `key` follow it."""
-        e = self._data.get(key)
-        if (e is None or type(e.value) is not dict
-                or (e.expires_at is not None and e.expires_at <= now)):
+        e = self._live(key, dict, now)
+        if e is None:
             e = self._entry(key, now)
             if e is None or not isinstance(e.value, dict):
                 e = self._data[key] = Entry({}, None)
@@ -381,14 +381,13 @@ class MemoryStore(Keyspace):
         self._put(key, fields, op.ttl_s, now)
 
     def _hincr_many(self, key: str, op: HIncrManyOp, now: float) -> None:
-        e = self._data.get(key)
-        if (e is not None and type(e.value) is dict
-                and (e.expires_at is None or e.expires_at > now)):
+        e = self._live(key, dict, now)
+        if e is not None:
             # A live hash counted into in place: `_put` of the same value sets the expiry only.
-            held: dict[str, float] = e.value
+            held: dict[str, float] = e.value  # type: ignore[assignment]
             for name, amount in op.fields:
                 held[name] = held.get(name, 0.0) + amount
-            e.expires_at = now + op.ttl_s if op.ttl_s else None
+            e.expires_at = expiry(op.ttl_s, now)
             return
         e = self._entry(key, now)
         fields: dict[str, float] = e.value if e is not None and isinstance(e.value, dict) else {}
@@ -407,17 +406,14 @@ class MemoryStore(Keyspace):
         self._put(key, lst, op.ttl_s, now)
 
     def _zadd(self, key: str, op: ZAddOp, now: float) -> None:
-        e = self._data.get(key)
-        live = (e is not None and type(e.value) is ZSet
-                and (e.expires_at is None or e.expires_at > now))
-        if not live:
-            e = self._entry(key, now)
+        live = self._live(key, ZSet, now)
+        e = live if live is not None else self._entry(key, now)
         zs = e.value if e is not None and isinstance(e.value, ZSet) else ZSet()
         zs.add(op.member, float(op.score))
         if len(zs) > op.maxlen:
             zs.pop_lowest(len(zs) - op.maxlen)
-        if live:  # `_put` of the same set sets the expiry only
-            e.expires_at = now + op.ttl_s if op.ttl_s else None  # type: ignore[union-attr]
+        if live is not None:  # `_put` of the same set sets the expiry only
+            live.expires_at = expiry(op.ttl_s, now)
         else:
             self._put(key, zs, op.ttl_s, now)
 
@@ -441,7 +437,7 @@ class MemoryStore(Keyspace):
         ttl = self._trace_ttl_s
         data = self._data
         # A request's trace and client id are new keys: `_put` inline for those.
-        expires_at = now + ttl if ttl else None
+        expires_at = expiry(ttl, now)
         key = self._trace_prefix + tid
         # orjson encodes a dict only: another Mapping is copied into one.
         text = dumps(trace if type(trace) is dict else dict(trace))
@@ -464,10 +460,8 @@ class MemoryStore(Keyspace):
                  else float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool)
                  else now)
         index_key = self._trace_index_key
-        e = data.get(index_key)
-        live = (e is not None and type(e.value) is ZSet
-                and (e.expires_at is None or e.expires_at > now))
-        z = e.value if live else self._value(index_key, now)  # type: ignore[union-attr]
+        live = self._live(index_key, ZSet, now)
+        z = live.value if live is not None else self._value(index_key, now)
         idx = z if isinstance(z, ZSet) else ZSet()
         idx.add(member, score)
         idx.remove_below(now - ttl)
@@ -477,8 +471,8 @@ class MemoryStore(Keyspace):
             self._data.pop(tag + K.trace_key(old_id), None)
             if old_cid and self._text(tag + K.client_id_key(old_cid), now) == old_id:
                 self._data.pop(tag + K.client_id_key(old_cid), None)
-        if live:  # `_put` of the same set sets the expiry only
-            e.expires_at = now + ttl if ttl else None  # type: ignore[union-attr]
+        if live is not None:  # `_put` of the same set sets the expiry only
+            live.expires_at = expiry(ttl, now)
         else:
             self._put(index_key, idx, ttl, now)
 

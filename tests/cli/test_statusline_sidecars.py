@@ -36,6 +36,16 @@ def _project(root: Path, name: str) -> Path:
     return d
 
 
+def _redis_project(root: Path, port: int) -> Path:
+    """Project `a` on the test Redis store (its own empty key prefix), its server on `port`."""
+    d = root / "a"
+    d.mkdir()
+    (d / "orca.toml").write_text(
+        f'[server]\nport = {port}\n\n[state]\nbackend = "redis"\n'
+        f'redis_url = "redis://127.0.0.1:6379/15"\nkey_prefix = "orca-test-own-{os.getpid()}"\n')
+    return d
+
+
 def statusline(cwd: Path, stdin: str) -> tuple[int, str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.run([sys.executable, "-m", "orca_cli", "statusline"], check=False,
@@ -166,11 +176,7 @@ def test_a_config_no_sidecar_serves_is_never_answered_by_another_configs_sidecar
     _, second = two
     second.turn("op-elsewhere")
     _record(second, str(_project(tmp_path, "b") / "orca.toml"))
-    a = tmp_path / "a"
-    a.mkdir()
-    (a / "orca.toml").write_text(
-        f'[server]\nport = {closed_port()}\n\n[state]\nbackend = "redis"\n'
-        f'redis_url = "redis://127.0.0.1:6379/15"\nkey_prefix = "orca-test-own-{os.getpid()}"\n')
+    a = _redis_project(tmp_path, closed_port())
     monkeypatch.chdir(a)
     code, out, err = orca("requests", "--json")
     assert code == 0, err
@@ -188,11 +194,7 @@ def test_a_config_on_another_configs_sidecars_port_is_never_answered_by_it(
     second.turn("op-elsewhere")
     _record(second, str(_project(tmp_path, "b") / "orca.toml"))
     port = urlsplit(second.base).port
-    a = tmp_path / "a"
-    a.mkdir()
-    (a / "orca.toml").write_text(
-        f'[server]\nport = {port}\n\n[state]\nbackend = "redis"\n'
-        f'redis_url = "redis://127.0.0.1:6379/15"\nkey_prefix = "orca-test-own-{os.getpid()}"\n')
+    a = _redis_project(tmp_path, port)
     monkeypatch.chdir(a)
     code, out, err = orca("requests", "--json")
     assert code == 0, err
