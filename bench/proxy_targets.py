@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orca_cli.testing.net import free_port  # outside the ephemeral range: nothing takes it
+
 __all__ = [
     "LITELLM_VERSION",
     "CpuSample",
@@ -131,12 +133,6 @@ def cpu_sample(pid: int) -> CpuSample:
         except (OSError, IndexError, ValueError):
             continue
     return CpuSample(ticks, sched)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _pin(cpu: int | None) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from orca_cli.testing import FakeUpstream, fake_upstream
-from tests.reliability.redis_procs import RedisFarm
+from tests.redis_procs import RedisFarm
 
 
 @pytest.fixture

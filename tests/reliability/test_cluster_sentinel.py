@@ -29,9 +29,9 @@ from orca_cli.routing.caps import window_hours
 from orca_cli.state.base import ReadRequest, Store
 from orca_cli.state.factory import open_store
 from orca_cli.testing import eventually
+from tests.redis_procs import ClusterProcs, RedisFarm, SentinelGroup
 from tests.reliability.agent import ROUTER, Agent, Reply, make_config, serve_agent
 from tests.reliability.race import quiesce, race_config, run_escalation_race
-from tests.reliability.redis_procs import ClusterProcs, RedisFarm, SentinelGroup
 from tests.state import test_store_contract as contract
 from tests.state.conftest import StoreEnv
 

@@ -22,6 +22,7 @@ import pytest
 from orca_cli.routing.caps import window_hours
 from orca_cli.state.base import ReadRequest, SlotRef, Snapshot
 from orca_cli.testing import eventually
+from tests.redis_procs import RedisFarm, RedisProc
 from tests.reliability.agent import (
     ROUTER,
     STRONG_MODEL,
@@ -30,7 +31,6 @@ from tests.reliability.agent import (
     make_config,
     serve_agent,
 )
-from tests.reliability.redis_procs import RedisFarm, RedisProc
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.redis_procs import RedisFarm
 from tests.reliability.agent import serve_agent
 from tests.reliability.race import race_config, run_escalation_race
-from tests.reliability.redis_procs import RedisFarm
 
 pytestmark = pytest.mark.slow
 

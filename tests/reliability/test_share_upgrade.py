@@ -11,8 +11,8 @@ import pytest
 
 from orca_cli.routing.caps import window_hours
 from orca_cli.state.base import ReadRequest, ShareCounts
+from tests.redis_procs import RedisFarm
 from tests.reliability.agent import ROUTER, make_config, serve_agent
-from tests.reliability.redis_procs import RedisFarm
 
 pytestmark = pytest.mark.slow
 

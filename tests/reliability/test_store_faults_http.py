@@ -21,6 +21,8 @@ import pytest
 from orca_cli.routing.caps import window_hours
 from orca_cli.state.base import ReadRequest, Snapshot
 from orca_cli.testing import eventually
+from tests.redis_procs import RedisFarm, RedisProc
+from tests.redis_procs import stalled as redis_stalled
 from tests.reliability.agent import (
     BASE_MODEL,
     ROUTER,
@@ -29,8 +31,6 @@ from tests.reliability.agent import (
     make_config,
     serve_agent,
 )
-from tests.reliability.redis_procs import RedisFarm, RedisProc
-from tests.state.conftest import stalled as redis_stalled
 
 pytestmark = pytest.mark.slow
 

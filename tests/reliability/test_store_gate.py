@@ -33,7 +33,7 @@ from orca_cli.state.base import (
 )
 from orca_cli.state.factory import open_store
 from orca_cli.testing import eventually
-from tests.reliability.redis_procs import RedisFarm, RedisProc
+from tests.redis_procs import RedisFarm, RedisProc
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ from orca_cli.state.base import ReadRequest
 from orca_cli.state.factory import open_store
 from orca_cli.state.memory import MemoryStore
 from orca_cli.state.redis import RedisStore
-from tests.state.conftest import free_port
+from orca_cli.testing import free_port
 
 
 def test_memory_is_the_default_backend() -> None:

@@ -18,7 +18,7 @@ from orca_cli.state.base import (
     SlotRef,
     SlotWrite,
 )
-from tests.state.conftest import RedisCluster, StoreEnv
+from tests.state.conftest import ClusterProcs, StoreEnv
 from tests.state.test_store_contract import (
     ROUTER,
     SESSION,
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-async def cluster_env(own_cluster: RedisCluster) -> AsyncIterator[StoreEnv]:
+async def cluster_env(own_cluster: ClusterProcs) -> AsyncIterator[StoreEnv]:
     env = StoreEnv("redis", FakeClock(), f"orcatest-{uuid.uuid4().hex[:12]}", own_cluster.url)
     env.mode = "cluster"
     try:

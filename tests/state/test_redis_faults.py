@@ -19,15 +19,16 @@ import redis
 from orca_cli.clock import FakeClock
 from orca_cli.errors import StoreUnavailable
 from orca_cli.state.base import CommitBatch, IncrOp, ReadRequest, SetOp, SlotRef, SlotWrite
-from orca_cli.testing import eventually
-from tests.state.conftest import RedisServer, StoreEnv, free_port, stalled
+from orca_cli.testing import eventually, free_port
+from tests.redis_procs import RedisProc, stalled
+from tests.state.conftest import StoreEnv
 from tests.state.test_store_contract import ROUTER, read_session, tier_write
 
 SLACK_S = 1.0
 
 
 @pytest.fixture
-async def own_env(own_redis: RedisServer) -> AsyncIterator[StoreEnv]:
+async def own_env(own_redis: RedisProc) -> AsyncIterator[StoreEnv]:
     env = StoreEnv(
         "redis", FakeClock(), f"orcatest-{uuid.uuid4().hex[:12]}", own_redis.url, timeout_ms=100
     )
@@ -48,7 +49,7 @@ async def _until_answered(call: Any, attempts: int = 5) -> Any:
     return await call()
 
 
-def _counter(server: RedisServer, env: StoreEnv) -> float:
+def _counter(server: RedisProc, env: StoreEnv) -> float:
     client = server.client()
     try:
         value = client.get(f"{env.prefix}:{{r:coding}}:hits")
@@ -103,7 +104,7 @@ async def test_a_server_that_accepts_but_never_answers_times_out() -> None:
 
 
 async def test_a_stalled_redis_times_out_and_the_pool_recovers(
-    own_redis: RedisServer, own_env: StoreEnv
+    own_redis: RedisProc, own_env: StoreEnv
 ) -> None:
     store = own_env.open()
     await store.commit(
@@ -129,7 +130,7 @@ async def test_a_stalled_redis_times_out_and_the_pool_recovers(
 
 
 async def test_a_commit_with_an_unknown_outcome_applies_exactly_once(
-    own_redis: RedisServer, own_env: StoreEnv
+    own_redis: RedisProc, own_env: StoreEnv
 ) -> None:
     store = own_env.open()
     snap = await read_session(store)
@@ -157,7 +158,7 @@ async def test_a_commit_with_an_unknown_outcome_applies_exactly_once(
 
 
 async def test_a_restart_that_lost_state_is_detected_and_the_scripts_reload(
-    own_redis: RedisServer, own_env: StoreEnv
+    own_redis: RedisProc, own_env: StoreEnv
 ) -> None:
     store = own_env.open()
     await store.commit(CommitBatch("r1", (SlotWrite(ROUTER, (IncrOp("hits", 1, 60),)),)))
@@ -172,7 +173,7 @@ async def test_a_restart_that_lost_state_is_detected_and_the_scripts_reload(
 
 
 async def test_a_restart_that_kept_its_data_is_still_flagged_by_the_new_run_id(
-    own_redis: RedisServer, own_env: StoreEnv
+    own_redis: RedisProc, own_env: StoreEnv
 ) -> None:
     store = own_env.open()
     await store.ping()
@@ -190,7 +191,7 @@ async def test_a_restart_that_kept_its_data_is_still_flagged_by_the_new_run_id(
 
 
 async def test_flushed_scripts_are_reloaded_transparently(
-    own_redis: RedisServer, own_env: StoreEnv
+    own_redis: RedisProc, own_env: StoreEnv
 ) -> None:
     store = own_env.open()
     await store.ping()
@@ -232,7 +233,7 @@ async def test_cancelled_reads_never_hand_their_reply_to_the_next_reader(
 
 
 async def test_the_pool_is_bounded_and_waiters_give_up_at_the_timeout(
-    own_redis: RedisServer, own_env: StoreEnv
+    own_redis: RedisProc, own_env: StoreEnv
 ) -> None:
     store = own_env.open(max_connections=4, timeout_ms=1000)
     snaps = await asyncio.gather(*[store.read(ReadRequest("coding", f"s{i}")) for i in range(50)])

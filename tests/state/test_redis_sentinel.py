@@ -8,16 +8,16 @@ from orca_cli.clock import FakeClock
 from orca_cli.config.schema import StateConfig
 from orca_cli.state.base import CommitBatch, ReadRequest, SetOp, SlotWrite
 from orca_cli.state.factory import open_store
-from tests.state.conftest import RedisSentinel
+from tests.redis_procs import SentinelGroup
 from tests.state.test_store_contract import ROUTER, SESSION, count, read_session, tier_write
 
 
-async def test_a_store_behind_a_sentinel_reads_and_commits(own_sentinel: RedisSentinel) -> None:
+async def test_a_store_behind_a_sentinel_reads_and_commits(own_sentinel: SentinelGroup) -> None:
     cfg = StateConfig(
         backend="redis",
         redis_mode="sentinel",
         sentinel_service="mymaster",
-        sentinels=(f"127.0.0.1:{own_sentinel.port}",),
+        sentinels=own_sentinel.sentinels,
         timeout_ms=1000,
         key_prefix=f"orcatest-{uuid.uuid4().hex[:12]}",
     )

@@ -10,6 +10,10 @@ teardown (SIGTERM, then SIGKILL after 5 s), whatever the test did to it. Three t
 * `SentinelGroup`: a primary, a replica and one `redis-server --sentinel` watching `mymaster`;
   `failover()` runs `SENTINEL FAILOVER` and waits until the replica is the new primary.
 
+Ports come from the kit's `free_port` (outside the kernel's ephemeral range, so no client's
+outgoing connection takes one between the pick and the server's bind). A server that exits
+while starting fails its test at once, with the end of its log.
+
 The binaries must exist: without them a test skips, except under CI=true, where it fails
 (`.ci/run` installs redis-server and redis-tools).
 """
@@ -26,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from orca_cli.testing import eventually_sync
+from orca_cli.testing import eventually_sync, free_port
 
 __all__ = [
     "ClusterProcs",
@@ -35,6 +39,7 @@ __all__ = [
     "SentinelGroup",
     "free_port",
     "require_binary",
+    "stalled",
     "sync_client",
 ]
 
@@ -59,23 +64,20 @@ def sync_client(port: int, **kw: Any) -> Any:
                        socket_connect_timeout=1, decode_responses=True, **kw)
 
 
-def free_port(*, with_bus: bool = False) -> int:
-    """A free loopback port; `with_bus` also needs port + 10000 free (the cluster bus)."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = int(s.getsockname()[1])
-        if not with_bus:
-            return port
-        if port + 10000 > 65535:
-            continue
-        with socket.socket() as bus:
-            try:
-                bus.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free loopback port found in 200 tries")
+def stalled(port: int, within_s: float = 0.05) -> bool:
+    """The server on `port` does not answer a PING within `within_s` (paused or asleep).
+    One raw try: a client library would retry and hide the stall."""
+    with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+        conn.sendall(b"PING\r\n")
+        conn.settimeout(within_s)
+        try:
+            return not conn.recv(16)
+        except TimeoutError:
+            return True
+
+
+class _Exited(RuntimeError):
+    """The server process ended while a test waited for it: no point waiting on."""
 
 
 def _wait(what: str, cond: Any, timeout_s: float, step_s: float = 0.02) -> None:
@@ -84,6 +86,8 @@ def _wait(what: str, cond: Any, timeout_s: float, step_s: float = 0.02) -> None:
     def probe() -> bool:
         try:
             return bool(cond())
+        except _Exited:
+            raise
         except Exception:  # noqa: BLE001 - not up yet; poll again until the deadline
             return False
 
@@ -126,14 +130,30 @@ class RedisProc:
         _wait(f"redis-server on port {self.port} did not answer PING", self._pings, 5)
         return self
 
+    def restart(self) -> RedisProc:
+        """A clean stop (SIGTERM), then a start on the same port."""
+        self.stop()
+        return self.start()
+
     def _pings(self) -> bool:
-        if self.proc is not None and self.proc.poll() is not None:
-            raise RuntimeError(f"redis-server on port {self.port} exited ({self.proc.returncode})")
         client = sync_client(self.port, timeout=0.5)
         try:
             return bool(client.ping())
+        except Exception:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise _Exited(self._exit_report()) from None
+            raise
         finally:
             client.close()
+
+    def _exit_report(self) -> str:
+        assert self.proc is not None
+        log = self.workdir / ("sentinel.log" if self.sentinel_conf else "redis.log")
+        try:
+            tail = " | ".join(log.read_text(errors="replace").splitlines()[-5:])
+        except OSError:
+            tail = "(no log)"
+        return f"redis-server on port {self.port} exited ({self.proc.returncode}): {tail}"
 
     def kill(self) -> None:
         """A crash: SIGKILL by pid, reaped; the port is free again at once."""
