@@ -54,9 +54,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 # These resolve only once the repository root is on sys.path (the script may run from anywhere).
-from bench import proxy_targets as T  # noqa: E402
-from bench.loadgen import Endpoint, fetch, run_load  # noqa: E402
-from bench.proxy_bodies import SIZES, agent_body, encode  # noqa: E402
+from bench import proxy_targets as T
+from bench.loadgen import Endpoint, fetch, run_load
+from bench.proxy_bodies import SIZES, agent_body, encode
 
 SUMMARY = "Measure orca serve's resident memory under many sessions, and orca replay's time."
 PROXY_CPU, LOAD_CPU = 1, 0
@@ -82,9 +82,10 @@ def _source() -> dict[str, Any]:
                            "orca_cli_dirty": None}
     try:
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10)
+                              check=False, capture_output=True, text=True, timeout=10)
         dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--",
-                                "orca_cli"], capture_output=True, text=True, timeout=10)
+                                "orca_cli"], check=False, capture_output=True, text=True,
+                                timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return out
     if head.returncode == 0:
@@ -119,7 +120,7 @@ def footprint_config(upstream_port: int, ttl_s: int) -> str:
         (r"^(\[routers\.\w+\.escalation\])$", rf"\1\ntier_ttl_s = {ttl_s}", 3),
     ]
     for pattern, repl, count in edits:
-        text, n = re.subn(pattern, repl, text, flags=re.M)
+        text, n = re.subn(pattern, repl, text, flags=re.MULTILINE)
         if n != count:
             raise RuntimeError(f"bench config changed shape: {pattern!r} matched {n}, not {count}")
     return text

@@ -55,10 +55,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 # These resolve only once the repository root is on sys.path (the script may run from anywhere).
-from bench import proxy_targets as T  # noqa: E402
-from bench.fake_upstream import STREAM_EVENTS  # noqa: E402
-from bench.loadgen import Endpoint, fetch, percentile, run_load  # noqa: E402
-from bench.proxy_bodies import SIZES, agent_body, encode  # noqa: E402
+from bench import proxy_targets as T
+from bench.fake_upstream import STREAM_EVENTS
+from bench.loadgen import Endpoint, fetch, percentile, run_load
+from bench.proxy_bodies import SIZES, agent_body, encode
 
 SUMMARY = "Measure what orca serve adds to a request (SPEC §12), beside direct and LiteLLM."
 REDIS_URL = "redis://127.0.0.1:6379/15"

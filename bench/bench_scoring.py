@@ -41,10 +41,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 # These resolve only once the repository root is on sys.path (the script may run from anywhere).
-from bench.scoring_bodies import Turn, corpus, per_call_cases  # noqa: E402
-from orca_cli.routing.features import Scorer  # noqa: E402
-from orca_cli.wire.transcript import Api  # noqa: E402
-from tests.routing import bodies as B  # noqa: E402
+from bench.scoring_bodies import Turn, corpus, per_call_cases
+from orca_cli.routing.features import Scorer
+from orca_cli.wire.transcript import Api
+from tests.routing import bodies as B
 
 REPEATS = 7  # timed runs per figure; the median is shown, the minimum is in --json
 TARGET_NS = 20_000_000  # each run loops until about 20 ms have passed ...

@@ -59,7 +59,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     if not values:
         return 0.0
     ordered = sorted(values)
-    rank = max(1, min(len(ordered), int(round(q / 100.0 * len(ordered) + 0.5))))
+    rank = max(1, min(len(ordered), round(q / 100.0 * len(ordered) + 0.5)))
     return float(ordered[rank - 1])
 
 

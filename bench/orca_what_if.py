@@ -47,7 +47,7 @@ def _bind_socket_tcp(host: str, port: int) -> socket.socket:
 def main() -> None:
     variant = sys.argv.pop(1) if len(sys.argv) > 1 else ""
     if variant == "nodelay":
-        import orca_cli.proxy.server as server
+        from orca_cli.proxy import server
 
         server.bind_socket = _bind_socket_tcp  # serve.py imports it at call time
     elif variant == "uvloop":

@@ -43,15 +43,15 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import fake_upstream as F  # noqa: E402
-from bench import proxy_targets as T  # noqa: E402
-from bench.proxy_bodies import SIZES, agent_body, encode  # noqa: E402
-from orca_cli.compose import create_app  # noqa: E402
-from orca_cli.config.load import load  # noqa: E402
-from orca_cli.proxy.app import OrcaApp  # noqa: E402
-from orca_cli.proxy.runtime import Runtime  # noqa: E402
-from orca_cli.proxy.transport import Timeouts, UpstreamRequest  # noqa: E402
-from orca_cli.types import CLIENT_EXTENSION, ClientLink  # noqa: E402
+from bench import fake_upstream as F
+from bench import proxy_targets as T
+from bench.proxy_bodies import SIZES, agent_body, encode
+from orca_cli.compose import create_app
+from orca_cli.config.load import load
+from orca_cli.proxy.app import OrcaApp
+from orca_cli.proxy.runtime import Runtime
+from orca_cli.proxy.transport import Timeouts, UpstreamRequest
+from orca_cli.types import CLIENT_EXTENSION, ClientLink
 
 REDIS_URL = "redis://127.0.0.1:6379/15"  # the benchmark's database (bench_proxy.py)
 

@@ -34,9 +34,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import proxy_targets as T  # noqa: E402
-from bench.loadgen import Endpoint, run_load  # noqa: E402
-from bench.proxy_bodies import SIZES, agent_body, encode  # noqa: E402
+from bench import proxy_targets as T
+from bench.loadgen import Endpoint, run_load
+from bench.proxy_bodies import SIZES, agent_body, encode
 
 TOOLS_VENV = ROOT / "bench" / ".venv-tools"
 

@@ -251,10 +251,22 @@ def _ratio(a: float | None, b: float | None) -> str:
     return f"{r:,.0f}×" if r >= 100 else f"{r:.1f}×" if r >= 10 else f"{r:.2f}×"
 
 
+def _run_order(path: Path) -> tuple[str, str, str]:
+    """A saved run's place in time from its name, `proxy-<date>[-<HHMM>][-<tag>].json`: a name
+    without a time (an earlier naming) counts as the start of its day, not after its timed runs."""
+    parts = path.stem.split("-", 4)  # proxy, yyyy, mm, dd, rest
+    date = "-".join(parts[1:4])
+    rest = parts[4] if len(parts) > 4 else ""
+    hhmm, _, tag = rest.partition("-")
+    if not (len(hhmm) == 4 and hhmm.isdigit()):
+        hhmm, tag = "0000", rest
+    return date, hhmm, tag
+
+
 def last_litellm(results: Path = RESULTS) -> tuple[dict[str, dict[str, float]], str, str] | None:
     """LiteLLM's figures from the newest saved full run that measured it: (its summary,
     the run's date, the file), or None when no saved run has them."""
-    for path in sorted(results.glob("proxy-*.json"), reverse=True):
+    for path in sorted(results.glob("proxy-*.json"), key=_run_order, reverse=True):
         try:
             saved = orjson.loads(path.read_bytes())
         except (OSError, orjson.JSONDecodeError):
@@ -305,7 +317,7 @@ def render(doc: dict[str, Any]) -> None:
         cells = []
         for t in present:
             v = vals[t]
-            if t == "direct" and (field.startswith("cpu") or field.startswith("added")):
+            if t == "direct" and field.startswith(("cpu", "added")):
                 v = None  # no proxy: nothing to add, no proxy CPU
             cells.append(_fmt(v, field))
         orca, lit, direct = vals.get("orca-memory"), vals.get("litellm"), vals.get("direct")

@@ -409,8 +409,8 @@ def ensure_litellm(install: bool, log: Path) -> tuple[Path | None, str]:
     py = LITELLM_VENV / "bin" / "python"
     if exe.exists():
         got = subprocess.run([str(py), "-c", "import litellm, importlib.metadata as m; "
-                              "print(m.version('litellm'))"], capture_output=True, text=True,
-                             timeout=120)
+                              "print(m.version('litellm'))"], check=False, capture_output=True,
+                             text=True, timeout=120)
         if got.returncode == 0 and got.stdout.strip() == LITELLM_VERSION:
             return exe, f"litellm {LITELLM_VERSION} in {LITELLM_VENV.relative_to(ROOT)}"
     if not install:
