@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from orca_cli.immutable import immutable
 from orca_cli.routing.features import round6
+from orca_cli.routing.snapshot import ShareCounts
 
 __all__ = [
     "NO_IN_FLIGHT",
@@ -34,14 +35,8 @@ PERCENTILE_MIN_SAMPLES = 200
 PERCENTILE_SAMPLES = 1000
 
 
-@immutable
-class ShareView:
-    strong: float = 0.0
-    total: float = 0.0
-
-    @property
-    def ratio(self) -> float:
-        return self.strong / self.total if self.total else 0.0
+# The caps' view of a share window is the snapshot's counts themselves (one class).
+ShareView = ShareCounts
 
 
 @immutable

@@ -91,11 +91,10 @@ def caps_view(cfg: Config, router: RouterConfig, snapshot: Snapshot,
               budget_denied: bool = False,
               in_flight: SessionInFlight = NO_IN_FLIGHT) -> CapsView:
     esc = router.escalation
-    share, workspace = snapshot.share, snapshot.workspace_share
     # By position, in field order: a class called with keywords builds a dict of them first.
     return CapsView(
-        ShareView(share.strong, share.total),  # share
-        ShareView(workspace.strong, workspace.total),  # workspace_share
+        snapshot.share,  # share
+        snapshot.workspace_share,  # workspace_share
         esc.share_cap,  # share_cap
         cfg.workspace.share_cap,  # workspace_cap
         esc.warmup_requests,  # warmup_requests
@@ -497,9 +496,8 @@ def _plan_model(c: _Ctx) -> RoutePlan:
         candidates += build_candidates([m for m in inp.route_fallbacks if m != t.model],
                                        inp.api, est, cfg, replace(how, channel=None))
     tier: Tier = "strong" if counts_strong else "base"
-    caps = CapsView(share=ShareView(), workspace_share=ShareView(
-        snapshot.workspace_share.strong, snapshot.workspace_share.total),
-        workspace_cap=cfg.workspace.share_cap)
+    caps = CapsView(share=ShareView(), workspace_share=snapshot.workspace_share,
+                    workspace_cap=cfg.workspace.share_cap)
     if counts_strong and inp.budget_denied:
         decision = TierDecision(tier="base", reason="denied:budget", denied="budget",
                                 evaluated=False)

@@ -39,8 +39,15 @@ TierDoc: TypeAlias = dict[str, Any]
 
 @immutable
 class ShareCounts:
+    """Served-strong and total requests over a share window, as read. The caps take the
+    read's value as it is (`caps.ShareView` is this class): nothing is copied per request."""
+
     strong: float = 0.0
     total: float = 0.0
+
+    @property
+    def ratio(self) -> float:
+        return self.strong / self.total if self.total else 0.0
 
 
 @immutable
