@@ -25,7 +25,7 @@ import asyncio
 import hashlib
 import hmac
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 
 from orca_cli.config.schema import ServerConfig
@@ -231,17 +231,22 @@ def verdict(policy: GuardPolicy, scope: Scope, facts: GuardFacts, api: Api) -> R
     return None
 
 
-async def read_body(receive: Receive, *, limit: int, deadline_s: float,
-                    buffered: bool = False) -> bytes:
-    """The whole request body, or `BodyTooLarge` / `BodyTimeout` / `ClientGone`.
+def read_body(receive: Receive, *, limit: int, deadline_s: float,
+              buffered: bool = False) -> Awaitable[bytes]:
+    """The whole request body, or `BodyTooLarge` / `BodyTimeout` / `ClientGone` (awaited).
 
     The deadline covers the whole body (the ASGI server has none); the limit is checked per
     chunk, so a chunked body is refused as soon as it passes it, not after it is buffered.
     `buffered`: the server holds the whole body already (`ClientLink.body_complete`), so no
-    read can wait on the client and no deadline timer is armed.
+    read can wait on the client and no deadline timer is armed (nor a coroutine around the
+    read: the caller awaits the read itself).
     """
     if buffered:
-        return await _read_chunks(receive, limit)
+        return _read_chunks(receive, limit)
+    return _read_within(receive, limit, deadline_s)
+
+
+async def _read_within(receive: Receive, limit: int, deadline_s: float) -> bytes:
     try:
         async with asyncio.timeout(deadline_s):
             return await _read_chunks(receive, limit)

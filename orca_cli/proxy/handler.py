@@ -85,12 +85,11 @@ async def _refuse(rt: Runtime, head: RequestHead, send: Send, refusal: Refusal,
 
 
 async def _classify(rt: Runtime, turn: Turn) -> None:
-    """The auto router's model classifier (SPEC §16), a child request through orca, bounded
-    by `classifier_timeout_ms`; on any failure the strategy classifies locally."""
+    """The auto router's model classifier (SPEC §16) for a turn of an auto router, a child
+    request through orca, bounded by `classifier_timeout_ms`; on any failure the strategy
+    classifies locally."""
     auto = rt.cfg.auto
-    router = turn.router
-    if (router is None or router.strategy != "auto" or auto.classifier == "local"
-            or turn.delta is None or turn.purpose is not None):
+    if auto.classifier == "local" or turn.delta is None or turn.purpose is not None:
         return
     from orca_cli.proxy.auto_classifier import classify_for_auto
     from orca_cli.proxy.child import ChildClassifier
@@ -102,7 +101,8 @@ async def _classify(rt: Runtime, turn: Turn) -> None:
 async def serve_turn(rt: Runtime, turn: Turn, client: ClientLink, send: Send) -> None:
     """A prepared turn from the store read to its commit (a client's or a child request)."""
     await rt.gate.read_turn(turn)
-    await _classify(rt, turn)
+    if turn.router is not None and turn.router.strategy == "auto":
+        await _classify(rt, turn)
     assert rt.health is not None
     healthy = rt.health.request_view()
     # No await from the in-flight view to the reservation (`proxy.in_flight`).

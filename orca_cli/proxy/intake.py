@@ -22,6 +22,7 @@ from orca_cli.proxy.guard import (
     ClientGone,
     GuardFacts,
     GuardPolicy,
+    read_body,
     verdict,
 )
 from orca_cli.turn.model import RequestHead
@@ -106,8 +107,6 @@ async def read_json(receive: Receive, policy: GuardPolicy, client: ClientLink | 
                     ) -> tuple[bytes, dict[str, Any]]:
     """The body's bytes and its parsed JSON object, or `IntakeError` / `ClientGone`. A body
     the server's `client` link says arrived whole is read without a deadline timer."""
-    from orca_cli.proxy.guard import read_body
-
     try:
         raw = await read_body(receive, limit=policy.max_body_bytes,
                               deadline_s=policy.body_deadline_s,
