@@ -13,6 +13,7 @@ import dataclasses
 import pytest
 
 from orca_cli.proxy.forward import Inbound
+from orca_cli.proxy.guard import GuardFacts
 from orca_cli.proxy.transport import Timeouts
 from orca_cli.routing.caps import CapsView
 from orca_cli.routing.escalation import TierDecision, TurnSignals
@@ -97,6 +98,9 @@ LAYOUTS: dict[type, tuple[str, ...]] = {
     Inbound: (
         "api", "path", "body", "headers", "stream", "add_include_usage", "max_tokens",
         "orca_headers", "healthy", "raw", "model_value", "rename",
+    ),
+    GuardFacts: (
+        "host", "hosts_seen", "origin", "content_type", "content_length", "bearer", "tokens",
     ),
     Timeouts: ("connect_s", "first_byte_s", "idle_s", "deadline_monotonic"),
     Usage: ("prompt_tokens", "cached_tokens", "cache_write_tokens", "output_tokens"),

@@ -36,6 +36,7 @@ from orca_cli.types import Api, Receive, Scope, Send
 from orca_cli.wire.errors import error_body, error_type
 
 __all__ = [
+    "GUARD_HEADERS",
     "BodyTimeout",
     "BodyTooLarge",
     "ClientGone",
@@ -148,7 +149,8 @@ def api_for_scope(scope: Scope) -> Api:
 
 @dataclass(slots=True)
 class GuardFacts:
-    """The header facts the guard decides on, gathered by the one pass of `scan_head`."""
+    """The header facts the guard decides on, gathered by the one pass of `scan_head`: the
+    headers named in `GUARD_HEADERS`, compared as sent (bytes)."""
 
     host: bytes | None = None
     hosts_seen: int = 0
@@ -158,23 +160,10 @@ class GuardFacts:
     bearer: bytes | None = None
     tokens: list[bytes] = field(default_factory=list)
 
-    def see(self, name: bytes, value: bytes) -> None:
-        if name == b"host":
-            self.host = value
-            self.hosts_seen += 1
-        elif name == b"origin":
-            self.origin = value
-        elif name == b"content-type":
-            self.content_type = value
-        elif name == b"content-length":
-            self.content_length = value
-        elif name == b"authorization":
-            scheme, _, cred = value.partition(b" ")
-            if scheme.lower() == b"bearer":
-                self.bearer = cred.strip()
-                self.tokens.append(self.bearer)
-        elif name == b"x-api-key" or name == b"x-orca-token":
-            self.tokens.append(value.strip())
+
+# The headers `GuardFacts` holds: the only ones `scan_head` looks at for the guard.
+GUARD_HEADERS = frozenset({b"host", b"origin", b"content-type", b"content-length",
+                           b"authorization", b"x-api-key", b"x-orca-token"})
 
 
 def check(policy: GuardPolicy, scope: Scope) -> Refusal | None:
@@ -188,7 +177,9 @@ def verdict(policy: GuardPolicy, scope: Scope, facts: GuardFacts, api: Api) -> R
     """The guard's decision over the facts `scan_head` gathered (SPEC §11, in order)."""
     path: str = scope.get("path", "")
     host = facts.host
-    if facts.hosts_seen != 1 or host is None or not _host_allowed(policy, host.lower(), scope):
+    # A Host as sent that is in `policy.hosts` (all lower-case) is allowed as it is.
+    if facts.hosts_seen != 1 or host is None or (
+            host not in policy.hosts and not _host_allowed(policy, host.lower(), scope)):
         return _refuse(api, 403, "host_not_allowed", _host_message(policy))
     origin = facts.origin
     if origin is not None and origin.rstrip(b"/").lower() not in policy.origins:
@@ -212,7 +203,7 @@ def verdict(policy: GuardPolicy, scope: Scope, facts: GuardFacts, api: Api) -> R
                            "Authorization: Bearer <token>, x-api-key: <token> or "
                            "X-Orca-Token: <token>")
     content_type = facts.content_type
-    if scope.get("method") == "POST" and (
+    if scope.get("method") == "POST" and content_type != _JSON and (
         content_type is None or content_type.partition(b";")[0].strip().lower() != _JSON
     ):
         return _refuse(api, 415, "unsupported_media_type",

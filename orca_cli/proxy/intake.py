@@ -17,6 +17,7 @@ import orjson
 
 from orca_cli.errors import BadRequest
 from orca_cli.proxy.guard import (
+    GUARD_HEADERS,
     BodyTimeout,
     BodyTooLarge,
     ClientGone,
@@ -63,12 +64,32 @@ def scan_head(policy: GuardPolicy, scope: Scope) -> RequestHead:
     """One pass over the headers: the guard's facts and the request's own."""
     path: str = scope.get("path", "")
     headers: Headers = []
-    facts = GuardFacts()
     client_rid: str | None = None
     ask: str | None = None
     anthropic_hint = False
+    # The guard's facts (`GuardFacts`), in locals until the pass ends.
+    host: bytes | None = None
+    origin = content_type = content_length = bearer = None
+    hosts_seen = 0
+    tokens: list[bytes] = []
     for raw_name, raw_value in scope["headers"]:
-        facts.see(raw_name, raw_value)
+        if raw_name in GUARD_HEADERS:
+            if raw_name == b"host":
+                host = raw_value
+                hosts_seen += 1
+            elif raw_name == b"origin":
+                origin = raw_value
+            elif raw_name == b"content-type":
+                content_type = raw_value
+            elif raw_name == b"content-length":
+                content_length = raw_value
+            elif raw_name == b"authorization":
+                scheme, _, cred = raw_value.partition(b" ")
+                if scheme.lower() == b"bearer":
+                    bearer = cred.strip()
+                    tokens.append(bearer)
+            else:  # x-api-key, x-orca-token
+                tokens.append(raw_value.strip())
         name = raw_name.decode("latin-1").lower()
         value = raw_value.decode("latin-1")
         headers.append((name, value))
@@ -81,7 +102,14 @@ def scan_head(policy: GuardPolicy, scope: Scope) -> RequestHead:
     api = _api_of(path, anthropic_hint)
     ext = scope.get("extensions")
     link = ext.get(CLIENT_EXTENSION) if ext else None
-    # By position, in field order: one per request, and keywords cost a dict.
+    # By position, in field order: one each per request, and keywords cost a dict.
+    facts = GuardFacts(host,  # host
+                       hosts_seen,  # hosts_seen
+                       origin,  # origin
+                       content_type,  # content_type
+                       content_length,  # content_length
+                       bearer,  # bearer
+                       tokens)  # tokens
     return RequestHead(scope.get("method", ""),  # method
                        path,  # path
                        api,  # api

@@ -353,3 +353,21 @@ async def test_a_stalled_body_times_out() -> None:
 async def test_a_disconnect_mid_body_is_client_gone() -> None:
     with pytest.raises(ClientGone):
         await read_body(feed(chunk(b"ab"), {"type": "http.disconnect"}), limit=10, deadline_s=1)
+
+
+def test_the_as_sent_host_and_content_type_agree_with_the_normalised_checks() -> None:
+    """A Host in the policy's set as sent, and a content type that is `application/json` as
+    sent, pass without being normalised: the verdicts match normalising every value."""
+    from orca_cli.proxy.guard import _host_allowed
+
+    pol = policy(allowed_hosts=["Example.test", "api.local:9000"])
+    for host in (f"127.0.0.1:{PORT}", f"LOCALHOST:{PORT}", f"localhost:{PORT}", "example.test",
+                 "EXAMPLE.test", "api.local:9000", "API.LOCAL:9000", "api.local", "evil.test",
+                 f"[::1]:{PORT}", "127.0.0.1"):
+        s = scope(host=host)
+        assert (check(pol, s) is None) == _host_allowed(pol, host.encode().lower(), s), host
+    for ctype in ("application/json", "Application/JSON", "application/json; charset=utf-8",
+                  " application/json ", "text/plain", "application/jsonx", ""):
+        s = scope(headers={"content-type": ctype}, json=False)
+        normal = ctype.encode().partition(b";")[0].strip().lower() == b"application/json"
+        assert (check(pol, s) is None) == normal, ctype
