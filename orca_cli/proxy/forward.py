@@ -35,7 +35,7 @@ from typing import Any
 import orjson
 
 from orca_cli.config.redact import scrub_secrets
-from orca_cli.config.schema import ServerConfig
+from orca_cli.config.schema import ChannelConfig, ServerConfig
 from orca_cli.errors import UpstreamError
 from orca_cli.proxy.answer import (
     Attempting,
@@ -207,9 +207,7 @@ def _patch_limit(raw: bytes, key: str, value: int, cap: int) -> bytes | None:
     return raw[:found.start(1)] + str(cap).encode() + raw[found.end(1):]
 
 
-def _upstream_headers(rt: Runtime, inb: Inbound, att: Attempt) -> Headers:
-    ch = rt.cfg.channel(att.channel)
-    assert ch is not None
+def _upstream_headers(inb: Inbound, att: Attempt, ch: ChannelConfig) -> Headers:
     out: list[tuple[str, str]] = [("content-type", "application/json")]
     wanted = dict(inb.headers)
     for name in _FORWARDED_CLIENT_HEADERS:
@@ -276,7 +274,9 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
                 break
             if (att.channel, att.key_index) in refused:
                 continue
-            crossing = _crossing(rt, inb, att, crossings)
+            ch = rt.cfg.channel(att.channel)  # once per attempt, for all its steps
+            assert ch is not None
+            crossing = _crossing(rt, inb, att, ch, crossings)
             if crossing is not None and crossing.untranslatable is not None:
                 if (att.channel, att.model) not in res.untranslatable:
                     res.untranslatable[(att.channel, att.model)] = crossing.untranslatable
@@ -293,9 +293,9 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
                 break
             retry = tried > 0
             tried += 1
-            native = _native(rt, inb, att, natives) if crossing is None else None
+            native = _native(rt, inb, att, ch, natives) if crossing is None else None
             try:
-                done = await _attempt(rt, inb, att, send, res, timeouts, crossing, native)
+                done = await _attempt(rt, inb, att, ch, send, res, timeouts, crossing, native)
             finally:
                 if retry:
                     rt.budget.retry_finished()
@@ -315,26 +315,22 @@ async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Sen
     await _answer_failure(inb, send, res, last)
 
 
-def _crossing(rt: Runtime, inb: Inbound, att: Attempt,
+def _crossing(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig,
               seen: dict[tuple[str, str], Crossing | None]) -> Crossing | None:
     """The attempt's translation when its channel does not speak the inbound format (built
     once per channel and model of a request), else None: the raw-bytes fast path."""
     key = (att.channel, att.model)
     if key not in seen:
-        ch = rt.cfg.channel(att.channel)
-        assert ch is not None
         seen[key] = None if ch.accepts(inb.api) else cross(rt.translations, inb, ch, att.model)
     return seen[key]
 
 
-def _native(rt: Runtime, inb: Inbound, att: Attempt,
+def _native(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig,
             seen: dict[tuple[str, str], Resolved | None]) -> Resolved | None:
     """A same-format attempt's body when it carries orca's reasoning wrappers (`xlate.
     same_format`, worked out once per channel and model of a request), else None."""
     key = (att.channel, att.model)
     if key not in seen:
-        ch = rt.cfg.channel(att.channel)
-        assert ch is not None
         seen[key] = same_format(rt.cfg, inb, ch, att.model)
     return seen[key]
 
@@ -378,15 +374,13 @@ async def _answer_failure(inb: Inbound, send: Send, res: Outcome,
                      inb.orca_headers(None) + [(b"x-should-retry", b"false")])
 
 
-def _request(rt: Runtime, inb: Inbound, att: Attempt, crossing: Crossing | None,
-             native: Resolved | None = None) -> UpstreamRequest:
-    ch = rt.cfg.channel(att.channel)
-    assert ch is not None
+def _request(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig,
+             crossing: Crossing | None, native: Resolved | None = None) -> UpstreamRequest:
     if crossing is None:
         facts = rt.cfg.models.get(att.model)
         cap = facts.max_output_tokens if facts is not None else None
         return UpstreamRequest("POST", upstream_url(ch, inb.api, inb.path),
-                               _upstream_headers(rt, inb, att),
+                               _upstream_headers(inb, att, ch),
                                _upstream_body(inb, ch.upstream_model(att.model), cap, native),
                                att.channel, att.key_index, inb.stream)
     key: str | None = None
@@ -400,7 +394,8 @@ def _request(rt: Runtime, inb: Inbound, att: Attempt, crossing: Crossing | None,
                            crossing.translated.body, att.channel, att.key_index, inb.stream)
 
 
-async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Outcome,
+async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig, send: Send,
+                   res: Outcome,
                    timeouts: Timeouts, crossing: Crossing | None = None,
                    native: Resolved | None = None,
                    ) -> bool | tuple[int, Headers, bytes, Attempt] | None:
@@ -414,7 +409,7 @@ async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, send: Send, res: Out
     res.attempts.append(rec)
     res.translation = native_report(inb.api, native) if native is not None else None
     t = Attempting(rt, inb, att, send, res, crossing, rec, rt.clock.monotonic())
-    req = _request(rt, inb, att, crossing, native)
+    req = _request(rt, inb, att, ch, crossing, native)
     resp: UpstreamResponse | None = None
     try:
         resp = await rt.transports[att.channel].send(req, timeouts)
