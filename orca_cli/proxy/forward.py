@@ -226,8 +226,9 @@ async def forward(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: 
                   client: ClientLink, res: Outcome, start_monotonic: float) -> Outcome:
     """Try `attempts` in order; relay the first usable answer to the client; fill `res`.
 
-    The attempts run in the request's own task; the client leaving (`client` fires) cancels
-    it, and the upstream call with it."""
+    The attempts run in the request's own task, in this coroutine (not in one of their own:
+    one layer less on every request); the client leaving (`client` fires) cancels it, and
+    the upstream call with it."""
     me = asyncio.current_task()
     assert me is not None
     left = finished = False
@@ -242,8 +243,64 @@ async def forward(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: 
         on_gone()
     else:
         client.call = on_gone
+    health = rt.health
+    assert health is not None
+    timeouts = Timeouts.for_request(rt.cfg.server, start_monotonic)
+    last: tuple[int, Headers, bytes, Attempt] | None = None
+    tried = 0
+    # Keys that answered 401/402 here: the request's health view predates that answer, and
+    # a fallback model on the same key would resend a credential the upstream just refused.
+    refused: set[tuple[str, int]] = set()
+    crossings: dict[tuple[str, str], Crossing | None] = {}
+    natives: dict[tuple[str, str], Resolved | None] = {}
     try:
-        await _run(rt, inb, attempts, send, res, start_monotonic)
+        rt.budget.request_started()
+        try:
+            for att in attempts:
+                if rt.clock.monotonic() >= timeouts.deadline_monotonic:
+                    break
+                if (att.channel, att.key_index) in refused:
+                    continue
+                ch = rt.cfg.channel(att.channel)  # once per attempt, for all its steps
+                assert ch is not None
+                crossing = _crossing(rt, inb, att, ch, crossings)
+                if crossing is not None and crossing.untranslatable is not None:
+                    if (att.channel, att.model) not in res.untranslatable:
+                        res.untranslatable[(att.channel, att.model)] = crossing.untranslatable
+                        rec = AttemptRecord(att.model, att.channel, att.key_index)
+                        rec.error = f"untranslatable:{crossing.untranslatable}"
+                        res.attempts.append(rec)
+                    if crossing.untranslatable == MALFORMED:
+                        break  # not a request of its own format: no other channel serves it
+                    continue
+                if not inb.healthy(att.channel, att.key_index):
+                    continue
+                if tried and not rt.budget.try_retry():
+                    health.release_probe(att.channel, att.key_index)
+                    break
+                retry = tried > 0
+                tried += 1
+                native = _native(rt, inb, att, ch, natives) if crossing is None else None
+                try:
+                    done = await _attempt(rt, inb, att, ch, send, res, timeouts, crossing,
+                                          native)
+                finally:
+                    if retry:
+                        rt.budget.retry_finished()
+                if done is True:
+                    return res
+                if res.own_error is not None:  # an answer too large to relay: not retried
+                    break
+                if isinstance(done, tuple):
+                    last = done
+                    kind = classify_status(done[0])
+                    if kind == "client_error":
+                        break
+                    if kind == "key_error":
+                        refused.add((att.channel, att.key_index))
+        finally:
+            rt.budget.request_finished()
+        await _answer_failure(inb, send, res, last)
     except asyncio.CancelledError:
         if not left or me.uncancel() > 0:
             raise  # cancelled from outside (server shutdown), not by the client leaving
@@ -253,66 +310,6 @@ async def forward(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: 
         if client.call is on_gone:
             client.call = None
     return res
-
-
-async def _run(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: Send,
-               res: Outcome, start: float) -> None:
-    timeouts = Timeouts.for_request(rt.cfg.server, start)
-    health = rt.health
-    assert health is not None
-    last: tuple[int, Headers, bytes, Attempt] | None = None
-    tried = 0
-    # Keys that answered 401/402 here: the request's health view predates that answer, and
-    # a fallback model on the same key would resend a credential the upstream just refused.
-    refused: set[tuple[str, int]] = set()
-    crossings: dict[tuple[str, str], Crossing | None] = {}
-    natives: dict[tuple[str, str], Resolved | None] = {}
-    rt.budget.request_started()
-    try:
-        for att in attempts:
-            if rt.clock.monotonic() >= timeouts.deadline_monotonic:
-                break
-            if (att.channel, att.key_index) in refused:
-                continue
-            ch = rt.cfg.channel(att.channel)  # once per attempt, for all its steps
-            assert ch is not None
-            crossing = _crossing(rt, inb, att, ch, crossings)
-            if crossing is not None and crossing.untranslatable is not None:
-                if (att.channel, att.model) not in res.untranslatable:
-                    res.untranslatable[(att.channel, att.model)] = crossing.untranslatable
-                    rec = AttemptRecord(att.model, att.channel, att.key_index)
-                    rec.error = f"untranslatable:{crossing.untranslatable}"
-                    res.attempts.append(rec)
-                if crossing.untranslatable == MALFORMED:
-                    break  # not a request of its own format: no other channel serves it
-                continue
-            if not inb.healthy(att.channel, att.key_index):
-                continue
-            if tried and not rt.budget.try_retry():
-                health.release_probe(att.channel, att.key_index)
-                break
-            retry = tried > 0
-            tried += 1
-            native = _native(rt, inb, att, ch, natives) if crossing is None else None
-            try:
-                done = await _attempt(rt, inb, att, ch, send, res, timeouts, crossing, native)
-            finally:
-                if retry:
-                    rt.budget.retry_finished()
-            if done is True:
-                return
-            if res.own_error is not None:  # an answer too large to relay: not retried
-                break
-            if isinstance(done, tuple):
-                last = done
-                kind = classify_status(done[0])
-                if kind == "client_error":
-                    break
-                if kind == "key_error":
-                    refused.add((att.channel, att.key_index))
-    finally:
-        rt.budget.request_finished()
-    await _answer_failure(inb, send, res, last)
 
 
 def _crossing(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig,
