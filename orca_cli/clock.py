@@ -19,11 +19,11 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    def now(self) -> float:
-        return time.time()
+    """The process's clocks: `now` is `time.time`, `monotonic` is `time.monotonic` — the C
+    functions themselves, with no Python frame around the dozen reads a request makes."""
 
-    def monotonic(self) -> float:
-        return time.monotonic()
+    now = staticmethod(time.time)
+    monotonic = staticmethod(time.monotonic)
 
 
 class FakeClock:
