@@ -3,34 +3,26 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from orca_cli.cli import app
-
-
-def _closed_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+from orca_cli.testing import closed_port
 
 
 def _write(tmp_path: Path, extra: str) -> str:
     path = tmp_path / "orca.toml"
     path.write_text(f"""
 [server]
-port = {_closed_port()}
+port = {closed_port()}
 
 {extra}
 
 [[channels]]
 name = "local"
 type = "openai-compatible"
-base_url = "http://127.0.0.1:{_closed_port()}"
+base_url = "http://127.0.0.1:{closed_port()}"
 keys = ["sk-test-doctor-secret-1"]
 models = ["m1"]
 
@@ -52,7 +44,7 @@ def test_doctor_names_an_unreachable_upstream_and_store_with_fixes(tmp_path: Pat
                                                                   monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     cfg = _write(tmp_path, f'[state]\nbackend = "redis"\nredis_url = '
-                           f'"redis://127.0.0.1:{_closed_port()}/15"\ntimeout_ms = 100')
+                           f'"redis://127.0.0.1:{closed_port()}/15"\ntimeout_ms = 100')
     result = CliRunner().invoke(app, ["doctor", "--config", cfg, "--json"])
     assert result.exit_code == 1, result.output
     checks = {c["name"]: c for c in json.loads(result.stdout)}
@@ -69,7 +61,7 @@ def test_doctor_table_passes_on_the_example_config(tmp_path: Path, monkeypatch) 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     runner = CliRunner()
     assert runner.invoke(app, ["init", "--path", str(tmp_path / "o.toml")]).exit_code == 0
-    text = (tmp_path / "o.toml").read_text().replace("port = 8787", f"port = {_closed_port()}")
+    text = (tmp_path / "o.toml").read_text().replace("port = 8787", f"port = {closed_port()}")
     (tmp_path / "o.toml").write_text(text)
     result = runner.invoke(app, ["doctor", "--config", str(tmp_path / "o.toml")])
     assert result.exit_code == 0, result.output

@@ -16,6 +16,7 @@ import pytest
 from orca_cli.config.schema import StateConfig
 from orca_cli.proxy.token import SidecarRecord, write_sidecar_record
 from orca_cli.statusline import format_status
+from orca_cli.testing import closed_port
 from tests.cli.test_operator_cli import Agent, _cfg, orca, serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,13 +90,7 @@ def test_statusline_never_fails_without_a_sidecar(closed_port_url: str) -> None:
 
 @pytest.fixture
 def closed_port_url() -> str:
-    import socket
-
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{closed_port()}"
 
 
 def test_format_status_shows_share_against_cap_after_warm_up() -> None:
