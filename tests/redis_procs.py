@@ -28,9 +28,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from orca_cli.testing import eventually_sync, free_port
+from tests.unavailable import unavailable
 
 __all__ = [
     "ClusterProcs",
@@ -50,10 +49,7 @@ def require_binary(name: str) -> str:
     """The binary's path; a missing one skips the test, or fails it under CI=true."""
     path = shutil.which(name)
     if path is None:
-        reason = f"{name} is not installed (apt-get install redis-server redis-tools)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{reason}; CI=true requires it")
-        pytest.skip(reason)
+        unavailable(f"{name} is not installed (apt-get install redis-server redis-tools)")
     return path
 
 

@@ -33,6 +33,8 @@ from typing import Any
 
 import pytest
 
+from tests.unavailable import unavailable
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "orca.toml.example"
 INSTALL_HINT = ".ci/install-agents (npm and pip into ~/.cache/orca-agents)"
@@ -60,10 +62,7 @@ def agent_binary(name: str) -> Path:
     path = places[name]
     if path.exists() and os.access(path, os.X_OK):
         return path
-    message = f"{name} is not installed at {path}; install the agents with {INSTALL_HINT}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    unavailable(f"{name} is not installed at {path}; install the agents with {INSTALL_HINT}")
 
 
 def agent_env(home: Path, **extra: str) -> dict[str, str]:

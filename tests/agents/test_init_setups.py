@@ -11,9 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.agents.kit import REPO, Orca, agent_binary, agent_env, agents_dir, run_agent
+from tests.unavailable import unavailable
 
 _EXPORT = re.compile(r"^export (\w+)=(\S+)", re.MULTILINE)
 
@@ -116,10 +115,8 @@ def test_opencode_setup_as_written(orca: Orca, tmp_path: Path) -> None:
     second `--continue`, are one session on one key."""
     opencode = agents_dir() / "npm" / "node_modules" / ".bin" / "opencode"
     if not os.access(opencode, os.X_OK):
-        message = f"OpenCode is not installed at {opencode}; install the agents with .ci/install-agents"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable(f"OpenCode is not installed at {opencode}; install the agents with "
+                    ".ci/install-agents")
     home, work = _dirs(tmp_path)
     env = agent_env(home)
     setup = init(orca, "opencode", env, work, "--write")

@@ -28,14 +28,9 @@ from orca_cli.config.schema import StateConfig
 from orca_cli.state.base import Store
 from orca_cli.state.factory import open_store
 from tests.redis_procs import ClusterProcs, RedisFarm, RedisProc, SentinelGroup
+from tests.unavailable import unavailable
 
 REDIS_URL = os.environ.get("ORCA_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (CI=true: Redis is required)")
-    pytest.skip(reason)
 
 
 def _sync_client(url: str) -> Any:
@@ -52,7 +47,7 @@ def redis_url() -> str:
     try:
         client.ping()
     except Exception as e:  # noqa: BLE001 - any failure to answer means "no Redis here"
-        _unavailable(f"Redis at {REDIS_URL} is unreachable ({type(e).__name__}: {e})")
+        unavailable(f"Redis at {REDIS_URL} is unreachable ({type(e).__name__}: {e})")
     finally:
         client.close()
     return REDIS_URL
