@@ -18,12 +18,11 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-import redis
 
 from orca_cli.proxy.token import sidecars_dir
 from orca_cli.trace.log import short_id
 from tests.agents.kit import wait_for_base
-from tests.state.conftest import REDIS_URL
+from tests.state.conftest import REDIS_URL, delete_prefix
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = """
@@ -70,13 +69,7 @@ def _env() -> dict[str, str]:
 def prefix() -> Iterator[str]:
     name = f"orca-workers-{uuid.uuid4().hex[:10]}"
     yield name
-    client = redis.Redis.from_url(REDIS_URL)
-    try:
-        keys = list(client.scan_iter(match=f"{name}:*", count=1000))
-        if keys:
-            client.delete(*keys)
-    finally:
-        client.close()
+    delete_prefix(REDIS_URL, name)
 
 
 def _start(tmp_path: Path, prefix: str, workers: int) -> tuple[subprocess.Popen[bytes], str,

@@ -31,12 +31,12 @@ from tests.e2e.tier_kit import (
     Reply,
     TierStack,
     _sim_channel,
-    delete_prefix,
     ok,
     redis_available,
     tier_config,
     tier_stack,
 )
+from tests.state.conftest import delete_prefix
 from tests.unavailable import unavailable
 
 pytestmark = pytest.mark.usefixtures("backend")
@@ -242,7 +242,7 @@ async def _stacks(backend: str, cfg: Config, n: int) -> AsyncIterator[list[TierS
             yield out
         finally:
             if backend == "redis":
-                delete_prefix(prefix)
+                delete_prefix(REDIS_URL, prefix)
 
 
 async def _raise_limit(stack: TierStack, name: str, usd: float) -> None:

@@ -33,6 +33,7 @@ from orca_cli.state.base import ReadRequest, Snapshot, Store
 from orca_cli.state.factory import open_store
 from orca_cli.state.memory import MemoryStore
 from orca_cli.testing import Sidecar, closed_port, sidecar
+from tests.state.conftest import delete_prefix
 from tests.unavailable import unavailable
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
     "TierStack",
     "backend",
     "closed_port_store",
-    "delete_prefix",
     "evals",
     "launch",
     "ok",
@@ -263,18 +263,6 @@ def redis_available() -> bool:
         client.close()
 
 
-def delete_prefix(prefix: str) -> None:
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL, socket_timeout=2, socket_connect_timeout=1)
-    try:
-        keys = list(client.scan_iter(match=f"{prefix}:*", count=1000))
-        if keys:
-            client.delete(*keys)
-    finally:
-        client.close()
-
-
 @asynccontextmanager
 async def test_store(backend: str, clock: FakeClock) -> AsyncIterator[Store]:
     """A memory store on the fake clock, or a RedisStore on db 15 under a unique key prefix
@@ -297,7 +285,7 @@ async def test_store(backend: str, clock: FakeClock) -> AsyncIterator[Store]:
         yield store
     finally:
         await store.close()
-        delete_prefix(prefix)
+        delete_prefix(REDIS_URL, prefix)
 
 
 test_store.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
