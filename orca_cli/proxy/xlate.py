@@ -63,6 +63,7 @@ from orca_cli.translate import (
 )
 from orca_cli.translate.native import MARKER, Resolved, resolve_wrappers
 from orca_cli.translate.policy import is_reasoning_model
+from orca_cli.translate.responses import request_echo
 from orca_cli.types import Api
 
 if TYPE_CHECKING:
@@ -136,7 +137,8 @@ class Crossing:
         return ResponseTranslator(
             self.dst, self.src, name, upstream_model=self.upstream_model,
             upstream_family=self.family, tools=self.translated.tools,
-            created=int(self.clock.now()), include_usage=not inb.add_include_usage)
+            created=int(self.clock.now()), include_usage=not inb.add_include_usage,
+            echo=request_echo(inb.body) if self.src == "responses" else None)
 
 
 @immutable

@@ -271,7 +271,8 @@ class ResponseTranslator:
     (`Translated.tools`: custom tools, namespace members). `created` is when the answer was
     produced (Unix seconds, the caller's clock: the codecs read none), for the `created` /
     `created_at` of an answer whose upstream format carries no timestamp of its own (the
-    Messages API); an upstream's own timestamp wins."""
+    Messages API); an upstream's own timestamp wins. `echo`: for a Responses API client, the
+    request parameters its `response` objects repeat (`responses.request_echo`)."""
 
     def __init__(
         self,
@@ -284,8 +285,10 @@ class ResponseTranslator:
         tools: Mapping[str, ToolOrigin] | None = None,
         created: int = 0,
         include_usage: bool = True,
+        echo: dict[str, Any] | None = None,
     ) -> None:
         self.src, self.dst, self.model_name = src, dst, model_name
+        self.echo = echo
         self.include_usage = include_usage  # Chat Completions: the client asked for usage
         self.upstream_model, self.upstream_family = upstream_model, upstream_family
         self.tools: Mapping[str, ToolOrigin] = tools or {}
@@ -319,6 +322,9 @@ class ResponseTranslator:
         resp.created = resp.created or self.created
         self.usage, self.stop = resp.usage, resp.stop
         rid = response_id(self.dst, resp.id)
+        if self.dst == "responses":
+            return responses.encode_response(resp, model_name=self.model_name, id=rid,
+                                             echo=self.echo)
         return _RESPONSE_ENCODERS[self.dst](resp, model_name=self.model_name, id=rid)
 
     # streams ---------------------------------------------------------------------------
@@ -387,6 +393,7 @@ class ResponseTranslator:
             )
         if self.dst == "responses":
             return ResponsesStreamEncoder(
-                self.model_name, rid, self.upstream_family, self.upstream_model, created
+                self.model_name, rid, self.upstream_family, self.upstream_model, created,
+                echo=self.echo,
             )
         return ChatStreamEncoder(self.model_name, rid, created, include_usage=self.include_usage)

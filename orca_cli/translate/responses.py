@@ -63,6 +63,7 @@ __all__ = [
     "encode_response",
     "output_items",
     "reasoning_item",
+    "request_echo",
     "usage_from",
     "usage_to",
 ]
@@ -423,7 +424,24 @@ def item_ids(items: list[dict[str, Any]], rid: str) -> list[dict[str, Any]]:
     return items
 
 
-def encode_response(resp: Response, *, model_name: str, id: str) -> bytes:
+# The request parameters a Responses API `response` object repeats (the API's own echo).
+# Left out: `store` (orca keeps no response a later request could fetch) and `service_tier`
+# and `background`, which report what the provider did, not what was asked.
+ECHOED = ("instructions", "max_output_tokens", "max_tool_calls", "metadata",
+          "parallel_tool_calls", "previous_response_id", "prompt_cache_key", "reasoning",
+          "safety_identifier", "temperature", "text", "tool_choice", "tools", "top_logprobs",
+          "top_p", "truncation", "user")
+
+
+def request_echo(body: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of a Responses request `body` that its answer echoes, as sent. An
+    answer translated from another format repeats them as the Responses API does; without
+    them it would report the defaults (no tools, `tool_choice` "auto")."""
+    return {k: body[k] for k in ECHOED if k in body}
+
+
+def encode_response(resp: Response, *, model_name: str, id: str,
+                    echo: dict[str, Any] | None = None) -> bytes:
     items = item_ids(output_items(resp.parts, "assistant", tag=True), id)
     incomplete = resp.stop in ("max_tokens", "content_filter")
     body = {
@@ -444,6 +462,8 @@ def encode_response(resp: Response, *, model_name: str, id: str) -> bytes:
         "tools": [],
         "usage": usage_to(resp.usage),
     }
+    if echo:
+        body.update(echo)
     return orjson.dumps(body)
 
 

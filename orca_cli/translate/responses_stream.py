@@ -157,9 +157,11 @@ _TEXT_HEAD = (b'event: response.output_text.delta\ndata: {"type":"response.outpu
 class ResponsesStreamEncoder(StreamEncoder):
     """Internal events → Responses API events."""
 
-    def __init__(self, model_name: str, id: str, family: str, model: str, created: int = 0) -> None:
+    def __init__(self, model_name: str, id: str, family: str, model: str, created: int = 0,
+                 echo: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.model_name, self.id, self.created = model_name, id, created
+        self.echo = echo or {}  # `responses.request_echo`: the request's echoed parameters
         self.family, self.model = family, model
         self._core = id.removeprefix("resp_")
         self._seq = 0
@@ -191,6 +193,7 @@ class ResponsesStreamEncoder(StreamEncoder):
             "tool_choice": "auto",
             "tools": [],
             "usage": None,
+            **self.echo,
             **extra,
         }
 

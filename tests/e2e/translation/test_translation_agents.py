@@ -129,7 +129,10 @@ async def test_codex_runs_on_an_anthropic_channel(stack: Sidecar, provider: Fake
         "include": ["reasoning.encrypted_content"], "prompt_cache_key": "codex-session-1"}
     events = await client.responses.create(input=_codex_input(), stream=True, **codex)
     final: Any = None
+    created: Any = None
     async for ev in events:
+        if ev.type == "response.created":
+            created = ev.response
         if ev.type == "response.completed":
             final = ev.response
     assert final is not None and final.model == "claude-t"
@@ -148,6 +151,16 @@ async def test_codex_runs_on_an_anthropic_channel(stack: Sidecar, provider: Fake
             {"type": "function_call_output", "call_id": "toolu_02", "output": "a.py\nb.py"})
     done = await client.responses.create(input=_codex_input(*more), **codex)
     assert done.output_text.strip() == "the fix is in place"
+    # Each response object repeats the request's parameters, as the Responses API does (it
+    # said no tools, `tool_choice` "auto" and parallel calls before).
+    for resp in (created, final, done):
+        echo = resp.model_dump(mode="json", exclude_none=True)
+        assert echo["instructions"] == "You are Codex."
+        assert echo["tools"] == CODEX_TOOLS
+        assert (echo["tool_choice"], echo["parallel_tool_calls"]) == ("auto", False)
+        assert echo["reasoning"] == {"effort": "medium", "summary": "auto"}
+        assert echo["prompt_cache_key"] == "codex-session-1"
+        assert "store" not in resp.model_fields_set, "orca stores no response to fetch later"
     sent = provider.calls("an")[1].body["messages"]
     assert sent[-2]["content"][-1]["type"] == "tool_use" and sent[-2]["content"][-1]["id"] == "toolu_02"
     result = sent[-1]["content"][0]
