@@ -26,6 +26,7 @@ Keys are given as *suffixes* inside a slot; `state/keys.py` builds the full hash
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import field
 from typing import Any, Literal, Protocol, TypeAlias
 
 import orjson
@@ -216,10 +217,16 @@ class SlotResult:
     # (`tier`), since the request path never reads it back.
     tier_text: str | None = None
     attempts: int = 1  # CAS attempts (1 = no conflict)
+    # Or the document itself, plain JSON data the memory store holds without its text
+    # (`keyspace.DOC_TEXT`); `tier` decodes a copy. Not hashed: a dict.
+    tier_doc: TierDoc | None = field(default=None, hash=False)
 
     @property
     def tier(self) -> TierDoc | None:
         """The tier document after the commit, as `codec.decode_doc` reads it."""
+        if self.tier_doc is not None:
+            # plain JSON data: orjson encodes it as `codec.dumps` does
+            return orjson.loads(orjson.dumps(self.tier_doc))  # type: ignore[no-any-return]
         if not self.tier_text:
             return None
         try:

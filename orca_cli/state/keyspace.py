@@ -11,10 +11,11 @@ from typing import Any, TypeAlias
 from orca_cli.clock import Clock
 from orca_cli.errors import StoreUnavailable
 from orca_cli.state.base import HIncrManyOp, HIncrOp, IncrOp, PushOp, WindowIncrOp, ZAddOp
-from orca_cli.state.codec import decode_doc, decode_value, doc_version
+from orca_cli.state.codec import decode_doc, decode_value, doc_version, dumps
 
-__all__ = ["KIND_OF_OP", "KIND_OF_VALUE", "Entry", "Keyspace", "Value", "ZSet", "check_kind",
-           "decode_view", "entry_doc", "entry_version", "floats", "kind_of", "num"]
+__all__ = ["DOC_TEXT", "KIND_OF_OP", "KIND_OF_VALUE", "Entry", "Keyspace", "Value", "ZSet",
+           "check_kind", "decode_view", "entry_doc", "entry_text", "entry_version", "floats",
+           "kind_of", "num"]
 
 class ZSet:
     """A sorted set ordered like Redis's: by score, then member.
@@ -75,12 +76,28 @@ class ZSet:
         return self._items[bisect.bisect_left(self._items, (score, ""), self._head) :]
 
 
-Value: TypeAlias = str | float | dict[str, float] | list[str] | ZSet
+class DocText:
+    """The type of `DOC_TEXT`: a text value not encoded yet."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DOC_TEXT"
+
+
+# The value of a key that holds text, the JSON encoding (`codec.dumps`) of its entry's `doc`,
+# not encoded yet. A commit writes a plain tier document so (`MemoryStore._write_tier`): the
+# request path reads the document (`entry_doc`), never its text, so the text is encoded only
+# when something reads the key as text (`entry_text`: an operator's read, a duplicate
+# commit's result), and kept from then on. To every command it is a string, as on Redis.
+DOC_TEXT = DocText()
+
+Value: TypeAlias = str | float | dict[str, float] | list[str] | ZSet | DocText
 KIND_OF_OP: dict[type, str] = {IncrOp: "string", HIncrOp: "hash", HIncrManyOp: "hash",
                                PushOp: "list", ZAddOp: "zset", WindowIncrOp: "hash"}
 # `kind_of` of the exact types a value is stored as.
 KIND_OF_VALUE: dict[type, str] = {str: "string", float: "string", dict: "hash", list: "list",
-                                  ZSet: "zset"}
+                                  ZSet: "zset", DocText: "string"}
 
 
 UNDECODED: Any = object()
@@ -91,8 +108,8 @@ class Entry:
     value: Value
     expires_at: float | None
     # The JSON document a text value decodes to, kept from a read (or from the commit that
-    # wrote a plain tier document) until the key is written another value (`Keyspace._put`
-    # resets it). Readers share it and treat it as read-only.
+    # wrote a plain tier document, whose value is then `DOC_TEXT`) until the key is written
+    # another value (`Keyspace._put` resets it). Readers share it and treat it as read-only.
     doc: Any = UNDECODED
     # The tier document version of a text value (`codec.doc_version`), kept the same way: a
     # session's read and its commit both ask, and the commit that writes it knows it.
@@ -106,6 +123,15 @@ def entry_doc(e: Entry) -> dict[str, Any] | None:
     return e.doc  # type: ignore[no-any-return]
 
 
+def entry_text(e: Entry) -> str | None:
+    """The entry's value as text, None for a value other than text; `DOC_TEXT` is encoded
+    here, once."""
+    v = e.value
+    if v is DOC_TEXT:
+        v = e.value = dumps(e.doc)
+    return v if isinstance(v, str) else None
+
+
 def entry_version(e: Entry) -> int:
     """`doc_version` of the entry's text (0 for another value), read once."""
     if e.version is None:
@@ -114,7 +140,7 @@ def entry_version(e: Entry) -> int:
 
 
 def kind_of(value: Value) -> str:
-    if isinstance(value, (str, float)):
+    if isinstance(value, (str, float, DocText)):
         return "string"
     if isinstance(value, dict):
         return "hash"
@@ -138,12 +164,14 @@ def check_kind(e: Entry, key: str, kind: str, now: float) -> None:
         raise StoreUnavailable(f"store key {key} is a {got}, not a {kind}; nothing applied")
 
 
-def decode_view(value: Value) -> Any:
-    """The operator-side view, identical to what the Redis backend decodes."""
+def decode_view(e: Entry) -> Any:
+    """The operator-side view of the entry's value, identical to what the Redis backend
+    decodes."""
+    value = e.value
     if isinstance(value, float):
         return value
-    if isinstance(value, str):
-        return decode_value(value)
+    if isinstance(value, (str, DocText)):
+        return decode_value(entry_text(e) or "")
     if isinstance(value, dict):
         return {k: float(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -174,11 +202,13 @@ class Keyspace:
 
     def _value(self, key: str, now: float) -> Value | None:
         e = self._entry(key, now)
-        return None if e is None else e.value
+        if e is None:
+            return None
+        return entry_text(e) if e.value is DOC_TEXT else e.value
 
     def _text(self, key: str, now: float) -> str | None:
         e = self._entry(key, now)
-        return e.value if e is not None and isinstance(e.value, str) else None
+        return None if e is None else entry_text(e)
 
     def _doc(self, key: str, now: float) -> dict[str, Any] | None:
         """`decode_doc` of a text key, cached on its entry until the key is written again."""

@@ -52,6 +52,7 @@ from orca_cli.state.codec import (
     versioned_doc,
 )
 from orca_cli.state.keyspace import (
+    DOC_TEXT,
     KIND_OF_OP,
     KIND_OF_VALUE,
     Entry,
@@ -60,6 +61,7 @@ from orca_cli.state.keyspace import (
     check_kind,
     decode_view,
     entry_doc,
+    entry_text,
     entry_version,
     expiry,
     floats,
@@ -300,14 +302,15 @@ class MemoryStore(Keyspace):
                 return SlotResult(slot, "duplicate", self._text(tkey, now) if session else None)
             del data[marker]
         keys = self._slot_keys(tag, tkey, ops, now)
-        doc_text = self._write_tier(tkey, w, now) if session else None
+        # The tier document as the slot's result gives it: as the mutate left it, before the ops.
+        result = self._write_tier(tkey, w, now) if session else SlotResult(slot, "applied")
         for key, op in zip(keys, ops):
             _APPLY[type(op)](self, key, op, now)
         if marker in data:  # an op of the slot wrote it
             self._put(marker, "1", MARKER_TTL_S, now)
         else:
             data[marker] = Entry("1", now + MARKER_TTL_S)
-        return SlotResult(slot, "applied", doc_text)
+        return result
 
     def _router_tag(self, router: str) -> str:
         """`keys.router_tag` of `router`, spelled once per router (configured routers and the
@@ -319,27 +322,35 @@ class MemoryStore(Keyspace):
             tag = self._router_tags[router] = K.router_tag(self._prefix, router)
         return tag
 
-    def _write_tier(self, tkey: str, w: SlotWrite, now: float) -> str | None:
-        """The session slot's tier document after the write: `mutate` applied onto the stored
-        one (its version + 1), or the stored one with its TTL slid."""
+    def _write_tier(self, tkey: str, w: SlotWrite, now: float) -> SlotResult:
+        """Write the session slot's tier document: `mutate` applied onto the stored one (its
+        version + 1), or the stored one with its TTL slid. The slot's result, with the
+        document after the write."""
         e = self._entry(tkey, now)
-        text = e.value if e is not None and isinstance(e.value, str) else None
         if w.mutate is None:
-            if e is not None and text is not None and w.tier_ttl_s > 0:
+            if e is None or not (isinstance(e.value, str) or e.value is DOC_TEXT):
+                return SlotResult(w.slot, "applied")
+            if w.tier_ttl_s > 0:
                 e.expires_at = now + w.tier_ttl_s
-            return text
+            if e.value is DOC_TEXT:
+                return SlotResult(w.slot, "applied", None, 1, e.doc)
+            return SlotResult(w.slot, "applied", entry_text(e))
         new = w.mutate(None if e is None else entry_doc(e))
         if new is None:
             self._data.pop(tkey, None)
-            return None
+            return SlotResult(w.slot, "applied")
         version = (0 if e is None else entry_version(e)) + 1
         body = versioned_doc(new, version)
+        if getattr(w.mutate, "plain", False):
+            # Plain JSON data: decoding its text gives it back, so the key holds it as the
+            # next read's document, and its text is encoded only if something reads that.
+            kept = self._put(tkey, DOC_TEXT, w.tier_ttl_s or None, now)
+            kept.doc, kept.version = body, version
+            return SlotResult(w.slot, "applied", None, 1, body)
         text = dumps(body)
         kept = self._put(tkey, text, w.tier_ttl_s or None, now)
         kept.version = version
-        if getattr(w.mutate, "plain", False):
-            kept.doc = body  # what decoding `text` gives: the next read takes it as is
-        return text
+        return SlotResult(w.slot, "applied", text)
 
     def _slot_keys(self, tag: str, tkey: str, ops: tuple[Op, ...], now: float) -> list[str]:
         """The full keys of a slot's ops, checked for WRONGTYPE before anything is written, as
@@ -510,7 +521,7 @@ class MemoryStore(Keyspace):
         if e is None:
             return None
         ttl = None if e.expires_at is None else e.expires_at - now
-        return KeyEntry(slot, suffix, decode_view(e.value), ttl)
+        return KeyEntry(slot, suffix, decode_view(e), ttl)
 
     async def get(self, slot: SlotRef, key: str) -> KeyEntry | None:
         full = K.slot_tag(self._prefix, slot) + key

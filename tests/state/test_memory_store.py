@@ -6,8 +6,11 @@ import random
 from dataclasses import fields, replace
 from typing import Any
 
+import pytest
+
 from orca_cli.clock import FakeClock
 from orca_cli.config.schema import EscalationConfig
+from orca_cli.errors import StoreUnavailable
 from orca_cli.routing.intents import (
     BaseConversation,
     ConsumePending,
@@ -24,6 +27,7 @@ from orca_cli.state.base import (
     CommitBatch,
     DelOp,
     ExpireAtLeastOp,
+    HIncrManyOp,
     Op,
     ReadRequest,
     SetOp,
@@ -32,7 +36,7 @@ from orca_cli.state.base import (
     WindowIncrOp,
 )
 from orca_cli.state.codec import decode_doc, doc_version
-from orca_cli.state.keyspace import UNDECODED
+from orca_cli.state.keyspace import DOC_TEXT, UNDECODED, entry_text
 from orca_cli.state.memory import MemoryStore
 from orca_cli.state.plan import TierMutate, _finite
 from tests.state.test_store_contract import ROUTER, WORKSPACE, bump
@@ -184,9 +188,11 @@ async def test_a_kept_tier_document_is_what_decoding_its_text_gives() -> None:
         await store.commit(CommitBatch(f"r{i}", (SlotWrite(session, mutate=mutate,
                                                            tier_ttl_s=60),)))
         e = store._data[key]
-        assert mutate.plain and e.doc is not UNDECODED
-        assert _same(e.doc, decode_doc(e.value)), i
+        assert mutate.plain and e.doc is not UNDECODED and e.value is DOC_TEXT
         assert (await store.read(ReadRequest("coding", "s1"))).tier is e.doc
+        assert e.value is DOC_TEXT  # a read of the document encodes no text
+        assert _same(e.doc, decode_doc(entry_text(e))), i
+        assert isinstance(e.value, str) and entry_text(e) is e.value  # encoded once, kept
 
     unfinite = TierMutate((RecordTurn("d5", True, False),), float("inf"), esc)
     await store.commit(CommitBatch("r-inf", (SlotWrite(session, mutate=unfinite,
@@ -195,6 +201,47 @@ async def test_a_kept_tier_document_is_what_decoding_its_text_gives() -> None:
     await store.commit(CommitBatch("r-bump", (SlotWrite(session, mutate=bump,
                                                         tier_ttl_s=60),)))
     assert store._data[key].doc is UNDECODED
+
+
+async def test_a_tier_document_held_unencoded_reads_as_its_text_everywhere() -> None:
+    """A plain tier document is written without its text (`DOC_TEXT`); every read of the key
+    as text sees what the eager encoding wrote: the commit's result, a duplicate's result, a
+    slide of its TTL, an operator's read and scan, and the WRONGTYPE check of a hash op."""
+    clock = FakeClock()
+    store, eager = MemoryStore(clock=clock), MemoryStore(clock=clock)
+    esc = EscalationConfig()
+    session = SlotRef.of_session("coding", "s1")
+
+    def write(mutate: Any = None, ops: tuple[Op, ...] = ()) -> SlotWrite:
+        return SlotWrite(session, ops, mutate, tier_ttl_s=60)
+
+    intents = (RecordTurn("d1", True, True, ("sig-a",)), Escalate("difficulty", 300.0))
+    lazy = TierMutate(intents, clock.now(), esc)
+    first = await store.commit(CommitBatch("r1", (write(lazy),)))
+    await eager.commit(CommitBatch("r1", (write(bump),)))  # not plain: encoded at once
+    key = K.session_tag("orca", "coding", "s1") + "tier"
+    assert store._data[key].value is DOC_TEXT
+    text = entry_text(store._data[key])
+    assert text is not None
+    store._data[key].value = DOC_TEXT  # unencoded again, for the reads below
+    eager._put(key, text, 60, clock.now())
+    assert first.results[0].tier == decode_doc(text)
+    for s in (store, eager):
+        again = await s.commit(CommitBatch("r1", (write(lazy),)))
+        assert again.results[0].status == "duplicate" and again.results[0].tier == decode_doc(text)
+    store._data[key].value = DOC_TEXT
+    clock.advance(10)
+    slid = [await s.commit(CommitBatch("r2", (write(),))) for s in (store, eager)]
+    assert slid[0].results[0].tier == slid[1].results[0].tier == decode_doc(text)
+    assert store._data[key].expires_at == eager._data[key].expires_at == clock.now() + 60
+    store._data[key].value = DOC_TEXT
+    assert await store.get(session, "tier") == await eager.get(session, "tier")
+    store._data[key].value = DOC_TEXT
+    assert ([e for e in await store.scan("session") if e.key == "tier"]
+            == [e for e in await eager.scan("session") if e.key == "tier"])
+    store._data[key].value = DOC_TEXT
+    with pytest.raises(StoreUnavailable):
+        await store.commit(CommitBatch("r3", (write(ops=(HIncrManyOp("tier", (("a", 1),), 60),)),)))
 
 
 def test_every_float_of_a_tier_state_is_asked_whether_it_is_finite() -> None:
