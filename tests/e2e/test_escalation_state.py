@@ -12,6 +12,8 @@ from rich.console import Console
 from orca_cli.cli.explain import render_trace
 from orca_cli.clock import FakeClock
 from orca_cli.proxy.runtime import Runtime
+from orca_cli.proxy.sim.transport import SimResponse
+from orca_cli.proxy.transport import Timeouts, UpstreamRequest
 from orca_cli.testing import eventually
 from tests.e2e.tier_bodies import FIX_THE_BUILD, Conversation, build_failure
 from tests.e2e.tier_kit import (
@@ -321,9 +323,24 @@ async def test_racing_identical_escalations_merge_into_one(launch: Launch) -> No
     conv, sid = Conversation(), "race"
     first = await _trivial(st, conv, 0, sid)
     body = conv.trivial_edit(1)
-    st.set_faults("sim-strong", stall_s=0.1)  # every racer reads base before any commits
-    replies = await asyncio.gather(*(st.chat(body, session=sid, tier="strong",
-                                             request_id=f"race-{i}") for i in range(8)))
+    # Every racer reads base before any commits: the strong upstream answers none of them until
+    # all eight have reached it (a request commits after its answer). A fixed stall instead let
+    # a racer that a loaded machine delayed read the first one's commit.
+    racers = 8
+    sim = st.sim("sim-strong")
+    all_in = asyncio.Barrier(racers)
+    send = sim.send
+
+    async def held(req: UpstreamRequest, timeouts: Timeouts) -> SimResponse:
+        await asyncio.wait_for(all_in.wait(), 10.0)
+        return await send(req, timeouts)
+
+    sim.send = held  # type: ignore[method-assign]
+    try:
+        replies = await asyncio.gather(*(st.chat(body, session=sid, tier="strong",
+                                                 request_id=f"race-{i}") for i in range(racers)))
+    finally:
+        del sim.send  # the class's own method again
     assert {r.status for r in replies} == {200}
     assert {r.tier_header for r in replies} == {"strong; reason=explicit"}
     for r in replies:  # each one resolved a transition of its own ...
