@@ -1,7 +1,9 @@
-"""`_marked_lines` finds markers shared-stem by shared-stem (SPEC §6.3 cost note): the lines it
-finds must be exactly the lines one `str.find` pass per marker of `_FIND_MARKERS` finds, on
-the strike corpus and on texts built to trip the stem checks (a stem without its marker, a
-marker at the very start, overlapping stems, line breaks `str.splitlines` knows)."""
+"""`_marked_lines` finds markers shared-stem by shared-stem, a stem with a rare letter only in
+a text holding that letter (SPEC §6.3 cost note): the lines it finds must be exactly the lines
+one `str.find` pass per marker of `_FIND_MARKERS` finds, on the strike corpus and on texts
+built to trip the stem checks (a stem without its marker, a marker at the very start,
+overlapping stems, line breaks `str.splitlines` knows, rare letters with and without their
+stems)."""
 
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ from hypothesis import strategies as st
 
 from orca_cli.routing.strikes import (
     _FIND_MARKERS,
+    _LETTERS,
     _LINT_CODE,
     _LINT_CODE_ASCII,
     _SCANS,
+    _STEMS_BY_LETTERS,
     TEMPLATES,
     _line_starts,
     _marked_lines,
@@ -57,6 +61,9 @@ TRICKY = [
     "İİ not used\nİ exit 1\nfine",
     "e: x.kt:1:2 boom\ne: y\n pass",
     "a.py:1:2: E501 long\nnot a lint: 1:2: X\n",
+    "exit 2\nno rare letters here at all\nerror",
+    "EXCEPTION: x\nFailed\nTraceback (most recent call last):\nTOOL USE WAS REJECTED",
+    "x\nf\nj\nk\np\ng\nundefined",
     "",
     "n",
     "not",
@@ -85,6 +92,30 @@ def test_every_template_is_reached_by_a_scan_the_cost_note_counts() -> None:
     assert [t.marker for t in TEMPLATES
             if t.marker not in own_scan and not any(m in t.marker for m in _FIND_MARKERS)] == []
     assert len(_SCANS) == 17
+
+
+def test_a_stem_is_left_out_only_for_a_text_without_a_letter_it_holds() -> None:
+    """`_STEMS_BY_LETTERS` is keyed by the gate letters a text holds: every stem it leaves
+    out of a key holds a gate letter missing from that key, so no text with exactly those
+    letters holds the stem."""
+    stems = [stem for stem, _ in _SCANS]
+    assert len(_STEMS_BY_LETTERS) == 2 ** len(_LETTERS)
+    for held, kept in _STEMS_BY_LETTERS.items():
+        assert list(kept) == [s for s in stems if s in kept]  # the scan order
+        for stem in set(stems) - set(kept):
+            assert any(c in stem and c not in held for c in _LETTERS)
+
+
+_MARKERISH = st.lists(st.one_of(
+    st.text(st.sampled_from(list("xjkpgfeaEXFK :(\n")), max_size=8),
+    st.sampled_from([m for m, _ in _SCANS] + ["FAIL:", "Exit code: 3", "panicked at"])),
+    max_size=12).map("".join)
+
+
+@given(_MARKERISH)
+def test_the_gated_scan_finds_the_lines_one_pass_per_marker_finds(text: str) -> None:
+    low = text.lower()
+    assert _marked_lines(text, low) == one_pass_per_marker(text, low)
 
 
 _LINTISH = st.text(st.sampled_from(list("0123456789:. ABEFZaz_\n|")), max_size=60)
