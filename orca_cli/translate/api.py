@@ -255,11 +255,6 @@ _RESPONSE_DECODERS = {
     "openai": openai_chat.decode_response,
     "responses": responses.decode_response,
 }
-_RESPONSE_ENCODERS = {
-    "anthropic": anthropic.encode_response,
-    "openai": openai_chat.encode_response,
-    "responses": responses.encode_response,
-}
 
 
 class ResponseTranslator:
@@ -322,10 +317,14 @@ class ResponseTranslator:
         resp.created = resp.created or self.created
         self.usage, self.stop = resp.usage, resp.stop
         rid = response_id(self.dst, resp.id)
+        # Picked as `_make_encoder` picks a stream's: only a Responses answer repeats the
+        # request's parameters (`echo`).
         if self.dst == "responses":
             return responses.encode_response(resp, model_name=self.model_name, id=rid,
                                              echo=self.echo)
-        return _RESPONSE_ENCODERS[self.dst](resp, model_name=self.model_name, id=rid)
+        if self.dst == "anthropic":
+            return anthropic.encode_response(resp, model_name=self.model_name, id=rid)
+        return openai_chat.encode_response(resp, model_name=self.model_name, id=rid)
 
     # streams ---------------------------------------------------------------------------
 
