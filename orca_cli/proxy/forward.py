@@ -392,8 +392,7 @@ def _request(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig,
 
 
 async def _attempt(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig, send: Send,
-                   res: Outcome,
-                   timeouts: Timeouts, crossing: Crossing | None = None,
+                   res: Outcome, timeouts: Timeouts, crossing: Crossing | None = None,
                    native: Resolved | None = None,
                    ) -> bool | tuple[int, Headers, bytes, Attempt] | None:
     """True: answered the client. A tuple: a failed upstream answer to keep as `last`.
