@@ -26,7 +26,7 @@ from orca_cli.config.template import example_text
 from orca_cli.proxy.token import write_admin_token
 from orca_cli.testing import sidecar_thread
 from orca_cli.trace.log import TraceSink
-from tests.state.conftest import REDIS_URL, delete_prefix
+from tests.state.conftest import REDIS_URL, delete_prefix, require_redis
 
 MSGS = [{"role": "user", "content": "rename the variable x to count in utils.py"}]
 SESSION_KEYS = {"session_id", "router", "tier", "reason", "escalation_count", "strikes",
@@ -208,13 +208,7 @@ def test_memory_backend_without_a_sidecar_says_it_must_run(tmp_path: Path) -> No
 
 
 def test_redis_backend_without_a_sidecar_reads_the_store(tmp_path: Path) -> None:
-    client = pytest.importorskip("redis").Redis.from_url(REDIS_URL, socket_connect_timeout=1)
-    try:
-        client.ping()
-    except Exception as e:  # noqa: BLE001 - no Redis here
-        pytest.skip(f"Redis at {REDIS_URL} is unreachable ({type(e).__name__})")
-    finally:
-        client.close()
+    require_redis()
     prefix = f"orcatest-{uuid.uuid4().hex[:12]}"
     text = example_text().replace('backend = "memory"', 'backend = "redis"', 1)
     text = text.replace('redis_url = "redis://127.0.0.1:6379/0"', f'redis_url = "{REDIS_URL}"', 1)

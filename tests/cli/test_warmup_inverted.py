@@ -14,16 +14,13 @@ import redis
 from orca_cli.config.schema import StateConfig
 from tests.cli.test_operator_cli import Agent, _cfg, orca, serving
 from tests.cli.test_statusline_cli import run_orca
-from tests.state.conftest import REDIS_URL, delete_prefix
+from tests.state.conftest import REDIS_URL, delete_prefix, require_redis
 
 
 @pytest.fixture
 def redis_sidecar() -> Iterator[tuple[Agent, str]]:
     prefix = f"orcatest-{uuid.uuid4().hex[:12]}"
-    try:
-        redis.Redis.from_url(REDIS_URL).ping()
-    except redis.RedisError as exc:
-        pytest.skip(f"no Redis at {REDIS_URL}: {exc}")
+    require_redis()
     try:
         with serving(_cfg(), StateConfig(backend="redis", redis_url=REDIS_URL,
                                          key_prefix=prefix)) as sc:

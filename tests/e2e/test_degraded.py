@@ -6,7 +6,6 @@ sidecar recovers by itself when the store answers again."""
 from __future__ import annotations
 
 import logging
-import shutil
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 
@@ -22,6 +21,7 @@ from orca_cli.proxy.sim import SimTransport
 from orca_cli.state.base import Store
 from orca_cli.state.factory import open_store
 from orca_cli.testing import Sidecar, closed_port, eventually, free_port, sidecar
+from tests.redis_procs import require_binary
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -137,8 +137,7 @@ async def test_an_anthropic_stream_is_served_while_degraded(stack: Sidecar) -> N
 @pytest.fixture
 def redis_later() -> Iterator[tuple[int, list[subprocess.Popen[bytes]]]]:
     """A port nothing listens on yet, and a list the test appends the server it starts to."""
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
+    require_binary("redis-server")
     started: list[subprocess.Popen[bytes]] = []
     try:
         yield free_port(), started

@@ -32,12 +32,10 @@ from tests.e2e.tier_kit import (
     TierStack,
     _sim_channel,
     ok,
-    redis_available,
     tier_config,
     tier_stack,
 )
-from tests.state.conftest import delete_prefix
-from tests.unavailable import unavailable
+from tests.state.conftest import delete_prefix, require_redis
 
 pytestmark = pytest.mark.usefixtures("backend")
 
@@ -227,8 +225,8 @@ async def _until(stack: TierStack, model: str, within_s: float = 2.0) -> None:
 async def _stacks(backend: str, cfg: Config, n: int) -> AsyncIterator[list[TierStack]]:
     """`n` sidecars sharing one store: a Redis key prefix, or (memory) one process's store."""
     prefix = f"orca-routes-{uuid.uuid4().hex[:10]}"
-    if backend == "redis" and not redis_available():
-        unavailable(f"Redis at {REDIS_URL} is unreachable")
+    if backend == "redis":
+        require_redis()
     async with AsyncExitStack() as stack:
         out = []
         for _ in range(n):

@@ -10,7 +10,6 @@ read back through the store interface.
 from __future__ import annotations
 
 import copy
-import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -33,8 +32,7 @@ from orca_cli.state.base import ReadRequest, Snapshot, Store
 from orca_cli.state.factory import open_store
 from orca_cli.state.memory import MemoryStore
 from orca_cli.testing import Sidecar, closed_port, sidecar
-from tests.state.conftest import delete_prefix
-from tests.unavailable import unavailable
+from tests.state.conftest import REDIS_URL, delete_prefix, require_redis
 
 __all__ = [
     "BASE_MODELS",
@@ -49,13 +47,11 @@ __all__ = [
     "evals",
     "launch",
     "ok",
-    "redis_available",
     "test_store",
     "tier_config",
     "tier_stack",
 ]
 
-REDIS_URL = os.environ.get("ORCA_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 ROUTER = "coding"
 BASE_MODELS = ("base-weak", "base-mid")
 STRONG_MODEL = "frontier"
@@ -250,19 +246,6 @@ class TierStack:
         sim.channel = replace(sim.channel, faults=replace(sim.channel.faults, **faults))
 
 
-def redis_available() -> bool:
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
-    try:
-        client.ping()
-        return True
-    except Exception:  # noqa: BLE001 - any failure to answer means "no Redis here"
-        return False
-    finally:
-        client.close()
-
-
 @asynccontextmanager
 async def test_store(backend: str, clock: FakeClock) -> AsyncIterator[Store]:
     """A memory store on the fake clock, or a RedisStore on db 15 under a unique key prefix
@@ -274,8 +257,7 @@ async def test_store(backend: str, clock: FakeClock) -> AsyncIterator[Store]:
         finally:
             await mem.close()
         return
-    if not redis_available():
-        unavailable(f"Redis at {REDIS_URL} is unreachable")
+    require_redis()
     prefix = f"orca-tier-{uuid.uuid4().hex[:12]}"
     # A generous store timeout: these stories are about tiers, not about a loaded machine's
     # Redis latency (a store timeout would serve `degraded`; test_a_redis_outage covers it).

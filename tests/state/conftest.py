@@ -41,16 +41,22 @@ def _sync_client(url: str) -> Any:
     )
 
 
-@pytest.fixture(scope="session")
-def redis_url() -> str:
-    client = _sync_client(REDIS_URL)
+def require_redis(url: str = REDIS_URL) -> str:
+    """`url` once its Redis answers a PING; else the test is `unavailable` (skipped, or
+    failed under CI=true)."""
+    client = _sync_client(url)
     try:
         client.ping()
     except Exception as e:  # noqa: BLE001 - any failure to answer means "no Redis here"
-        unavailable(f"Redis at {REDIS_URL} is unreachable ({type(e).__name__}: {e})")
+        unavailable(f"Redis at {url} is unreachable ({type(e).__name__}: {e})")
     finally:
         client.close()
-    return REDIS_URL
+    return url
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    return require_redis()
 
 
 def delete_prefix(url: str, prefix: str) -> None:
