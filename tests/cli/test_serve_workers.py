@@ -96,18 +96,23 @@ def _pid(base: str) -> int:
     return int(r.json()["pid"])
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> int:
+def _stop(proc: subprocess.Popen[bytes], log: Path) -> int:
     """SIGTERM, and its exit status; a sidecar that outlives 20 s is killed with its workers
-    (so no process or Popen object is left to the next test) and the test fails."""
+    (so no process or Popen object is left to the next test) and the test fails, saying
+    which of its processes were still there, in which state, and what the log said."""
     proc.send_signal(signal.SIGTERM)
     try:
         return proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
+        left = subprocess.run(["ps", "-o", "pid=,stat=,etimes=,args=", "--pid", str(proc.pid),
+                               "--ppid", str(proc.pid)], capture_output=True, text=True,
+                              check=False).stdout
         for pid in _children(proc.pid):
             os.kill(pid, signal.SIGKILL)
         proc.kill()
         proc.wait()
-        raise
+        raise AssertionError(f"orca serve --workers outlived SIGTERM by 20 s; still running:\n"
+                             f"{left}\nits log:\n{log.read_text()[-4000:]}") from None
 
 
 def _children(pid: int) -> set[int]:
@@ -168,7 +173,7 @@ def test_two_workers_share_one_port_and_every_session(tmp_path: Path, prefix: st
         assert len(restarted) == 2, restarted
         workers |= restarted
     finally:
-        code = _stop(proc)
+        code = _stop(proc, log)
     assert code == 0, log.read_text()
     assert not any(_alive(p) for p in workers), "a worker outlived the sidecar"
     text = log.read_text()
@@ -204,7 +209,7 @@ def test_sigterm_stops_every_worker_gracefully_and_removes_the_record(tmp_path: 
         rid = r.headers["x-orca-request-id"]
         workers = _children(proc.pid)
     finally:
-        code = _stop(proc)
+        code = _stop(proc, log)
     text = log.read_text()
     assert code == 0, text
     assert not record.exists(), "the sidecar record outlived orca serve"
