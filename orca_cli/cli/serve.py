@@ -161,8 +161,13 @@ def _run(cfg: object, host: str, port: int, log_level: str,
         con.print(f"admin token: {admin_token_path()} (for orca explain, session, escalate)")
 
     def worker(_index: int) -> None:
-        signal.signal(signal.SIGTERM, _exit_on_sigterm)  # a stop while the worker starts
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # blocked by the fork
+        # The stop signals stay blocked (`hold_stops`) until the server's own handler is in
+        # place (`_GracefulServer.capture_signals` unblocks them): a stop sent while the
+        # worker starts waits for it and is then a graceful stop. Taken earlier, it would
+        # raise SystemExit wherever start-up stood, and a finalizer running at that moment
+        # swallows it ("Exception ignored in ..."): the worker then served on, stopped by
+        # nobody, and the parent waited for it forever.
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)  # once the server has let go
         # Each worker its own listener on the port (the kernel spreads connections); the
         # parent's socket only holds the port and is never listened on.
         _serve(cfg, bind_socket(host, real_port, reuse_port=True), token, host, real_port,
@@ -187,7 +192,7 @@ def _run(cfg: object, host: str, port: int, log_level: str,
         # it waits, blocked, until all are, and is taken when the banner's wait listens.
         signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
         try:
-            code = supervise(workers, worker,
+            code = supervise(workers, worker, hold_stops=True,
                              on_started=lambda: _when_answering(host, real_port, banner))
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)

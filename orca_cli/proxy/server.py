@@ -264,8 +264,12 @@ class _GracefulServer(uvicorn.Server):
         if threading.current_thread() is not threading.main_thread():
             yield  # signals reach only the main thread
             return
-        original = {sig: signal.signal(sig, self.handle_exit)
-                    for sig in (signal.SIGINT, signal.SIGTERM)}
+        stops = (signal.SIGINT, signal.SIGTERM)
+        original = {sig: signal.signal(sig, self.handle_exit) for sig in stops}
+        # An `orca serve --workers` worker starts with the stop signals blocked, so that one
+        # sent while it started is taken here, by the handler, as a graceful stop (a no-op
+        # where they were not blocked).
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
         try:
             yield
         finally:

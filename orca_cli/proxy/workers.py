@@ -39,13 +39,17 @@ FAST_DEATHS_MAX = 3  # ... this many times in a row stops the sidecar
 _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
-def _start(index: int, worker: Callable[[int], None], pids: dict[int, int]) -> int:
+def _start(index: int, worker: Callable[[int], None], pids: dict[int, int],
+           hold_stops: bool = False) -> int:
     """Fork worker `index`, registered in `pids` before a stop signal can be handled: with the
     stop signals blocked across the fork, a SIGTERM cannot reach the parent between the fork
     and the registration (the new worker would never be told to stop, and the parent would
     wait for it forever), nor the child before it drops the parent's handler. The parent's
     mask is then restored, not cleared: `orca serve` keeps the stop signals blocked until all
-    the first workers are forked (a stop in between would miss those forked after it)."""
+    the first workers are forked (a stop in between would miss those forked after it).
+    `hold_stops`: the worker starts with the stop signals still blocked and unblocks them
+    itself once its own handler is in place, so a stop sent while it starts waits for that
+    handler instead of landing in whatever start-up code runs at that moment."""
     before = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
     try:
         pid = os.fork()
@@ -60,7 +64,8 @@ def _start(index: int, worker: Callable[[int], None], pids: dict[int, int]) -> i
     try:  # the worker: default signal handling (uvicorn installs its own), then serve
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+        if not hold_stops:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         worker(index)
         code = 0
     except SystemExit as exc:
@@ -75,9 +80,10 @@ def _start(index: int, worker: Callable[[int], None], pids: dict[int, int]) -> i
 
 
 def supervise(workers: int, worker: Callable[[int], None],
-              on_started: Callable[[], None] | None = None) -> int:
+              on_started: Callable[[], None] | None = None, *, hold_stops: bool = False) -> int:
     """Run `worker(i)` in `workers` forked processes until SIGINT/SIGTERM; the exit code.
-    `on_started` runs in the parent once every worker was forked."""
+    `on_started` runs in the parent once every worker was forked. `hold_stops`: each worker
+    starts with SIGINT and SIGTERM blocked and unblocks them itself (see `_start`)."""
     stopping = False
     pids: dict[int, int] = {}  # pid -> worker index
     started: dict[int, float] = {}
@@ -95,7 +101,7 @@ def supervise(workers: int, worker: Callable[[int], None],
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     for i in range(workers):
-        _start(i, worker, pids)
+        _start(i, worker, pids, hold_stops)
         started[i] = time.monotonic()
     if on_started is not None:
         on_started()
@@ -123,6 +129,6 @@ def supervise(workers: int, worker: Callable[[int], None],
         time.sleep(RESTART_PAUSE_S)
         if stopping:
             continue
-        _start(index, worker, pids)
+        _start(index, worker, pids, hold_stops)
         started[index] = time.monotonic()
     return code

@@ -293,3 +293,46 @@ def test_serve_says_what_config_check_finds_before_the_banner(
     err = capsys.readouterr().err
     assert "orca: config error (served anyway): c.toml: routers.r.escalation.pool" in err
     assert "orca: warning: c.toml: models.a: has no [models] table" in err
+
+
+def test_a_stop_while_a_worker_starts_waits_for_its_server(tmp_path: Path, prefix: str) -> None:
+    """A SIGTERM that reaches a worker while it starts is taken by the server's own handler,
+    as a graceful stop, once that handler is in place. Before, it raised SystemExit wherever
+    start-up stood; code that swallows it there (a finalizer does: "Exception ignored in")
+    left the worker serving, stopped by nobody, and the parent waited for it forever. Here
+    start-up holds such a region for 3 s, and the stop is sent inside it."""
+    config = tmp_path / "orca.toml"
+    config.write_text(CONFIG.format(url=REDIS_URL, prefix=prefix))
+    marks = tmp_path / "starting"
+    marks.mkdir()
+    script = tmp_path / "slow_start.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "from pathlib import Path\n"
+        "from orca_cli import compose\n"
+        "real = compose.create_app\n"
+        "def create_app(*args, **kwargs):\n"
+        f"    Path({str(marks)!r}, str(os.getpid())).write_text('')\n"
+        "    end = time.monotonic() + 3\n"
+        "    while time.monotonic() < end:\n"
+        "        try:\n"
+        "            time.sleep(0.05)\n"
+        "        except BaseException:  # start-up code that swallows what is raised in it\n"
+        "            pass\n"
+        "    return real(*args, **kwargs)\n"
+        "compose.create_app = create_app\n"
+        "from orca_cli.cli import main\n"
+        f"sys.argv = ['orca', 'serve', '--config', {str(config)!r}, '--port', '0',\n"
+        "            '--workers', '2']\n"
+        "main()\n")
+    log = tmp_path / "serve.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([sys.executable, str(script)], env=_env(), cwd=tmp_path,
+                                stdout=sink, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        time.sleep(0.05)
+    assert len(list(marks.iterdir())) == 2, log.read_text()
+    assert _stop(proc, log) == 0, log.read_text()
+    assert "listening on" not in log.read_text()  # it stopped before any worker answered
