@@ -162,7 +162,7 @@ def _litellm(proc: T.Proc) -> Target:
 
 
 def _runs(t: Target, sc: Scenario) -> bool:
-    """A what-if target (`orca-memory[uvloop]`) runs what `orca-memory` runs, in the wire
+    """A what-if target (`orca-memory[asyncio]`) runs what `orca-memory` runs, in the wire
     formats it serves."""
     return t.name.split("[", 1)[0] in sc.targets and t.serves(sc)
 
@@ -427,7 +427,7 @@ def _parser() -> argparse.ArgumentParser:
                         "(comma-separated, e.g. json_c1,stream_c1,responses_; a trailing $ "
                         "matches a name exactly: json_c1$ is not json_c16)")
     p.add_argument("--what-if", default="", help="also measure bench/orca_what_if.py "
-                   "variants beside orca-memory, e.g. nodelay,uvloop; at:<git-rev> runs "
+                   "variants beside orca-memory, e.g. nodelay,asyncio; at:<git-rev> runs "
                    "that commit's orca_cli (a before/after in one run)")
     p.add_argument("--quiet-wait", type=float, default=None,
                    help="seconds to wait for other processes to go quiet before a figure "

@@ -2,10 +2,10 @@
 
     python bench/floor_proxy.py --upstream-port 9000 --port 8790
 
-uvicorn (httptools, the stdlib loop, as `orca serve` runs it), a raw ASGI app and one aiohttp
-client session; for each request it reads the body, parses it once with orjson, swaps the
-`model` value in the bytes, forwards the bytes and relays the answer (whole, or chunk by chunk
-for a stream). No routing, no store, no scoring, no trace. `bench_proxy.py` measures it as the
+uvicorn (httptools on uvloop, as `orca serve` runs it; `--loop asyncio` for the stdlib loop), a
+raw ASGI app and one aiohttp client session; for each request it reads the body, parses it once
+with orjson, swaps the `model` value in the bytes, forwards the bytes and relays the answer
+(whole, or chunk by chunk for a stream). No routing, no store, no scoring, no trace. `bench_proxy.py` measures it as the
 `floor` target beside `orca serve` in the same run, so the table shows how much of orca's cost
 is the serving stack on this machine, today, and how much is orca's own work.
 """
@@ -13,7 +13,6 @@ is the serving stack on this machine, today, and how much is orca's own work.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import socket
 import sys
 from typing import Any
@@ -78,15 +77,17 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--upstream-port", type=int, required=True)
     p.add_argument("--port", type=int, required=True)
+    p.add_argument("--loop", choices=("uvloop", "asyncio"), default="uvloop",
+                   help="the event loop (uvloop, as orca serve runs)")
     args = p.parse_args(argv)
     # As orca's bind_socket: IPPROTO_TCP, so asyncio sets TCP_NODELAY on accepted connections.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
     app = FloorApp(f"http://127.0.0.1:{args.upstream_port}")
-    config = uvicorn.Config(app, http="httptools", lifespan="on", access_log=False,
-                            log_level="warning")
-    asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
+    config = uvicorn.Config(app, http="httptools", loop=args.loop, lifespan="on",
+                            access_log=False, log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
     return 0
 
 

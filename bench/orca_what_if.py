@@ -1,10 +1,10 @@
 """Run the `orca` CLI with one serving fix applied from outside, to measure what it is worth.
 
     python bench/orca_what_if.py nodelay serve --config orca.toml --port 8787
-    python bench/orca_what_if.py uvloop  serve --config orca.toml --port 8787
+    python bench/orca_what_if.py asyncio serve --config orca.toml --port 8787
     python bench/orca_what_if.py tree=/tmp/orca-old serve --config orca.toml --port 8787
 
-`bench_proxy.py --what-if nodelay,uvloop` measures these beside the shipped `orca serve`.
+`bench_proxy.py --what-if nodelay,asyncio` measures these beside the shipped `orca serve`.
 Nothing here changes orca; each variant models a change to its serving path:
 
 * `nodelay`: the listening socket is created with `IPPROTO_TCP`, as `uvicorn.Config.bind_socket`
@@ -13,9 +13,11 @@ Nothing here changes orca; each variant models a change to its serving path:
   is `IPPROTO_TCP`; a socket made with `socket.socket(family, SOCK_STREAM)` has protocol 0, so
   its connections keep Nagle's algorithm, and a response written as headers then body waits
   for the client's delayed ACK (40 ms on Linux) on every keep-alive request after the first.
-* `uvloop`: the event loop is uvloop (the loop `build_server` asks uvicorn for, which
-  `asyncio.run(server.serve(...))` bypasses; `server.run(sockets=...)` would honour it).
-  uvloop also sets `TCP_NODELAY` on every TCP connection, so this includes `nodelay`.
+* `asyncio`: the stdlib event loop instead of uvloop (`orca serve` runs on the loop
+  `build_server` asks uvicorn for, uvloop where it is installed; until 2026-12-06 it ran
+  `asyncio.run(server.serve(...))`, which bypassed that choice: this variant is that server).
+* `uvloop`: uvloop set as the event loop policy; it now equals the shipped server and stays
+  only to reproduce the before/after figures.
 * `tree=<dir>`: the `orca_cli` package in `<dir>` (an export of an earlier commit) runs
   instead of the installed one. `bench_proxy.py --what-if at:<rev>` exports `<rev>` with
   `git archive` and measures it beside the current tree in the same interleaved run: a
@@ -50,6 +52,10 @@ def main() -> None:
         from orca_cli.proxy import server
 
         server.bind_socket = _bind_socket_tcp  # serve.py imports it at call time
+    elif variant == "asyncio":
+        import uvicorn
+
+        uvicorn.Config.get_loop_factory = lambda self: None  # type: ignore[method-assign]
     elif variant == "uvloop":
         import uvloop
 
@@ -57,7 +63,7 @@ def main() -> None:
     elif variant.startswith("tree="):
         sys.path.insert(0, variant.removeprefix("tree="))
     else:
-        sys.exit(f"usage: orca_what_if.py nodelay|uvloop|tree=<dir> serve ...; got {variant!r}")
+        sys.exit(f"usage: orca_what_if.py nodelay|asyncio|uvloop|tree=<dir> serve ...; got {variant!r}")
     from orca_cli.cli import main as orca_main
 
     sys.argv[0] = "orca"

@@ -3,7 +3,7 @@ before changing anything).
 
     python bench/profile_proxy.py                      # py-spy, JSON and stream, c1
     python bench/profile_proxy.py --profiler cprofile  # cProfile (deterministic, slower)
-    python bench/profile_proxy.py --what-if uvloop     # a bench/orca_what_if.py variant
+    python bench/profile_proxy.py --what-if asyncio    # a bench/orca_what_if.py variant
 
 The setup is `bench_proxy.py`'s: the fake upstream and this load generator on CPU 0, orca
 (memory store) alone on CPU 1, the same 10 KB agent body. py-spy (installed on first use into
@@ -124,7 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--requests", type=int, default=600, help="measured requests per scenario")
     p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--size", choices=tuple(SIZES), default="10KB", help="transcript size")
-    p.add_argument("--what-if", choices=("nodelay", "uvloop"), default=None)
+    p.add_argument("--what-if", choices=("nodelay", "asyncio", "uvloop"), default=None)
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--keep", type=Path, default=None, help="copy the raw profile here")
     args = p.parse_args(argv)
