@@ -50,3 +50,14 @@ def test_sigterm_while_starting_still_removes_the_record(tmp_path: Path) -> None
     assert code == 0, orca.server_log()
     assert not record.exists(), "the sidecar record outlived orca serve"
     assert "Traceback" not in orca.server_log()
+
+
+def test_serve_runs_on_uvloop(tmp_path: Path) -> None:
+    """`orca serve` serves on uvloop, the loop its uvicorn config names (installed with
+    `uvicorn[standard]`); `asyncio.run(server.serve())` used to leave it on the stdlib loop.
+    The serving process has uvloop's loop loaded once it has answered."""
+    with serving(tmp_path) as orca:
+        r = httpx.get(orca.base + "/healthz", timeout=10)
+        assert r.status_code == 200
+        maps = Path(f"/proc/{orca.proc.pid}/maps").read_text()
+    assert "uvloop/loop." in maps, "orca serve did not load uvloop's event loop"
