@@ -159,9 +159,10 @@ def format_line(trace: Mapping[str, Any], *, colour: bool = False) -> str:
     router = _clip(get("router") or get("requested_model"), 12)
     tier_cell = _clip(tier_text, 24)
     status_text = "-" if status is None else status
-    if not colour:
-        return (f"{when} {rid} {session:<{SESSION_WIDTH}} {router:<12} {tier_cell:<24} "
-                f"{_clip(served, 40):<28} {status_text:>3} {latency_text:>7} {_tail(trace)}")
+    if not colour:  # `ljust` where a field is text: a format spec is parsed on every call
+        return (f"{when} {rid} {session.ljust(SESSION_WIDTH)} {router.ljust(12)} "
+                f"{tier_cell.ljust(24)} {_clip(served, 40).ljust(28)} {status_text:>3} "
+                f"{latency_text.rjust(7)} {_tail(trace)}")
     tail = _tail(trace)
     if decision == "strong":
         tier_cell = f"{_BOLD_MAGENTA}{tier_cell:<24}{_RESET}"
@@ -202,12 +203,14 @@ def _bare_tail(trace: Mapping[str, Any]) -> str:
     if error:
         return _clip(error, 100)
     usage = trace.get("usage")
-    cost = _num(trace.get("cost_usd")) or 0.0
+    cost = trace.get("cost_usd")
+    if type(cost) is not float or not cost:  # a non-zero float (as traces hold it) as it is
+        cost = _num(cost) or 0.0
     if not usage:
         return f"{'no usage':<10}  ${cost:.6f}"
     prompt = _num(usage.get("prompt_tokens")) or 0.0
-    cached = _num(usage.get("cached_tokens")) or 0.0
     if prompt > 0:
+        cached = _num(usage.get("cached_tokens")) or 0.0
         return f"cached {100 * cached / prompt:>3.0f}%  ${cost:.6f}"
     return f"cached   -  ${cost:.6f}"
 
