@@ -233,8 +233,10 @@ class MemoryStore(Keyspace):
     def _window_incr(self, key: str, op: WindowIncrOp, now: float) -> None:
         """`WindowIncrOp`, as SLOT_COMMIT's op 'w' does it on Redis; the window sums kept for
         reads of `key` follow it."""
-        e = self._live(key, dict, now)
-        if e is None:
+        # `_live(key, dict, now)` inline: every billed success counts into two share hashes.
+        e = self._data.get(key)
+        if (e is None or type(e.value) is not dict
+                or (e.expires_at is not None and e.expires_at <= now)):
             e = self._entry(key, now)
             if e is None or not isinstance(e.value, dict):
                 e = self._data[key] = Entry({}, None)
@@ -247,9 +249,12 @@ class MemoryStore(Keyspace):
             field = self._share_fields[bucket] = K.share_field(op.hour, op.kind)
         h[field] = h.get(field, 0.0) + op.amount
         held = h.get("w", 0)
-        w = max(int(held), op.window_h)
-        if held != w or type(held) is not float:  # else it holds float(w) already
-            h["w"] = float(w)
+        w = op.window_h
+        # The widest window asked for, kept as a float: most counts find their own there.
+        if type(held) is not float or held != w:
+            w = max(int(held), w)
+            if held != w or type(held) is not float:  # else it holds float(w) already
+                h["w"] = float(w)
         if len(h) > 2 * w + 1:
             for f in [f for f in h if (b := K.parse_share_field(f)) and b[0] <= op.hour - w]:
                 del h[f]
@@ -571,18 +576,19 @@ def _count_into(sums: dict[tuple[int, int], tuple[ShareCounts, float]], op: Wind
     """Keep the window sums of a `share` hash true after `op` counted into it: windows reaching
     pruned hours (<= `pruned_to`) or past their validity are dropped, the ones holding
     `op.hour` take its amount, and all stay valid until the hash's expiry `until`."""
-    dead = []
+    dead = None  # most counts drop no window: no list built
     hour = op.hour
     for window, (counts, valid_until) in sums.items():
         lo = window[0]
         if lo <= pruned_to or valid_until <= now:
-            dead.append(window)
+            dead = [window] if dead is None else [*dead, window]
         elif lo <= hour <= window[1]:  # a value replaced in place: the keys stay as they are
             sums[window] = ((ShareCounts(counts.strong + op.amount, counts.total)
                              if op.kind == "s" else
                              ShareCounts(counts.strong, counts.total + op.amount)), until)
-    for window in dead:
-        del sums[window]
+    if dead is not None:
+        for window in dead:
+            del sums[window]
 
 
 # One applier per op type (a dict lookup instead of an isinstance chain per op).

@@ -7,6 +7,8 @@ from dataclasses import fields, replace
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orca_cli.clock import FakeClock
 from orca_cli.config.schema import EscalationConfig
@@ -36,7 +38,7 @@ from orca_cli.state.base import (
     WindowIncrOp,
 )
 from orca_cli.state.codec import decode_doc, doc_version
-from orca_cli.state.keyspace import DOC_TEXT, UNDECODED, entry_text
+from orca_cli.state.keyspace import DOC_TEXT, UNDECODED, Entry, entry_text
 from orca_cli.state.memory import MemoryStore
 from orca_cli.state.plan import TierMutate, _finite
 from tests.state.test_store_contract import ROUTER, WORKSPACE, bump
@@ -126,6 +128,44 @@ async def test_the_kept_share_sums_equal_a_fresh_sum_after_any_writes() -> None:
             store._share_sums = sums
             assert (kept.share, kept.workspace_share) == (fresh.share, fresh.workspace_share)
     assert len(store._share_fields) <= 16  # the share fields spelled are few, and stay few
+
+
+def _old_widest(h: dict[str, float], window_h: int) -> int:
+    """The share hash's `w` update as `_window_incr` made it before its fast path."""
+    held = h.get("w", 0)
+    w = max(int(held), window_h)
+    if held != w or type(held) is not float:
+        h["w"] = float(w)
+    return w
+
+
+@settings(max_examples=300, deadline=None)
+@given(held=st.one_of(st.none(), st.integers(0, 30), st.floats(0, 30, allow_nan=False)),
+       windows=st.lists(st.integers(1, 30), min_size=1, max_size=6),
+       hours=st.lists(st.integers(0, 40), min_size=6, max_size=6))
+def test_the_share_hashs_widest_window_is_kept_as_before(
+        held: float | None, windows: list[int], hours: list[int]) -> None:
+    """`_window_incr`'s shortcut for a hash holding its own window as a float leaves the hash
+    (its `w` and its pruned buckets) as the general update does, whatever `w` it held."""
+    store = MemoryStore(clock=FakeClock())
+    key = "orca:{w}:share"
+    expected: dict[str, float] = {}
+    if held is not None:
+        store._data[key] = Entry({"w": held}, None)
+        expected["w"] = held
+    for window_h, hour in zip(windows, hours):
+        op = WindowIncrOp(K.SHARE_KEY, hour, "t", 1, window_h, 60.0)
+        store._window_incr(key, op, 0.0)
+        field = K.share_field(hour, "t")
+        expected[field] = expected.get(field, 0.0) + 1
+        w = _old_widest(expected, window_h)
+        if len(expected) > 2 * w + 1:
+            for f in [f for f in expected
+                      if (b := K.parse_share_field(f)) and b[0] <= hour - w]:
+                del expected[f]
+        got = store._data[key].value
+        assert got == expected and list(got) == list(expected)
+        assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
 
 
 async def test_the_kept_tier_version_is_the_stored_texts() -> None:
