@@ -25,6 +25,7 @@ from typing import Any
 from orca_cli.config.schema import EscalationConfig
 from orca_cli.immutable import immutable
 from orca_cli.routing.caps import CapsView, share_denied
+from orca_cli.routing.decimals import fixed_round
 from orca_cli.routing.intents import (
     BaseConversation,
     ConsumePending,
@@ -83,6 +84,11 @@ class TierDecision:
         return f"{self.tier}; reason={self.reason}"
 
 
+# `round(x, 4)` of the evidence's figures, in float operations (`decimals`): a trace's every
+# evaluation rounds two or three.
+_round4 = fixed_round(4)
+
+
 def fresh_or_expired(doc_state: TierState | None) -> TierState:
     return doc_state if doc_state is not None else TierState()
 
@@ -94,7 +100,7 @@ def _evaluate_b(st: TierState, sig: TurnSignals, esc: EscalationConfig, t2: floa
         streak = st.streak  # a retry adds nothing; tool continuations neither extend nor reset
     else:
         streak = st.streak + 1 if hard else 0
-    ev = {"class": "B", "delta": round(sig.delta_score, 4), "t2": round(t2, 4),
+    ev = {"class": "B", "delta": _round4(sig.delta_score), "t2": _round4(t2),
           "user_turn": sig.user_turn, "hard": hard, "streak": streak, "needed": esc.streak,
           "fires": hard and streak >= esc.streak}
     if dup:
@@ -194,7 +200,7 @@ def _deescalation(st: TierState, sig: TurnSignals, esc: EscalationConfig, ask: A
     """A strong session goes back to base when cold, easy and clean, unless asked otherwise."""
     cold = now - st.last_success > st.window_s
     ev = {"cold": cold, "clean_turns": st.clean_turns, "needed": esc.clean_turns,
-          "delta": round(sig.delta_score, 4), "t1": esc.t1}
+          "delta": _round4(sig.delta_score), "t1": esc.t1}
     fires = (ask is None and cold and sig.delta_score < esc.t1
              and st.clean_turns >= esc.clean_turns)
     return ev, fires
@@ -217,7 +223,7 @@ def _sub_agent(st: TierState, sig: TurnSignals, esc: EscalationConfig,
     if ask is not None or not sig.conversation:
         return None
     ev: dict[str, Any] = {"conversation": sig.conversation, "known": False,
-                          "delta": round(sig.delta_score, 4), "t1": esc.t1}
+                          "delta": _round4(sig.delta_score), "t1": esc.t1}
     if sig.conversation in st.conversations:
         return {**ev, "known": True}, ()
     if st.history and sig.fresh and sig.delta_score < esc.t1:

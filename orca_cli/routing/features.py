@@ -31,6 +31,7 @@ from typing import Any
 from orca_cli.config.schema import DifficultyConfig, FeatureConfig
 from orca_cli.errors import ConfigError
 from orca_cli.immutable import immutable
+from orca_cli.routing.decimals import fixed_round
 from orca_cli.routing.vocab import CODE_KEYWORDS, MATH_MARKERS, REASONING_CUES, Term
 from orca_cli.wire.transcript import Api, has_tools, latest_turn, transcript
 
@@ -77,11 +78,10 @@ class FeatureValue:
     contribution: float
 
 
-def round6(x: float) -> float:
-    """`round(x, 6)`, the precision of scores, contributions and ratios in JSON output. A
-    zero (most features of most turns, most share ratios) is its own rounding and skips
-    `round`, which formats the float in decimal (about 2,800 instructions on CPython 3.11)."""
-    return x if x == 0 else round(x, 6)
+# `round(x, 6)`, the precision of scores, contributions and ratios in JSON output: a zero
+# (most features of most turns, most share ratios) as it is, most other figures in a few float
+# operations (`decimals.fixed_round`), not by `round`, which formats the float in decimal.
+round6 = fixed_round(6)
 
 
 @immutable
@@ -104,13 +104,13 @@ class Difficulty:
 
     def to_json(self) -> dict[str, Any]:
         """`{score, features: {<name>: {value, contribution}}}` (SPEC §1.1a), each `round6`."""
-        # `round6` inline, once per trace (thirteen calls), and a figure of 1.0 (`has_tools`
-        # of an agent's every turn) kept as its own rounding, as 0 is: the figures are floats.
+        # A zero figure, and one of 1.0 (`has_tools` of an agent's every turn), kept as its own
+        # rounding without a call (most of the thirteen): the figures are floats.
         return {
             "score": round6(self.score),
             "features": {
-                name: {"value": value if value == 0 or value == 1.0 else round(value, 6),
-                       "contribution": share if share == 0 else round(share, 6)}
+                name: {"value": value if value == 0 or value == 1.0 else round6(value),
+                       "contribution": share if share == 0 else round6(share)}
                 for name, value, share in zip(FEATURES, self.values, self.contributions)
             },
         }

@@ -16,6 +16,7 @@ from orca_cli.errors import Refusal
 from orca_cli.immutable import immutable
 from orca_cli.routing.auto.classify import Classification
 from orca_cli.routing.caps import NO_IN_FLIGHT, SessionInFlight
+from orca_cli.routing.decimals import fixed_round
 from orca_cli.routing.features import Delta, Difficulty
 from orca_cli.routing.modes import ProviderPrefs
 from orca_cli.routing.route import Attempt, RoutePlan
@@ -31,6 +32,9 @@ __all__ = ["CLIENT_CLOSED", "Arrival", "AttemptRecord", "Outcome", "RequestHead"
 
 # A turn's snapshot before (or without) a store read: what `Snapshot()` holds.
 NO_SNAPSHOT = Snapshot()
+
+# `round(x, 3)` in float operations (`routing.decimals`): an attempt's latency in every trace.
+_round3 = fixed_round(3)
 
 # nginx's "client closed request": the status a request shows when its client hung up before
 # any answer began (no HTTP status was sent).
@@ -91,7 +95,7 @@ class AttemptRecord:
 
     def to_json(self) -> dict[str, Any]:
         return {"model": self.model, "channel": self.channel, "key_index": self.key_index,
-                "status": self.status, "latency_ms": round(self.latency_ms, 3),
+                "status": self.status, "latency_ms": _round3(self.latency_ms),
                 "error": self.error}
 
 
