@@ -33,8 +33,8 @@ Response side: malformed tool-call JSON, an empty answer, a refusal, truncation 
 that allowed ≥ 1,024 output tokens. These come from `wire/usage.py`'s tap after the response.
 
 Cost: markers are found with `str.find` on a lowercased, bounded copy (at most 17 passes:
-markers with a shared stem share one, and a stem holding a rare letter is looked for only in a
-text holding that letter; ≈ 12 µs each per 32 KB) and lint codes with one regex scan;
+markers with a shared stem share one, and a stem holding rare letters is looked for only in a
+text holding all of them; ≈ 12 µs each per 32 KB) and lint codes with one regex scan;
 the templates' regexes run only on the lines that carry a marker, each on at most 600
 characters of the line. A 32 KB tool result without any error costs ≈ 0.3 ms.
 """
@@ -261,20 +261,21 @@ _SCANS = _stem_scans(_FIND_MARKERS, _SHARED_STEMS)
 _STEM_MARKERS = dict(_SCANS)
 # A pass for a stem of several characters walks the text at about 2.5 instructions a
 # character; `str.__contains__` of one character is a `memchr`, about a tenth of that. So a
-# stem holding a letter rare in text is looked for only in a text that holds that letter (a
-# text without it holds no such stem: the same stems are found). Rarest first, by English
-# letter frequency; a stem is gated by the rarest it holds, and one holding none ("error",
-# "assert", "cannot", "not used", "\u25cf ") is always looked for.
+# stem holding letters rare in text is looked for only in a text that holds every one of them
+# (a text without one holds no such stem: the same stems are found): "segmentation fault" only
+# where both a g and an f occur. By English letter frequency, rarest first; a stem holding
+# none ("error", "assert", "cannot", "not used", "\u25cf ") is always looked for.
 _RARE_LETTERS = "zqxjkvbpygfw"
 
 
 def _stems_by_letters(stems: Sequence[str], rare: str) -> tuple[str, dict[str, tuple[str, ...]]]:
-    """(the gate letters, in `rare` order; for each subset of them a text may hold, as a
-    string in that order, the stems to look for in it, in `stems` order)."""
-    gate = {stem: next((c for c in rare if c in stem), "") for stem in stems}
-    letters = "".join(c for c in rare if c in gate.values())
+    """(the gate letters: the rare letters some stem holds, in `rare` order; for each subset
+    of them a text may hold, as a string in that order, the stems to look for in it, in
+    `stems` order: those whose rare letters the subset holds all of)."""
+    gate = {stem: {c for c in rare if c in stem} for stem in stems}
+    letters = "".join(c for c in rare if any(c in g for g in gate.values()))
     return letters, {
-        "".join(held): tuple(s for s in stems if gate[s] == "" or gate[s] in held)
+        "".join(held): tuple(s for s in stems if gate[s] <= set(held))
         for n in range(len(letters) + 1) for held in combinations(letters, n)}
 
 
