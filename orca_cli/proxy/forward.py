@@ -173,7 +173,10 @@ def _swap_model(raw: bytes, value: str, model: str) -> bytes | None:
         if raw.startswith(needle, at):
             if model == value:
                 return raw
-            return raw[:at] + sep + orjson.dumps(model) + raw[at + len(needle):]
+            # One copy of the body: the tail joined through a memoryview, not sliced (a
+            # slice and a `+` copy the whole body twice).
+            return b"".join((raw[:at], sep, orjson.dumps(model),
+                             memoryview(raw)[at + len(needle):]))
     return None
 
 

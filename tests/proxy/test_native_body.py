@@ -8,8 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from hypothesis import given
+from hypothesis import strategies as st
 
-from orca_cli.proxy.forward import Inbound, _upstream_body
+from orca_cli.proxy.forward import Inbound, _swap_model, _upstream_body
 from orca_cli.translate.native import Resolved
 from orca_cli.types import Api
 
@@ -60,3 +62,33 @@ def test_a_resolved_body_is_what_goes() -> None:
     got = orjson.loads(_upstream_body(inb, "claude-t", 4096, resolved))
     assert got == {"model": "claude-t", "max_tokens": 4096,
                    "messages": [{"role": "user", "content": "swapped"}]}
+
+
+def _swap_by_slices(raw: bytes, value: str, model: str) -> bytes | None:
+    """`_swap_model` as it was before its tail was joined through a memoryview."""
+    at = raw.find(b'"model"')
+    if at < 0 or raw.find(b'"model"', at + 7) >= 0:
+        return None
+    quoted = orjson.dumps(value)
+    for sep in (b'"model":', b'"model": '):
+        needle = sep + quoted
+        if raw.startswith(needle, at):
+            if model == value:
+                return raw
+            return raw[:at] + sep + orjson.dumps(model) + raw[at + len(needle):]
+    return None
+
+
+_names = st.text(min_size=0, max_size=12)
+
+
+@given(st.text(max_size=40), _names, _names, st.booleans(), st.booleans())
+def test_the_model_swap_is_the_sliced_one(prefix: str, value: str, model: str, spaced: bool,
+                                          twice: bool) -> None:
+    """The swap joins the body's tail through a memoryview: the same bytes as slicing it."""
+    sep = b'"model": ' if spaced else b'"model":'
+    raw = (b'{"p": ' + orjson.dumps(prefix) + b", " + sep + orjson.dumps(value)
+           + (b', "x": {"model": 1}' if twice else b"") + b', "messages": []}')
+    got = _swap_model(raw, value, model)
+    assert got == _swap_by_slices(raw, value, model)
+    assert type(got) is bytes or got is None
