@@ -5,9 +5,10 @@
 uvicorn (httptools on uvloop, as `orca serve` runs it; `--loop asyncio` for the stdlib loop), a
 raw ASGI app and one aiohttp client session; for each request it reads the body, parses it once
 with orjson, swaps the `model` value in the bytes, forwards the bytes and relays the answer
-(whole, or chunk by chunk for a stream). No routing, no store, no scoring, no trace. `bench_proxy.py` measures it as the
-`floor` target beside `orca serve` in the same run, so the table shows how much of orca's cost
-is the serving stack on this machine, today, and how much is orca's own work.
+(whole, or chunk by chunk for a stream). No routing, no store, no scoring, no trace.
+`bench_proxy.py` measures it as the `floor` target beside `orca serve` in the same run, so the
+table shows how much of orca's cost is the serving stack on this machine, today, and how much
+is orca's own work.
 """
 
 from __future__ import annotations

@@ -277,8 +277,8 @@ def _serve(cfg: object, sock: object, token: str, host: str, port: int, log_leve
     gc.freeze()
     gc.set_threshold(20_000, 50, 100)
     # On the loop `build_server` asked uvicorn for: uvloop, which `uvicorn[standard]` installs
-    # (the stdlib loop where it cannot be imported). Measured: 3-4 % fewer instructions a
-    # request than the stdlib loop, and two syscalls fewer (bench/README.md).
+    # (the stdlib loop where it cannot be imported). Counted: 3-6 % fewer instructions a
+    # request than the stdlib loop, and two syscalls fewer (bench/README.md, "The event loop").
     server.run(sockets=[sock])
 
 
