@@ -61,6 +61,16 @@ _VERSION = re.compile(rb'^\{"v":(\d+)')
 _VERSION_TEXT = re.compile(r'^\{"v":([0-9]+)')  # the same on text, with no encode first
 
 
+def as_dict(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """A document as the dict orjson encodes: itself, or the document a lazy one builds
+    (`trace.build.Trace.document`). orjson encodes no other Mapping: with `default=str` it
+    would write the object's repr."""
+    if type(doc) is dict:
+        return doc
+    build = getattr(doc, "document", None)
+    return build() if callable(build) else dict(doc)
+
+
 def dumps(value: Any) -> str:
     """Compact JSON text; unknown types become their `str` (a trace must never fail a commit)."""
     return dumps_bytes(value).decode()

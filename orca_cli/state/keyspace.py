@@ -11,7 +11,7 @@ from typing import Any, TypeAlias
 from orca_cli.clock import Clock
 from orca_cli.errors import StoreUnavailable
 from orca_cli.state.base import HIncrManyOp, HIncrOp, IncrOp, PushOp, WindowIncrOp, ZAddOp
-from orca_cli.state.codec import decode_doc, decode_value, doc_version, dumps
+from orca_cli.state.codec import as_dict, decode_doc, decode_value, doc_version, dumps
 
 __all__ = ["DOC_TEXT", "KIND_OF_OP", "KIND_OF_VALUE", "Entry", "Keyspace", "Value", "ZSet",
            "check_kind", "decode_view", "entry_doc", "entry_text", "entry_version", "floats",
@@ -89,7 +89,8 @@ class DocText:
 # not encoded yet. A commit writes a plain tier document so (`MemoryStore._write_tier`): the
 # request path reads the document (`entry_doc`), never its text, so the text is encoded only
 # when something reads the key as text (`entry_text`: an operator's read, a duplicate
-# commit's result), and kept from then on. To every command it is a string, as on Redis.
+# commit's result), and kept from then on. A trace is written so too, its `doc` the lazy
+# document (`trace.build.Trace`) not built yet. To every command it is a string, as on Redis.
 DOC_TEXT = DocText()
 
 Value: TypeAlias = str | float | dict[str, float] | list[str] | ZSet | DocText
@@ -108,8 +109,9 @@ class Entry:
     value: Value
     expires_at: float | None
     # The JSON document a text value decodes to, kept from a read (or from the commit that
-    # wrote a plain tier document, whose value is then `DOC_TEXT`) until the key is written
-    # another value (`Keyspace._put` resets it). Readers share it and treat it as read-only.
+    # wrote a plain tier document or a lazy trace, whose value is then `DOC_TEXT`) until the
+    # key is written another value (`Keyspace._put` resets it). Readers share it and treat
+    # it as read-only.
     doc: Any = UNDECODED
     # The tier document version of a text value (`codec.doc_version`), kept the same way: a
     # session's read and its commit both ask, and the commit that writes it knows it.
@@ -118,17 +120,27 @@ class Entry:
 
 def entry_doc(e: Entry) -> dict[str, Any] | None:
     """`decode_doc` of the entry's text (None for another value), decoded once."""
-    if e.doc is UNDECODED:
-        e.doc = decode_doc(e.value) if isinstance(e.value, str) else None
+    doc = e.doc
+    if type(doc) is dict or doc is None:
+        return doc
+    if doc is not UNDECODED:  # a lazy document: its text is made, then decoded as any text
+        entry_text(e)
+    e.doc = decode_doc(e.value) if isinstance(e.value, str) else None
     return e.doc  # type: ignore[no-any-return]
 
 
 def entry_text(e: Entry) -> str | None:
     """The entry's value as text, None for a value other than text; `DOC_TEXT` is encoded
-    here, once."""
+    here, once. A lazy document (a trace, `trace.build.Trace`) is let go once its text is
+    made: the text is the record from then on."""
     v = e.value
     if v is DOC_TEXT:
-        v = e.value = dumps(e.doc)
+        doc = e.doc
+        if type(doc) is dict:
+            v = e.value = dumps(doc)
+        else:
+            v = e.value = dumps(as_dict(doc))
+            e.doc = UNDECODED
     return v if isinstance(v, str) else None
 
 

@@ -455,12 +455,15 @@ class MemoryStore(Keyspace):
         # A request's trace and client id are new keys: `_put` inline for those.
         expires_at = expiry(ttl, now)
         key = self._trace_prefix + tid
-        # orjson encodes a dict only: another Mapping is copied into one.
-        text = dumps(trace if type(trace) is dict else dict(trace))
-        if key in data:
-            self._put(key, text, ttl, now)
+        if type(trace) is dict:
+            if key in data:
+                self._put(key, dumps(trace), ttl, now)
+            else:
+                data[key] = Entry(dumps(trace), expires_at)
+        elif key in data:  # a lazy trace (`trace.build.Trace`): text made when it is read
+            self._put(key, DOC_TEXT, ttl, now).doc = trace
         else:
-            data[key] = Entry(text, expires_at)
+            data[key] = Entry(DOC_TEXT, expires_at, trace)
         member = tid
         cid = trace.get("client_request_id")
         if isinstance(cid, str) and cid:

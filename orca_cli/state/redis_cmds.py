@@ -35,6 +35,7 @@ from orca_cli.state.base import (
 )
 from orca_cli.state.codec import (
     AUDIT_MAX_AGE_S,
+    as_dict,
     audit_member,
     audit_slot,
     decode_doc,
@@ -311,7 +312,7 @@ def trace_command(
         _TRACE_WRITE_SHA,
         _int(len(keys)),
         *keys,
-        dumps_bytes(dict(trace)),
+        dumps_bytes(as_dict(trace)),
         ttl_ms(ttl_s),
         repr(score),
         member,

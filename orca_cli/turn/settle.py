@@ -31,7 +31,7 @@ from orca_cli.state.plan import (
     settle_batch,
     stats_ops,
 )
-from orca_cli.trace.build import TraceHead, TraceResult, build_trace, refusal_trace
+from orca_cli.trace.build import Trace, TraceHead, TraceResult, refusal_trace
 from orca_cli.turn.model import Arrival, Outcome, RequestHead, Turn
 from orca_cli.turn.prepare import response_key
 from orca_cli.wire.session_id import resolve_session_id
@@ -206,7 +206,7 @@ def _context(cfg: Config, turn: Turn, esc: EscalationConfig, sv: Served, *, bill
     )
 
 
-def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dict[str, Any]:
+def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> Trace:
     out, usage = turn.outcome, sv.usage
     att = out.served
     sid = turn.sid
@@ -229,7 +229,7 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
         out.shown_status,  # status
         ({"model": att.model, "channel": att.channel, "key_index": att.key_index,
           "key_fp": sv.key_fp} if att else None),  # selected
-        [a.to_json() for a in out.attempts],  # attempts
+        tuple(out.attempts),  # attempts
         ({"prompt_tokens": usage.prompt_tokens, "cached_tokens": usage.cached_tokens,
           "cache_write_tokens": usage.cache_write_tokens,
           "output_tokens": usage.output_tokens} if usage else None),  # usage
@@ -239,18 +239,23 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> dic
         _error(turn, latency_ms),  # error
         ("warm" if usage.cached_tokens > 0 else "cold") if usage else None,  # cache
         latency_ms)  # latency_ms
-    trace = build_trace(head, turn.delta, turn.plan, result)
-    if turn.side is not None:
-        trace["side"] = {"rule": turn.side}
-    if turn.purpose is not None:
-        trace["purpose"], trace["parent_request_id"] = turn.purpose, turn.parent_request_id
-    if out.own_kind is not None:
-        trace["error_kind"] = out.own_kind
-    if out.translation is not None and att is not None:
-        trace["translation"] = out.translation
-    if turn.routed is not None:
-        trace["route"] = turn.routed.trace()
-    return trace
+    # The trace's own keys after the decision's, in this order, when the request has them.
+    extras: dict[str, Any] | None = None
+    if turn.side is not None or turn.purpose is not None or out.own_kind is not None \
+            or (out.translation is not None and att is not None) or turn.routed is not None:
+        extras = {}
+        if turn.side is not None:
+            extras["side"] = {"rule": turn.side}
+        if turn.purpose is not None:
+            extras["purpose"], extras["parent_request_id"] = (turn.purpose,
+                                                              turn.parent_request_id)
+        if out.own_kind is not None:
+            extras["error_kind"] = out.own_kind
+        if out.translation is not None and att is not None:
+            extras["translation"] = out.translation
+        if turn.routed is not None:
+            extras["route"] = turn.routed.trace()
+    return Trace(head, turn.delta, turn.plan, result, extras)
 
 
 def _error(turn: Turn, latency_ms: float) -> str | None:
