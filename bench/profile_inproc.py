@@ -10,7 +10,9 @@ The real app, runtime, memory store, scorer and router run as `orca serve` runs 
 benchmark's config and agent bodies; only the upstream is a canned in-process transport that
 answers at once (the JSON completion, or the 36-event stream, that `fake_upstream.py` sends).
 uvicorn, the event loop's sockets and aiohttp are not in the figure: what remains is the
-Python orca itself runs a request, which is what a change to orca can move.
+Python orca itself runs a request, which is what a change to orca can move. The cyclic
+collector runs as in `orca serve` (`proxy.server.collect_as_a_server`); `--gc interpreter`
+leaves the interpreter's thresholds, as the counts before 2026-12-06 04:00 UTC ran.
 
 As `orca serve` does by default, the request log writes one line per request (to a file here);
 `--quiet` leaves it out. `--api` picks the wire format (Chat Completions, Messages or the
@@ -50,6 +52,7 @@ from orca_cli.compose import create_app
 from orca_cli.config.load import load
 from orca_cli.proxy.app import OrcaApp
 from orca_cli.proxy.runtime import Runtime
+from orca_cli.proxy.server import collect_as_a_server
 from orca_cli.proxy.transport import Timeouts, UpstreamRequest
 from orca_cli.types import CLIENT_EXTENSION, ClientLink
 
@@ -231,6 +234,10 @@ def main() -> int:
     p.add_argument("--store", choices=("memory", "redis"), default="memory",
                    help="redis: --redis-url, a unique key prefix deleted afterwards")
     p.add_argument("--redis-url", default=REDIS_URL, help=f"default {REDIS_URL}")
+    p.add_argument("--gc", choices=("serve", "interpreter"), default="serve",
+                   help="the cyclic collector as `orca serve` runs it (frozen start-up, "
+                        "collections every 20,000 allocations) or at the interpreter's "
+                        "defaults (every 700), as counts before 2026-12-06 04:00 UTC ran")
     args = p.parse_args()
     tmp = T.workdir()
     prefix = f"orca-inproc-{os.getpid()}"
@@ -247,6 +254,8 @@ def main() -> int:
 
 async def _measure(tmp: Path, prefix: str, args: argparse.Namespace, log_to: TextIO) -> None:
     app, rt = build_app(tmp, args.store, prefix, None if args.quiet else log_to, args.redis_url)
+    if args.gc == "serve":
+        collect_as_a_server()
     try:
         await _rounds(app, args)
         st = rt.gate.store

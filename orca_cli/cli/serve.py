@@ -256,12 +256,11 @@ def _when_answering(host: str, port: int, then: Any, timeout_s: float = 30.0) ->
 def _serve(cfg: object, sock: object, token: str, host: str, port: int, log_level: str,
            log_format: str | None, otlp_endpoint: str | None) -> None:
     """One serving process: its app, runtime and event loop on `sock`, until stopped."""
-    import gc
     import socket
 
     from orca_cli.compose import create_app
     from orca_cli.config.schema import Config
-    from orca_cli.proxy.server import build_server
+    from orca_cli.proxy.server import build_server, collect_as_a_server
 
     assert isinstance(cfg, Config) and isinstance(sock, socket.socket)
     app = create_app(cfg, admin_token=token, port=port)
@@ -270,12 +269,7 @@ def _serve(cfg: object, sock: object, token: str, host: str, port: int, log_leve
         app.rt.trace_sinks.append(sink.emit)
         app.rt.on_close.append(sink.close)  # the log's queued lines, the last spans
     server = build_server(app, cfg.server, host=host, port=port, log_level=log_level)
-    # What start-up built (config, modules, the runtime) lives as long as the process: out
-    # of the collector's scans. A request allocates a few hundred objects and frees nearly
-    # all by reference counting, so the cyclic collector runs every 20,000 allocations
-    # rather than 700 (measured: 15-24 µs a request in collections at the default, 5-6).
-    gc.freeze()
-    gc.set_threshold(20_000, 50, 100)
+    collect_as_a_server()
     # On the loop `build_server` asked uvicorn for: uvloop, which `uvicorn[standard]` installs
     # (the stdlib loop where it cannot be imported). Counted: 3-6 % fewer instructions a
     # request than the stdlib loop, and two syscalls fewer (bench/README.md, "The event loop").
