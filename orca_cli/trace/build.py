@@ -107,8 +107,8 @@ class Trace(Mapping[str, Any]):
     content-free (the delta's difficulty figures, never its texts), so a trace built later
     reads as it would have at the end of its request (`tests/trace/test_lazy_trace.py` holds
     it to that), and the parts are let go once it is built. On the memory store a trace not
-    read yet holds about 4 KB of parts where its text takes 2.5 KB (README, "How it works").
-    """
+    read yet holds about 4.4 KB of parts where its text takes 2.5 KB (README, "Traces are
+    built when read")."""
 
     __slots__ = ("_doc", "_parts", "_top")
 
