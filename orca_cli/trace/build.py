@@ -188,6 +188,13 @@ class Trace(Mapping[str, Any]):
             doc.update(extras)
         return doc
 
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The top-level fields known without building the document: every key of it but
+        the built ones (difficulty, caps, pins, candidates, attempts, intents, ...), as a
+        plain dict (the whole document once built). Read-only."""
+        return self._top
+
     def get(self, key: str, default: Any = None) -> Any:
         doc = self._doc
         if doc is None:

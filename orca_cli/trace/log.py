@@ -33,6 +33,8 @@ from typing import Any, Literal, Protocol, TextIO
 
 import orjson
 
+from orca_cli.trace.build import Trace
+
 __all__ = ["LogFormat", "RequestLog", "Tee", "TraceSink", "format_json", "format_line",
            "log_fields", "short_id"]
 
@@ -142,6 +144,8 @@ def _status_colour(status: int) -> str:
 def format_line(trace: Mapping[str, Any], *, colour: bool = False) -> str:
     """One aligned line (no trailing newline); ANSI colours when `colour`. Written once per
     request on the serving loop, so it reads each field once and formats in one f-string."""
+    if type(trace) is Trace:  # every field the line shows is a top-level one, in a plain dict
+        trace = trace.fields
     get = trace.get
     tier = get("tier") or _EMPTY
     sel = get("selected") or _EMPTY
