@@ -101,3 +101,15 @@ async def test_the_memory_store_lets_the_parts_go_once_the_text_is_made() -> Non
     await store.get_trace("req_lazy2")
     assert isinstance(entry.value, str) and entry.doc is UNDECODED  # the text is the record
     assert orjson.loads(entry.value)["status"] == 502
+
+
+def test_a_key_holding_a_lazy_trace_reads_as_its_text_and_document() -> None:
+    from orca_cli.state.keyspace import DOC_TEXT, Entry, decode_view, entry_doc, entry_text
+
+    whole = copy.copy(_lazy("req_lazy3")).document()
+    as_doc = Entry(DOC_TEXT, None, _lazy("req_lazy3"))
+    assert entry_doc(as_doc) == whole and type(entry_doc(as_doc)) is dict
+    assert entry_text(as_doc) == orjson.dumps(whole).decode()
+    as_view = Entry(DOC_TEXT, None, _lazy("req_lazy3"))
+    assert decode_view(as_view) == whole  # an operator's scan
+    assert as_view.doc is UNDECODED and as_view.value == orjson.dumps(whole).decode()
