@@ -195,6 +195,14 @@ class Trace(Mapping[str, Any]):
         plain dict (the whole document once built). Read-only."""
         return self._top
 
+    @property
+    def attempt_count(self) -> int:
+        """How many upstream attempts the trace lists, without building it."""
+        parts = self._parts
+        if parts is None:
+            return len(self.document()["attempts"])
+        return len(parts[4])
+
     def get(self, key: str, default: Any = None) -> Any:
         doc = self._doc
         if doc is None:

@@ -99,6 +99,11 @@ def _num(value: Any) -> float | None:
 
 def log_fields(trace: Mapping[str, Any]) -> dict[str, Any]:
     """The flat, content-free record both formats print (also `orca requests --json`)."""
+    if type(trace) is Trace:  # a trace not built yet: its top-level fields and attempt count
+        attempts = trace.attempt_count
+        trace = trace.fields
+    else:
+        attempts = len(trace.get("attempts") or ())
     tier = trace.get("tier") or {}
     sel = trace.get("selected") or {}
     usage = trace.get("usage") or {}
@@ -124,7 +129,7 @@ def log_fields(trace: Mapping[str, Any]) -> dict[str, Any]:
         "output_tokens": usage.get("output_tokens") if usage else None,
         "cached_share": round(cached / prompt, 4) if prompt > 0 else None,
         "cost_usd": trace.get("cost_usd"),
-        "attempts": len(trace.get("attempts") or ()),
+        "attempts": attempts,
         "error": trace.get("error"),
         "purpose": trace.get("purpose"),
     }
