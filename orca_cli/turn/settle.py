@@ -240,22 +240,18 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> Tra
         ("warm" if usage.cached_tokens > 0 else "cold") if usage else None,  # cache
         latency_ms)  # latency_ms
     # The trace's own keys after the decision's, in this order, when the request has them.
-    extras: dict[str, Any] | None = None
-    if turn.side is not None or turn.purpose is not None or out.own_kind is not None \
-            or (out.translation is not None and att is not None) or turn.routed is not None:
-        extras = {}
-        if turn.side is not None:
-            extras["side"] = {"rule": turn.side}
-        if turn.purpose is not None:
-            extras["purpose"], extras["parent_request_id"] = (turn.purpose,
-                                                              turn.parent_request_id)
-        if out.own_kind is not None:
-            extras["error_kind"] = out.own_kind
-        if out.translation is not None and att is not None:
-            extras["translation"] = out.translation
-        if turn.routed is not None:
-            extras["route"] = turn.routed.trace()
-    return Trace(head, turn.delta, turn.plan, result, extras)
+    extras: dict[str, Any] = {}
+    if turn.side is not None:
+        extras["side"] = {"rule": turn.side}
+    if turn.purpose is not None:
+        extras["purpose"], extras["parent_request_id"] = turn.purpose, turn.parent_request_id
+    if out.own_kind is not None:
+        extras["error_kind"] = out.own_kind
+    if out.translation is not None and att is not None:
+        extras["translation"] = out.translation
+    if turn.routed is not None:
+        extras["route"] = turn.routed.trace()
+    return Trace(head, turn.delta, turn.plan, result, extras or None)
 
 
 def _error(turn: Turn, latency_ms: float) -> str | None:
