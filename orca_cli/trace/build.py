@@ -12,14 +12,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from orca_cli import ALGORITHM_VERSION
 from orca_cli.immutable import immutable
-from orca_cli.routing.features import Delta, Difficulty
-from orca_cli.routing.intents import Intent
-from orca_cli.routing.route import RoutePlan
 
+# For the annotations only: the request log (`trace.log`, which `orca requests` imports) reads
+# `Trace` without loading the router.
 if TYPE_CHECKING:
     from orca_cli.routing.candidates import Candidate
     from orca_cli.routing.caps import CapsView
     from orca_cli.routing.escalation import TierDecision
+    from orca_cli.routing.features import Delta, Difficulty
+    from orca_cli.routing.intents import Intent
+    from orca_cli.routing.route import RoutePlan
     from orca_cli.routing.route_types import PinRead
     from orca_cli.routing.strategies.base import Ranking
 
