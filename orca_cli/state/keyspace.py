@@ -136,10 +136,8 @@ def entry_text(e: Entry) -> str | None:
     v = e.value
     if v is DOC_TEXT:
         doc = e.doc
-        if type(doc) is dict:
-            v = e.value = dumps(doc)
-        else:
-            v = e.value = dumps(as_dict(doc))
+        v = e.value = dumps(as_dict(doc))
+        if type(doc) is not dict:
             e.doc = UNDECODED
     return v if isinstance(v, str) else None
 

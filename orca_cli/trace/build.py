@@ -112,7 +112,9 @@ class Trace(Mapping[str, Any]):
     read yet holds about 4.4 KB of parts where its text takes 2.5 KB (README, "Traces are
     built when read")."""
 
-    __slots__ = ("_doc", "_parts", "_top")
+    # `_parts`: what the rest of the document is built from, None once it is built; `_top`:
+    # the top-level fields, then the whole document.
+    __slots__ = ("_parts", "_top")
 
     def __init__(self, head: TraceHead, delta: Delta | None, plan: RoutePlan | None,
                  result: TraceResult, extras: dict[str, Any] | None = None) -> None:
@@ -147,7 +149,6 @@ class Trace(Mapping[str, Any]):
         if extras:
             top.update(extras)
         self._top = top
-        self._doc: dict[str, Any] | None = None
         self._parts: tuple[Any, ...] | None = (
             None if delta is None else delta.difficulty,
             None if delta is None else delta.is_user_turn,
@@ -157,18 +158,21 @@ class Trace(Mapping[str, Any]):
                 plan.candidates, plan.ranking, plan.evidence.get("mode", _ABSENT)),
             result.attempts, extras)
 
+    @property
+    def built(self) -> bool:
+        """Whether the whole document was built (its parts let go)."""
+        return self._parts is None
+
     def document(self) -> dict[str, Any]:
         """The whole trace document, built once; plain JSON data, shared: read-only."""
-        doc = self._doc
-        if doc is None:
-            doc = self._doc = self._build()
+        parts = self._parts
+        if parts is not None:
+            self._top = self._build(parts)
             self._parts = None
-            self._top = doc
-        return doc
+        return self._top
 
-    def _build(self) -> dict[str, Any]:
-        assert self._parts is not None
-        difficulty, user_turn, tool_continuation, plan, attempts, extras = self._parts
+    def _build(self, parts: tuple[Any, ...]) -> dict[str, Any]:
+        difficulty, user_turn, tool_continuation, plan, attempts, extras = parts
         t = self._top
         doc = {key: t[key] for key in _HEAD_KEYS}
         doc["tier"] = t["tier"]
@@ -206,15 +210,12 @@ class Trace(Mapping[str, Any]):
         return len(parts[4])
 
     def get(self, key: str, default: Any = None) -> Any:
-        doc = self._doc
-        if doc is None:
-            value = self._top.get(key, _ABSENT)
-            if value is not _ABSENT:
-                return value
-            if key not in _BUILT_KEYS:
-                return default
-            doc = self.document()
-        return doc.get(key, default)
+        value = self._top.get(key, _ABSENT)
+        if value is not _ABSENT:
+            return value
+        if self._parts is None or key not in _BUILT_KEYS:
+            return default
+        return self.document().get(key, default)
 
     def __getitem__(self, key: str) -> Any:
         return self.document()[key]

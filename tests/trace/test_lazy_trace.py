@@ -61,7 +61,7 @@ async def test_a_trace_built_late_reads_as_at_the_end_of_its_request(launch: Lau
         assert format_line(pristine) == format_line(whole)
         assert format_json(pristine) == format_json(whole)
         assert pristine.attempt_count == len(whole["attempts"])
-        assert pristine._doc is None  # the log's fields, either format, built nothing
+        assert not pristine.built  # the log's fields, either format, built nothing
         for key in (*whole, *_ABSENT_KEYS):
             assert pristine.get(key) == whole.get(key), key
             assert (key in pristine) == (key in whole), key
@@ -99,7 +99,7 @@ async def test_the_memory_store_lets_the_parts_go_once_the_text_is_made() -> Non
     trace = _lazy("req_lazy2")
     await store.commit(CommitBatch("req_lazy2", trace=trace))
     [entry] = [e for k, e in store._data.items() if k.endswith("req_lazy2")]
-    assert entry.doc is trace and trace._doc is None  # nothing built by the commit
+    assert entry.doc is trace and not trace.built  # nothing built by the commit
     await store.get_trace("req_lazy2")
     assert isinstance(entry.value, str) and entry.doc is UNDECODED  # the text is the record
     assert orjson.loads(entry.value)["status"] == 502
