@@ -30,14 +30,17 @@ TARGET_MEMO_MAX = 1024  # `CompiledConfig.target_memo`'s bound
 class RouterPools:
     """A router's tiers as the request path reads them (SPEC §6.1)."""
 
-    __slots__ = ("allowed", "base", "strong", "strong_set")
+    __slots__ = ("allowed", "base", "smallest_window", "strong", "strong_set")
 
     def __init__(self, allowed: tuple[str, ...], base: tuple[str, ...],
-                 strong: tuple[str, ...]) -> None:
+                 strong: tuple[str, ...], smallest_window: int) -> None:
         self.allowed = allowed
         self.base = base  # allowed models minus the strong tier
         self.strong = strong  # `escalation.pool`, default the router's strong_pool
         self.strong_set = frozenset(strong)
+        # SPEC §14.3: the smallest context window among the models a request to this router
+        # can be sent to (its candidates are drawn from `allowed` alone).
+        self.smallest_window = smallest_window
 
     def __repr__(self) -> str:
         return f"RouterPools(base={self.base!r}, strong={self.strong!r})"
@@ -117,13 +120,17 @@ class CompiledConfig:
             {name: MappingProxyType(dict(s)) for name, s in slots.items()})
         self.cache_ttl_s: Mapping[str, int] = MappingProxyType(
             {name: ch.cache_ttl_s for name, ch in index.items()})
+        from orca_cli.config.schema import ModelConfig as _Model  # schema imports this module
+
+        default_window = _Model().context_window
         self.pools: Mapping[str, RouterPools] = MappingProxyType({
-            name: RouterPools(r.allowed_models, r.base_pool, r.escalation_pool)
+            name: RouterPools(r.allowed_models, r.base_pool, r.escalation_pool, min(
+                [cfg.models[m].context_window if m in cfg.models else default_window
+                 for m in r.allowed_models], default=default_window))
             for name, r in cfg.routers.items()
         })
         self.strong_models: frozenset[str] = frozenset(
             m for p in self.pools.values() for m in p.strong)
-        from orca_cli.config.schema import ModelConfig as _Model  # schema imports this module
 
         # SPEC §20: (channel, model) -> the model's price on that channel, only where the
         # channel overrides it (`prices`); everywhere else the `[models]` table's.
@@ -133,7 +140,7 @@ class CompiledConfig:
         # SPEC §14.3: the smallest context window a candidate can have (a model without a
         # `[models]` table has the default one); a body whose bytes fit it is not scanned.
         self.smallest_window: int = min(
-            [_Model().context_window, *(m.context_window for m in cfg.models.values())])
+            [default_window, *(m.context_window for m in cfg.models.values())])
         # SPEC §14.1: the session-aware routers, in config order (an aliased side request
         # counts in its session's figures when there is exactly one).
         self.session_routers: tuple[str, ...] = tuple(

@@ -65,12 +65,13 @@ from orca_cli.routing.route_types import Attempt, PinRead, RouteInput, RoutePlan
 from orca_cli.routing.snapshot import Snapshot
 from orca_cli.routing.strategies import STRATEGIES, Ranking, StrategySignals
 from orca_cli.routing.strikes import error_signatures
+from orca_cli.routing.target import Target
 from orca_cli.routing.tiers import Tier, TierState
 from orca_cli.types import MAPPING
 from orca_cli.wire.transcript import opening_fingerprint
 
 __all__ = ["MAX_FALLBACK_MODELS", "Attempt", "PinRead", "RouteInput", "RoutePlan",
-           "caps_view", "overflow_refusal", "plan_route"]
+           "caps_view", "overflow_refusal", "plan_route", "reachable_window"]
 
 
 
@@ -449,6 +450,22 @@ def _first_channel(c: _Ctx, tier: Tier, model: str,
 # escapes): a real tokenizer reads English at about 4-5 bytes a token and escaped non-ASCII
 # text at about 6; the request's estimate (`wire.estimate`) counts 4, an upper bound.
 MAX_BYTES_PER_TOKEN = 6
+
+
+def reachable_window(cfg: Config, target: Target, route_fallbacks: Sequence[str] = ()) -> int:
+    """The smallest context window among the models a request to `target` can be sent to:
+    a router's allowed models, else the concrete model and a route's fallbacks, the models
+    `plan_route` builds candidates from. A body whose bytes / 4 fit it fits every one of
+    them, so its estimate is not scanned for inline media (SPEC §14.3): the decision's cost
+    stays flat in the transcript's length wherever the models' windows hold the body."""
+    if target.router is not None:
+        return cfg.compiled.pools[target.router].smallest_window
+    if target.model is None:
+        return cfg.compiled.smallest_window
+    window = model_config(target.model, cfg).context_window
+    for m in route_fallbacks:
+        window = min(window, model_config(m, cfg).context_window)
+    return window
 
 
 def _fitting_estimate(est: int, models: Iterable[str], cfg: Config) -> int:

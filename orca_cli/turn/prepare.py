@@ -19,7 +19,7 @@ from orca_cli.routing.caps import window_hours
 from orca_cli.routing.escalation import TierDecision
 from orca_cli.routing.features import Delta, Scorer
 from orca_cli.routing.modes import NO_MEASURES, Measured, read_prefs
-from orca_cli.routing.route import RouteInput, RoutePlan, plan_route
+from orca_cli.routing.route import RouteInput, RoutePlan, plan_route, reachable_window
 from orca_cli.routing.side import match_housekeeping
 from orca_cli.routing.target import Mode, Target, resolve_target
 from orca_cli.routing.tiers import Ask
@@ -272,8 +272,10 @@ def decide(cfg: Config, turn: Turn, *, scorer: Scorer, healthy: Healthy,
 def _route_input(cfg: Config, turn: Turn, measured: Measured, budget_denied: bool = False,
                  route_fallbacks: tuple[str, ...] = ()) -> RouteInput:
     assert turn.delta is not None
-    # SPEC §14.3: a body whose bytes fit every window is not scanned for inline media.
-    est = estimate_tokens(turn.raw, turn.body, fits=cfg.compiled.smallest_window)
+    # SPEC §14.3: a body whose bytes fit the window of every model the target can reach is
+    # not scanned for inline media.
+    est = estimate_tokens(turn.raw, turn.body,
+                          fits=reachable_window(cfg, turn.target, route_fallbacks))
     # By position, in field order: a class called with keywords builds a dict of them first
     # (nineteen here, on every request).
     return RouteInput(

@@ -22,6 +22,7 @@ from orca_cli.testing import sidecar as serve_sidecar
 pytestmark = pytest.mark.asyncio
 
 MODEL = "claude-sonnet-4-5"
+WIDE_MODEL = "gemini-wide"
 WINDOW = 200_000
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 3_600).decode()  # ≈ 1.2 MB
 DATA_URL = "data:image/png;base64," + PNG
@@ -33,10 +34,12 @@ HEADERS = {"content-type": "application/json", "authorization": "Bearer agent-ke
 async def sidecar() -> AsyncIterator[Sidecar]:
     doc: dict[str, Any] = {
         "channels": [{"name": "sim-vision", "type": "sim", "keys": ["sim-vision-key"],
-                      "api": ["openai", "anthropic", "responses"], "models": [MODEL],
-                      "latency_ms": 0}],
-        "models": {MODEL: {"input": 3.0, "output": 15.0, "context_window": WINDOW}},
-        "routers": {"vision": {"strategy": "cheapest", "allowed_models": [MODEL]}},
+                      "api": ["openai", "anthropic", "responses"],
+                      "models": [MODEL, WIDE_MODEL], "latency_ms": 0}],
+        "models": {MODEL: {"input": 3.0, "output": 15.0, "context_window": WINDOW},
+                   WIDE_MODEL: {"input": 1.0, "output": 5.0, "context_window": 2_000_000}},
+        "routers": {"vision": {"strategy": "cheapest", "allowed_models": [MODEL]},
+                    "wide": {"strategy": "cheapest", "allowed_models": [WIDE_MODEL]}},
     }
     async with serve_sidecar(loads(tomli_w.dumps(doc), source="media-test", environ={})) as sc:
         yield sc
@@ -122,3 +125,26 @@ async def test_a_prompt_that_may_fit_goes_to_the_provider(sidecar: Sidecar) -> N
     path, body = _anthropic([{"type": "text", "text": "word " * 190_000}])
     got = await _post(sidecar, path, body)
     assert got.status_code == 200, got.text[:300]
+
+
+async def test_the_body_is_scanned_only_when_it_may_not_fit_a_model_the_target_reaches(
+        sidecar: Sidecar, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan for inline media reads the whole body: it runs only where the byte estimate
+    is over the window of a model the request can go to (here `vision`'s 200k), never for a
+    target whose models all hold it (`wide`), whatever the other configured models' windows."""
+    from orca_cli.wire import estimate
+
+    scans: list[int] = []
+    real = estimate._inline_media
+
+    def counted(body: Any) -> tuple[int, int]:
+        scans.append(1)
+        return real(body)
+
+    monkeypatch.setattr(estimate, "_inline_media", counted)
+    path, body = _bodies("what is this")["openai"]
+    for router, scanned in (("wide", 0), ("vision", 1), ("wide", 1)):
+        body["model"] = f"orca/{router}"
+        got = await _post(sidecar, path, body)
+        assert got.status_code == 200, got.text
+        assert len(scans) == scanned, router
