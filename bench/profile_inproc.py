@@ -95,13 +95,16 @@ class CannedTransport:
 
 
 def build_app(tmp: Path, backend: str = "memory", key_prefix: str = "orca",
-              log_to: TextIO | None = None, redis_url: str = REDIS_URL
-              ) -> tuple[OrcaApp, Runtime]:
+              log_to: TextIO | None = None, redis_url: str = REDIS_URL,
+              trace_max: int | None = None) -> tuple[OrcaApp, Runtime]:
     cfg_path = tmp / "orca.toml"
     # A generous store timeout: under valgrind a first round trip can take 250 ms, and a
     # timeout would degrade the run (the store's errors are printed after it).
-    cfg_path.write_text(T.orca_config(9, backend=backend, redis_url=redis_url,
-                                      key_prefix=key_prefix, store_timeout_ms=10_000))
+    text = T.orca_config(9, backend=backend, redis_url=redis_url, key_prefix=key_prefix,
+                         store_timeout_ms=10_000)
+    if trace_max is not None:
+        text = text.replace("[server]\n", f"[server]\ntrace_max = {trace_max}\n", 1)
+    cfg_path.write_text(text)
     cfg = load(str(cfg_path))
     canned = CannedTransport()
     app = create_app(cfg, transports={c.name: canned for c in cfg.channels},
@@ -231,6 +234,9 @@ def main() -> int:
                    help="the channel's wire format: another one than --api is translated")
     p.add_argument("--stages", action="store_true", help="µs per request by stage")
     p.add_argument("--quiet", action="store_true", help="no request log (orca serve --quiet)")
+    p.add_argument("--trace-max", type=int, default=None,
+                   help="the store's `trace_max` (default the config's, 20,000); the store "
+                        "evicts once rounds x requests passes it")
     p.add_argument("--store", choices=("memory", "redis"), default="memory",
                    help="redis: --redis-url, a unique key prefix deleted afterwards")
     p.add_argument("--redis-url", default=REDIS_URL, help=f"default {REDIS_URL}")
@@ -253,7 +259,8 @@ def main() -> int:
 
 
 async def _measure(tmp: Path, prefix: str, args: argparse.Namespace, log_to: TextIO) -> None:
-    app, rt = build_app(tmp, args.store, prefix, None if args.quiet else log_to, args.redis_url)
+    app, rt = build_app(tmp, args.store, prefix, None if args.quiet else log_to, args.redis_url,
+                        args.trace_max)
     if args.gc == "serve":
         collect_as_a_server()
     try:
