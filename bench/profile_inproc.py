@@ -310,6 +310,7 @@ async def _rounds(app: OrcaApp, args: argparse.Namespace) -> None:
               f"CPU/request median, {per[order[0]]:7.1f} min ({args.rounds} x {args.requests} "
               f"requests, {bad} not 200){' under cProfile' if prof else ''}"
               f"{' with stage wrappers' if stages else ''}")
+        print("  rounds: " + " ".join(f"{x:.1f}" for x in per))
         if stages:
             row = by_stage[mid]  # the median round's stages
             for label, us in sorted(row.items(), key=lambda kv: -kv[1]):

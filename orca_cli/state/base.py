@@ -69,6 +69,10 @@ Mutate: TypeAlias = Callable[["TierDoc | None"], "TierDoc | None"]
 # and held by nobody else. Decoding that output's encoding gives it back, so the memory store
 # keeps it as the document the next read hands out (no decode). `state.plan.TierMutate` does.
 
+# How long a commit's idempotency markers are kept: a batch whose outcome is unknown is held
+# by the store gate and re-sent with the same request id once the store answers again, so a
+# marker must outlive the longest outage a held batch waits through (Redis). The memory store
+# keeps its own for `MEMORY_MARKER_TTL_S` (`state.memory`).
 MARKER_TTL_S = 86400
 MAX_CAS_ATTEMPTS = 8  # bounded: a conflict storm is reported, never looped on forever
 

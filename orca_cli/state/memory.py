@@ -3,8 +3,10 @@
 Same key names, same encodings and the same semantics as the Redis backend (one contract suite
 runs on both). Atomicity comes from the event loop: `commit` applies everything with no `await`
 inside, so no other task can interleave. Memory stays bounded: an expired key is dropped when
-touched, and a sweep drops every expired key every `sweep_every` commits or `sweep_interval_s`
-seconds, so 10,000 idle sessions do not stay resident (SPEC §12). With no commits at all, the
+touched, and a sweep drops every expired key every `sweep_interval_s` seconds and every
+`sweep_every` commits, or one commit per eighth of the keys resident when that is more (a sweep
+reads every key: `keyspace.SWEEP_SHARE`), so 10,000 idle sessions do not stay resident (SPEC
+§12) and a large store costs a commit no more than a small one. With no commits at all, the
 sidecar's housekeeping calls `sweep_if_due` (`Runtime.start`), so an idle store empties too.
 """
 
@@ -17,7 +19,6 @@ from orca_cli.clock import Clock
 from orca_cli.routing.routes.budget import Spend
 from orca_cli.state import keys as K
 from orca_cli.state.base import (
-    MARKER_TTL_S,
     CommitBatch,
     CommitResult,
     DelOp,
@@ -69,12 +70,22 @@ from orca_cli.state.keyspace import (
 )
 from orca_cli.state.route_versions import MemoryRouteVersions
 
-__all__ = ["MemoryStore"]
+__all__ = ["MEMORY_MARKER_TTL_S", "MemoryStore"]
 
 _TIER_KEY = K.tier_key()
 _SHARE_KEY = K.SHARE_KEY
 # A session's pins per tier: (tier, model pin key, channel pin key).
 _PIN_KEYS = tuple((tier, K.pin_key(tier), K.chan_key(tier)) for tier in ("base", "strong"))
+
+
+# The memory store's idempotency markers are kept an hour, not the 24 h of Redis's
+# (`base.MARKER_TTL_S`, which must outlive an outage). A commit here applies on the loop with
+# no await, so its outcome is known, except for a batch that raised part-way through; the
+# store gate holds that one and re-sends it at its next probe, a second later
+# (`proxy.runtime.PROBE_INTERVAL_S`), or as the sidecar stops. A day of markers, one a request
+# and slot, was about 0.6 KiB a request resident (50 MB a day at one request a second); an
+# hour covers any re-send with room.
+MEMORY_MARKER_TTL_S = 3600
 
 
 class MemoryStore(Keyspace):
@@ -312,9 +323,9 @@ class MemoryStore(Keyspace):
         for key, op in zip(keys, ops):
             _APPLY[type(op)](self, key, op, now)
         if marker in data:  # an op of the slot wrote it
-            self._put(marker, "1", MARKER_TTL_S, now)
+            self._put(marker, "1", MEMORY_MARKER_TTL_S, now)
         else:
-            data[marker] = Entry("1", now + MARKER_TTL_S)
+            data[marker] = Entry("1", now + MEMORY_MARKER_TTL_S)
         return result
 
     def _router_tag(self, router: str) -> str:

@@ -33,8 +33,8 @@ SESSIONS = 48
 WALL_BOUND_S = 60.0
 # Measured here: +2.2 MiB over the 2,200 requests after warm-up (12 MiB over 12,000). Two
 # known structures grow per request until their TTL, not by count: the memory store's
-# idempotency markers (kept 24 h, one per request and slot, ~0.6 KiB a request) and the sim
-# channel's `calls` log. The slack covers them at this length; a leak of a body per request
+# idempotency markers (kept an hour, one per request and slot, ~0.6 KiB a request) and the
+# sim channel's `calls` log. The slack covers them at this length; a leak of a body per request
 # (kilobytes each) would not fit in it.
 RSS_SLACK_KIB = 8 * 1024
 

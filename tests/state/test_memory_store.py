@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import fields, replace
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -39,7 +40,7 @@ from orca_cli.state.base import (
 )
 from orca_cli.state.codec import decode_doc, doc_version
 from orca_cli.state.keyspace import DOC_TEXT, UNDECODED, Entry, entry_text
-from orca_cli.state.memory import MemoryStore
+from orca_cli.state.memory import MEMORY_MARKER_TTL_S, MemoryStore
 from orca_cli.state.plan import TierMutate, _finite
 from tests.state.test_store_contract import ROUTER, WORKSPACE, bump
 
@@ -75,6 +76,53 @@ async def test_an_untouched_expired_key_is_dropped_by_the_periodic_sweep() -> No
     for i in range(9):
         await store.commit(CommitBatch(f"r{i + 1}", ()))
     assert len(store) == 0
+
+
+async def test_a_large_store_is_swept_once_per_eighth_of_its_keys_in_commits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep reads every key: on the request path a store of N keys sweeps every
+    max(`sweep_every`, N / 8) commits, so a commit's share of sweeping stays bounded as the
+    idempotency markers pile up; what expired is still dropped by the next sweep."""
+    clock = FakeClock()
+    store = MemoryStore(clock=clock, sweep_every=10, sweep_interval_s=1e9)
+    sweeps: list[int] = []
+    real = store.sweep
+
+    def counted() -> int:
+        sweeps.append(len(store))
+        return real()
+
+    monkeypatch.setattr(store, "sweep", counted)
+    for i in range(2_000):  # one router slot a commit: its marker stays (24 h)
+        await store.commit(CommitBatch(f"r{i}", (SlotWrite(SlotRef.of_router("coding")),)))
+    # Each sweep comes at the first commit at which those since the last number both 10 and
+    # an eighth of the keys resident (one more a commit here).
+    gaps = [b - a for a, b in pairwise(sweeps)]
+    assert sweeps[0] == 9 and gaps[:7] == [10] * 7  # a small store: every 10 commits
+    assert all(gap == max(10, -(-size // 8)) for gap, size in zip(gaps, sweeps[1:]))
+    assert gaps[-1] > 200 and len(sweeps) < 40  # 200 sweeps at every 10 commits
+    clock.advance(MARKER_WINDOW_S)
+    for i in range(400):
+        await store.commit(CommitBatch(f"late{i}", (SlotWrite(SlotRef.of_router("coding")),)))
+    assert len(store) <= 400  # the 2,000 expired markers were swept
+
+
+async def test_a_commit_marker_is_kept_an_hour_and_a_resend_within_it_is_a_duplicate() -> None:
+    """A held batch is re-sent at the gate's next probe, a second later: the memory store keeps
+    each marker `MEMORY_MARKER_TTL_S` (an hour), not a day, and a busy sidecar's store holds
+    an hour of markers rather than a day of them."""
+    assert MEMORY_MARKER_TTL_S == 3600
+    clock = FakeClock()
+    store = MemoryStore(clock=clock, sweep_every=10**9, sweep_interval_s=1e9)
+    router = SlotRef.of_router("coding")
+    batch = CommitBatch("r0", (SlotWrite(router, (SetOp("note", "x", 10**6),)),))
+    assert (await store.commit(batch)).results[0].status == "applied"
+    clock.advance(MEMORY_MARKER_TTL_S - 1)
+    assert (await store.commit(batch)).results[0].status == "duplicate"
+    assert len(store) == 2  # the value and the request's marker
+    clock.advance(2)
+    assert store.sweep() == 1  # the marker, not the value it guarded
+    assert await store.get(router, "note") is not None
 
 
 async def test_an_idle_store_is_swept_when_a_sweep_is_due() -> None:
