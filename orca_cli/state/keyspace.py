@@ -14,8 +14,8 @@ from orca_cli.state.base import HIncrManyOp, HIncrOp, IncrOp, PushOp, WindowIncr
 from orca_cli.state.codec import as_dict, decode_doc, decode_value, doc_version, dumps
 
 __all__ = ["DOC_TEXT", "KIND_OF_OP", "KIND_OF_VALUE", "SWEEP_SHARE", "Entry", "Keyspace",
-           "Value", "ZSet", "check_kind", "decode_view", "entry_doc", "entry_text", "entry_version", "floats",
-           "kind_of", "num"]
+           "Value", "ZSet", "check_kind", "decode_view", "entry_doc", "entry_text",
+           "entry_version", "floats", "kind_of", "num"]
 
 class ZSet:
     """A sorted set ordered like Redis's: by score, then member.
@@ -192,7 +192,7 @@ def decode_view(e: Entry) -> Any:
 # A sweep reads every resident key: on the request path one runs once the commits since the
 # last one number `sweep_every` and at least this share of the keys resident, so it costs
 # each commit a bounded number of key reads (8 at 1/8) however large the store has grown.
-# The idempotency markers (kept 24 h, one a request and slot) make a busy store large: at
+# The idempotency markers (one a request and slot, kept an hour) make a busy store large: at
 # 250,000 keys a sweep takes about 16 ms, which every 1,024 commits was 15 µs a commit and a
 # 16 ms stall of the loop twice a second at 2,000 requests a second. Between two sweeps a
 # store of N keys keeps, beyond its live keys, at most what N / 8 commits wrote (and never
