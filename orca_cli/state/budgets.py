@@ -2,7 +2,8 @@
 
     <prefix>:{budgets}:c:<counter>           hash {requests, usd}; counter names come from
                                              `routing/routes/budget.py` (`key:ci:day:2026-12-04`)
-    <prefix>:{budgets}:commit:<request_id>   the commit's marker: a request counts once (24 h)
+    <prefix>:{budgets}:commit:<request_id>   the commit's marker: a request counts once (kept
+                                             24 h on Redis, an hour on the memory store)
     <prefix>:{budgets}:limit:<name>:<key>    `orca budget raise` overrides ($; key `-` = none)
 
 The request path counts spend in its own commit (`turn/routes.py` `Routed.spend_write`: the
