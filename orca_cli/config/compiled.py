@@ -122,11 +122,12 @@ class CompiledConfig:
             {name: ch.cache_ttl_s for name, ch in index.items()})
         from orca_cli.config.schema import ModelConfig as _Model  # schema imports this module
 
-        default_window = _Model().context_window
+        default_model = _Model()  # a model without a `[models]` table
+        default_window = default_model.context_window
         self.pools: Mapping[str, RouterPools] = MappingProxyType({
             name: RouterPools(r.allowed_models, r.base_pool, r.escalation_pool, min(
-                [cfg.models[m].context_window if m in cfg.models else default_window
-                 for m in r.allowed_models], default=default_window))
+                (cfg.models.get(m, default_model).context_window for m in r.allowed_models),
+                default=default_window))
             for name, r in cfg.routers.items()
         })
         self.strong_models: frozenset[str] = frozenset(
@@ -135,10 +136,12 @@ class CompiledConfig:
         # SPEC §20: (channel, model) -> the model's price on that channel, only where the
         # channel overrides it (`prices`); everywhere else the `[models]` table's.
         self.channel_prices: Mapping[tuple[str, str], ModelConfig] = MappingProxyType({
-            (ch.name, m): _overridden(cfg.models.get(m, _Model()), p)
+            (ch.name, m): _overridden(cfg.models.get(m, default_model), p)
             for ch in reversed(cfg.channels) for m, p in ch.prices.items()})
-        # SPEC §14.3: the smallest context window a candidate can have (a model without a
-        # `[models]` table has the default one); a body whose bytes fit it is not scanned.
+        # SPEC §14.3: the smallest context window any candidate can have (a model without a
+        # `[models]` table has the default one): an estimate at or under it fits every window
+        # (`routing.route._fitting_estimate`). Whether a body is scanned for inline media is
+        # decided by its target's own models (`RouterPools.smallest_window`).
         self.smallest_window: int = min(
             [default_window, *(m.context_window for m in cfg.models.values())])
         # SPEC §14.1: the session-aware routers, in config order (an aliased side request
