@@ -158,7 +158,16 @@ def _render(doc: dict[str, Any]) -> None:
     for name, v in doc["policies"].items():
         p.add_row(name, f"{v['cost_per_1k']:.2f}", f"{v['strong_share']:.1%}",
                   f"{v['coverage']:.1%}")
+    if doc.get("oracle"):
+        p.add_section()
+        for name, v in doc["oracle"].items():
+            p.add_row(f"oracle_{name}", f"{v['cost_per_1k']:.2f}", f"{v['strong_share']:.1%}",
+                      f"{v['coverage']:.1%}")
     console.print(p)
+    if doc.get("oracle"):
+        console.print("oracle_*: every request labelled needs-strong served strong, nothing "
+                      "else; per_request pays a cold cache write at each switch, sticky keeps "
+                      "a conversation strong once it needed it")
     bands = doc.get("bands")
     if bands:
         b = Table(title=f"base-tier turns by band (banding score, t1={bands['t1']:g}, "

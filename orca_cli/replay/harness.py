@@ -50,8 +50,8 @@ from orca_cli.routing.modes import channel_price
 from orca_cli.state.base import Store
 from orca_cli.wire.usage import Usage
 
-__all__ = ["EscalationRun", "Prepared", "baseline_costs", "caps_off", "prepare",
-           "run_escalation"]
+__all__ = ["EscalationRun", "Prepared", "baseline_costs", "caps_off", "oracle_costs",
+           "prepare", "run_escalation"]
 
 TURN_GAP_S = 30.0
 SESSION_GAP_S = 600.0  # between sessions: every session starts cold
@@ -212,6 +212,56 @@ def baseline_costs(cfg: Config, corpus: Sequence[Session], sessions_norm: int
                          "strong_share": 1.0 if tier == "frontier" else 0.0,
                          "coverage": 1.0 if tier == "frontier" else 0.0}
     del hard, total
+    return out
+
+
+def _labelled_cost(cfg: Config, corpus: Sequence[Session],
+                   strong_at: Callable[[Turn, bool], bool]) -> tuple[float, int, int]:
+    """The cost of serving every request of `corpus` on the tier `strong_at(turn, was_strong)`
+    picks (`was_strong`: its conversation's previous request was served strong), each tier by
+    the cheapest model of its pool for the session's format, one key per conversation and
+    tier: a conversation's request is warm when its previous one was served on the same tier,
+    cold otherwise. Returns (dollars, requests served strong, needs-strong requests among
+    them)."""
+    router = _router(cfg)
+    cost = 0.0
+    strong_n = covered = 0
+    for s in corpus:
+        models = (model_config(_pool_model(cfg, router.base_pool, s.api), cfg),
+                  model_config(_pool_model(cfg, router.escalation_pool, s.api), cfg))
+        prev: dict[str, bool] = {}
+        for t in s.turns:
+            was = prev.get(t.conversation)
+            strong = strong_at(t, bool(was))
+            mc = models[strong]
+            cost += (warm_turn_cost(t.prefix_tokens, t.delta_tokens, REPLAY_OUTPUT_TOKENS, mc)
+                     if was is not None and was == strong
+                     else cold_turn_cost(t.tokens_in, REPLAY_OUTPUT_TOKENS, mc))
+            prev[t.conversation] = strong
+            strong_n += strong
+            covered += strong and t.needs_strong
+    return cost, strong_n, covered
+
+
+def oracle_costs(cfg: Config, corpus: Sequence[Session], sessions_norm: int
+                 ) -> dict[str, dict[str, float]]:
+    """What routing that knew every label would cost under the same cost model: the bound the
+    escalation policy is measured against (hard-turn coverage 100 %, no false positive).
+
+    `per_request`: each request on the tier its label needs, paying a cold write at every
+    switch (a prompt cache does not move between models). `sticky`: a conversation stays
+    strong from its first request that needs it, as SPEC §6.5 keeps a session strong inside
+    its warm window (which the replay's clock, 30 s a request, never leaves); side
+    conversations (title requests, sub-agents) follow their own labels."""
+    hard = sum(t.needs_strong for s in corpus for t in s.turns)
+    total = sum(len(s.turns) for s in corpus)
+    out = {}
+    for name, rule in (("per_request", lambda t, was: t.needs_strong),
+                       ("sticky", lambda t, was: was or t.needs_strong)):
+        cost, strong_n, covered = _labelled_cost(cfg, corpus, rule)
+        out[name] = {"cost_per_1k": round(1000 * cost / max(1, sessions_norm), 4),
+                     "strong_share": round(strong_n / max(1, total), 4),
+                     "coverage": round(covered / max(1, hard), 4)}
     return out
 
 

@@ -74,3 +74,36 @@ def test_replay_runs_on_redis_and_agrees_with_memory() -> None:
     red = replay(CFG, ReplayOptions(sessions=20, prevalence=False, state="redis"))
     assert red["archetypes"] == mem["archetypes"]
     assert red["policies"] == mem["policies"]
+
+
+def test_the_oracle_rows_price_perfect_labels_with_and_without_stickiness(doc: dict) -> None:
+    o, p = doc["oracle"], doc["policies"]
+    assert set(o) == {"per_request", "sticky"}
+    assert o["per_request"]["coverage"] == o["sticky"]["coverage"] == 1.0
+    assert o["per_request"]["strong_share"] < o["sticky"]["strong_share"]
+    assert p["cheap_only_affinity"]["cost_per_1k"] < o["per_request"]["cost_per_1k"] \
+        < o["sticky"]["cost_per_1k"] < p["frontier_only_affinity"]["cost_per_1k"]
+
+
+def test_oracle_costs_follow_each_conversations_cache() -> None:
+    from orca_cli.replay.corpus import Session, Turn
+    from orca_cli.replay.harness import oracle_costs
+    from orca_cli.routing.cost import REPLAY_OUTPUT_TOKENS as OUT
+    from orca_cli.routing.cost import cold_turn_cost, warm_turn_cost
+
+    def turn(i: int, hard: bool, tokens: int, prefix: int, conv: str = "main") -> Turn:
+        return Turn("s", "latent_hard", i, "user", {}, hard, tokens, prefix, tokens - prefix,
+                    conv)
+
+    # easy, hard, a sub-agent's request between them, easy wrap-up
+    turns = (turn(1, False, 1000, 0), turn(2, True, 3000, 1000), turn(2, False, 400, 0, "sub"),
+             turn(3, False, 3500, 3000))
+    o = oracle_costs(CFG, [Session("s", "latent_hard", "openai", turns)], 1)
+    cheap, strong = CFG.models["gpt-4.1-mini"], CFG.models["gpt-4.1"]
+    first = cold_turn_cost(1000, OUT, cheap) + cold_turn_cost(3000, OUT, strong) \
+        + cold_turn_cost(400, OUT, cheap)
+    assert o["per_request"]["cost_per_1k"] == round(
+        1000 * (first + cold_turn_cost(3500, OUT, cheap)), 4)
+    assert o["sticky"]["cost_per_1k"] == round(
+        1000 * (first + warm_turn_cost(3000, 500, OUT, strong)), 4)
+    assert o["per_request"]["strong_share"] == 0.25 and o["sticky"]["strong_share"] == 0.5
