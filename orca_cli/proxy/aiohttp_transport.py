@@ -16,6 +16,7 @@ by `min(idle_s, time left)`, on the transport's `Deadlines` (`proxy.deadlines`),
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Literal
 
@@ -144,10 +145,10 @@ class AiohttpResponse:
         "_clock",
         "_closed",
         "_deadline",
-        "_deadlines",
         "_eof",
         "_idle",
         "_resp",
+        "_watch",
         "_yielded",
         "headers",
         "status",
@@ -163,28 +164,36 @@ class AiohttpResponse:
         self._deadline = timeouts.deadline_monotonic
         self._idle = timeouts.idle_s
         self._clock = clock
-        self._deadlines = deadlines
+        self._watch = deadlines.watch()
         self._eof = False
         self._closed = False
         self._yielded = False
 
     async def _next_chunk(self) -> bytes:
-        """One `readany`, bounded by `idle_s` and the time left; errors as the transport's."""
+        """One `readany`, bounded by `idle_s` and the time left; errors as the transport's.
+        One `Watch` per response bounds every read (this runs once per event of a stream)."""
         remaining = self._deadline - self._clock.monotonic()
         if remaining <= 0:
             raise UpstreamTimeout("total", retryable=False)
+        watch = self._watch
+        watch.arm(min(remaining, self._idle))
         try:
-            async with self._deadlines.after(min(remaining, self._idle)):
-                return await self._resp.content.readany()
-        except TimeoutError:
-            if remaining < self._idle:
-                raise UpstreamTimeout("total", retryable=False) from None
-            raise UpstreamTimeout("idle", retryable=not self._yielded) from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise UpstreamStreamError(
-                f"upstream connection broke mid-body: {type(exc).__name__}",
-                retryable=not self._yielded,
-            ) from None
+            data = await self._resp.content.readany()
+        except BaseException as exc:
+            expired = watch.disarm()
+            if (expired and isinstance(exc, asyncio.CancelledError)) or isinstance(
+                    exc, TimeoutError):
+                if remaining < self._idle:
+                    raise UpstreamTimeout("total", retryable=False) from None
+                raise UpstreamTimeout("idle", retryable=not self._yielded) from None
+            if isinstance(exc, (aiohttp.ClientError, OSError)):
+                raise UpstreamStreamError(
+                    f"upstream connection broke mid-body: {type(exc).__name__}",
+                    retryable=not self._yielded,
+                ) from None
+            raise
+        watch.disarm()
+        return data
 
     async def chunks(self) -> AsyncIterator[bytes]:
         while data := await self._next_chunk():

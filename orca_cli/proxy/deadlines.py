@@ -19,47 +19,71 @@ import math
 from types import TracebackType
 from typing import Self
 
-__all__ = ["Deadline", "Deadlines"]
+__all__ = ["Deadline", "Deadlines", "Watch"]
 
 _RESOLUTION_S = 1e-6
 
 
-class Deadline:
-    """`seconds` from entering the block, for the task that entered it."""
+class Watch:
+    """One deadline armed anew for each wait of a loop of short waits (a stream's body reads):
+    `arm(seconds)` before a wait, `disarm()` after it, on every path. `disarm()` says whether
+    this watch's own expiry cancelled the wait, so the caller turns that `CancelledError` into
+    its timeout and lets any other cancellation pass. A `Deadline` per wait means the same
+    with an object and two coroutine calls more per wait; a watch costs neither, which counts
+    once per event of a token-paced stream."""
 
-    __slots__ = ("_cancelling", "_owner", "_seconds", "_task", "expired", "when")
+    __slots__ = ("_cancelling", "_owner", "_task", "expired", "when")
 
-    def __init__(self, owner: Deadlines, seconds: float) -> None:
+    def __init__(self, owner: Deadlines) -> None:
         self._owner = owner
-        self._seconds = seconds
         self._task: asyncio.Task[object] | None = None
         self._cancelling = 0
         self.expired = False
         self.when = math.inf
 
-    async def __aenter__(self) -> Self:
+    def arm(self, seconds: float) -> None:
+        """Expire `seconds` from now, cancelling the task that armed it."""
         owner = self._owner
         task = asyncio.current_task(owner.running_loop())
         if task is None:
-            raise RuntimeError("a Deadline is entered inside a task")
+            raise RuntimeError("a deadline is armed only inside a task")
         self._task = task
         self._cancelling = task.cancelling()
         self.expired = False
-        owner.enter(self, self._seconds)
-        return self
+        owner.enter(self, seconds)
 
-    async def __aexit__(self, exc_type: type[BaseException] | None,
-                        exc: BaseException | None, tb: TracebackType | None) -> None:
+    def disarm(self) -> bool:
+        """End the wait; True when this watch's expiry cancelled it (the cancellation the
+        expiry requested is taken back, as `asyncio.timeout` does)."""
         self._owner.leave(self)
-        if self.expired:
-            assert self._task is not None
-            if self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
-                raise TimeoutError from exc
+        if not self.expired:
+            return False
+        assert self._task is not None
+        return self._task.uncancel() <= self._cancelling
 
     def _expire(self) -> None:
         self.expired = True
         assert self._task is not None
         self._task.cancel()
+
+
+class Deadline(Watch):
+    """`seconds` from entering the block, for the task that entered it."""
+
+    __slots__ = ("_seconds",)
+
+    def __init__(self, owner: Deadlines, seconds: float) -> None:
+        super().__init__(owner)
+        self._seconds = seconds
+
+    async def __aenter__(self) -> Self:
+        self.arm(self._seconds)
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        if self.disarm() and exc_type is asyncio.CancelledError:
+            raise TimeoutError from exc
 
 
 class Deadlines:
@@ -68,7 +92,7 @@ class Deadlines:
     __slots__ = ("_live", "_loop", "_timer", "_timer_at")
 
     def __init__(self) -> None:
-        self._live: set[Deadline] = set()
+        self._live: set[Watch] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
@@ -76,6 +100,10 @@ class Deadlines:
     def after(self, seconds: float) -> Deadline:
         """A deadline `seconds` after its block is entered."""
         return Deadline(self, seconds)
+
+    def watch(self) -> Watch:
+        """A deadline to arm before each of a loop's waits (`Watch`)."""
+        return Watch(self)
 
     def running_loop(self) -> asyncio.AbstractEventLoop:
         """The loop this runs on. Known once seen running: `asyncio.get_running_loop()` (and
@@ -87,7 +115,7 @@ class Deadlines:
             self._live.clear()  # the old loop's deadlines went with it
         return loop
 
-    def enter(self, d: Deadline, seconds: float) -> None:
+    def enter(self, d: Watch, seconds: float) -> None:
         loop = self._loop
         assert loop is not None  # `running_loop` ran first
         self._live.add(d)
@@ -95,7 +123,7 @@ class Deadlines:
         if when < self._timer_at:  # earlier than the armed timer: arm it here instead
             self._arm(when)
 
-    def leave(self, d: Deadline) -> None:
+    def leave(self, d: Watch) -> None:
         self._live.discard(d)
 
     def _arm(self, when: float) -> None:

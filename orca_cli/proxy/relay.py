@@ -17,6 +17,7 @@ import orjson
 __all__ = ["ModelNameRewriter", "UsageChunkFilter"]
 
 _SEP = b"\n\n"
+_CR = 13  # an int: `in` finds a byte value with one memchr
 
 
 class UsageChunkFilter:
@@ -26,6 +27,11 @@ class UsageChunkFilter:
         self._pending = b""
 
     def feed(self, chunk: bytes) -> bytes:
+        if (not self._pending and chunk.endswith(_SEP) and _CR not in chunk
+                and chunk.find(b'"usage"') < 0):
+            # The commonest chunk: whole events without usage, passed as is. (`find`, not
+            # `in`: a bytes needle makes `in` try it as an int first and clear the TypeError.)
+            return chunk
         data = self._pending + chunk if self._pending else chunk
         if b"\r\n" in data:
             data = data.replace(b"\r\n", b"\n")
@@ -103,7 +109,7 @@ class ModelNameRewriter:
         # so no longer name matches it): the same rewrite as the pattern, without the pattern.
         # A stream event has one key: found in one pass, not counted twice and replaced.
         if field and data.startswith(field, at) and data.find(b'"model"', at + 7) < 0:
-            return data[:at] + self._new + data[at + len(field):]
+            return data.replace(field, self._new, 1)
         if field and data.count(field) == data.count(b'"model"'):
             return data.replace(field, self._new)
         return _MODEL_FIELD.sub(self._repl, data)

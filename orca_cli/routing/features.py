@@ -63,6 +63,7 @@ SAMPLE_CHARS = 16_384
 DENSITY_MIN_CHARS = 200
 
 _CUE, _CODE, _MATH = 1, 2, 3
+_CARET = ord("^")  # an int: `in` finds one byte value without trying a bytes needle as an int
 # Lowercase ASCII letters; keep letters, digits and `_`; every other byte splits tokens.
 _TOKEN_TABLE = bytes(
     c + 32 if 65 <= c <= 90 else c if (97 <= c <= 122 or 48 <= c <= 57 or c == 95) else 32
@@ -244,7 +245,7 @@ class _Lexicon:
                         counts[feature] += padded.count(probe)
                     else:
                         counts[feature] += len(probe.findall(raw))
-        if b"^" in raw:
+        if _CARET in raw:
             for rx in self._caret:
                 counts[_MATH] += len(rx.findall(raw))
         if len(raw) != len(text):  # non-ASCII present: operator symbols are possible

@@ -47,16 +47,22 @@ class SSEDecoder:
         """The events `chunk` completed."""
         return [Event(name, data) for name, data in self.feed_pairs(chunk)]
 
-    def feed_pairs(self, chunk: bytes) -> list[Pair]:
-        """Like `feed`, as plain `(event, data)` tuples (cheaper: the response taps use it)."""
+    def lone_data_line(self, chunk: bytes) -> bool:
+        """Whether `chunk` is the commonest chunk of all, one event of one `data: ` line (as a
+        Chat Completions upstream writes each one), with nothing buffered before it. If so it
+        is consumed: its data is `chunk[6:-2]` as UTF-8 (the `data: ` prefix is ASCII, so
+        decoding after it gives the same text) and `_parse` would find nothing more in it, as
+        its only newlines are the blank line that ends it (found with `memchr` scans)."""
         if (chunk.startswith(b"data: ") and chunk.find(_LF) == len(chunk) - 2
                 and chunk[-1] == _LF and _CR not in chunk and not self._buf
                 and not self._skip_lf):
-            # The commonest chunk of all: one event of one `data: ` line, as a Chat Completions
-            # upstream writes each one. Its only newlines are the blank line that ends it, so
-            # `_parse` would find nothing more; `memchr` scans and one decode (the `data: `
-            # prefix is ASCII, so decoding after it gives the same text) instead.
             self._first = False  # no BOM: the chunk starts with `data: `
+            return True
+        return False
+
+    def feed_pairs(self, chunk: bytes) -> list[Pair]:
+        """Like `feed`, as plain `(event, data)` tuples (cheaper: the response taps use it)."""
+        if self.lone_data_line(chunk):
             return [(None, chunk[6:-2].decode("utf-8", "replace"))]
         if not self._buf and not self._skip_lf and chunk[-2:] == b"\n\n":
             # The common chunk: exactly one whole event (an upstream writes one per event).

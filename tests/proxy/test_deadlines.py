@@ -86,3 +86,51 @@ async def test_a_loop_of_waits_arms_one_loop_timer() -> None:
         async with d.after(30):
             await asyncio.sleep(0)
     assert len(loop._scheduled) - before <= 1  # type: ignore[attr-defined]
+
+
+async def test_a_watch_rearmed_for_each_wait_times_out_only_the_wait_that_outlasts_it() -> None:
+    d = Deadlines()
+    w = d.watch()
+    loop = asyncio.get_running_loop()
+    before = len(loop._scheduled)  # type: ignore[attr-defined]
+    for _ in range(200):  # waits that end in time: never expired, one loop timer for all
+        w.arm(30)
+        await asyncio.sleep(0)
+        assert w.disarm() is False
+    assert len(loop._scheduled) - before <= 1  # type: ignore[attr-defined]
+    t0 = time.monotonic()
+    w.arm(0.05)
+    with pytest.raises(asyncio.CancelledError):
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            assert w.disarm() is True  # its own expiry: the caller's timeout
+            raise
+    assert 0.04 <= time.monotonic() - t0 < 1.0
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0  # the expiry's cancel was taken back
+    w.arm(0.05)  # armed again after an expiry, and ended in time
+    await asyncio.sleep(0)
+    assert w.disarm() is False
+    await asyncio.sleep(0.1)  # past that deadline: no stray cancellation arrives
+
+
+async def test_a_watch_lets_an_outside_cancel_pass() -> None:
+    d = Deadlines()
+    seen: list[bool] = []
+
+    async def wait() -> None:
+        w = d.watch()
+        w.arm(30)
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            seen.append(w.disarm())
+            raise
+
+    task = asyncio.create_task(wait())
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == [False]
