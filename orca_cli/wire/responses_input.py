@@ -15,7 +15,10 @@ The body's `instructions` plus its `system` / `developer` messages are the syste
 The latest turn is what follows the last item the model produced (an assistant message, a
 function / custom tool call or a reasoning item): its user and developer messages are the
 user turn, its tool outputs the tool results. Codex sends a developer message to steer a
-turn, so it counts as user-authored there; in the full transcript it is system text.
+turn, so it counts as user-authored there; in the full transcript it is system text. The
+developer messages that open a conversation, before its first user message, are its system
+prompt and never user-authored: Codex 0.171 sends its base instructions as one (and no
+`instructions`), which read as the first turn's ask would make it score as 17 KB of text.
 
 Pure and junk-tolerant like `transcript.py`, whose hygiene (`strip_injected`) applies; on
 top of it, a user or developer text that is Codex's own context (`hygiene.is_agent_context`:
@@ -107,12 +110,22 @@ def read_responses_latest(
     users: list[str] = []
     tools: list[str] = []
     keep_authored = _authored(keep)
-    for item in items[start:]:
+    # A conversation's opening developer messages (before its first user message, in a
+    # request that does not continue a stored response) are its system prompt, not a steer:
+    # Codex 0.171 sends its ~17 KB base instructions so, with no `instructions`.
+    opening = start if start == 0 and body.get("previous_response_id") is None else -1
+    for i in range(start, len(items)):
+        item = items[i]
         if not isinstance(item, MAPPING):
             continue
         kind = item_kind(item)
-        if kind == "message" and _role(item) in ("user", "developer"):
-            read_parts(item.get("content"), users, keep_authored)
+        if kind == "message":
+            role = _role(item)
+            if role == "user":
+                opening = -1
+                read_parts(item.get("content"), users, keep_authored)
+            elif role == "developer" and opening < 0:
+                read_parts(item.get("content"), users, keep_authored)
         elif kind in _OUTPUT_ITEMS:
             read_parts(item.get("output"), tools, keep)
     return users, tools, len(items)

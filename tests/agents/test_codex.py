@@ -77,6 +77,14 @@ def test_exec_then_resume_is_one_pinned_session(orca: Orca, tmp_path: Path) -> N
                str(t["session_source"]) for t in traces), [t["session_source"] for t in traces]
     shown = orca.session(session_id)
     assert session_id in str(shown)
+    # Turn 1's delta is the typed ask alone: Codex's ~17 KB base instructions (its first
+    # developer message, CAPTURES.md) are the system prompt, not the ask (~4,250 tokens,
+    # log 8.35, when they were read as one).
+    first = traces[0]["difficulty"]["delta"]
+    assert traces[0]["difficulty"]["user_turn"]
+    assert first["features"]["log_prompt_tokens"]["value"] < 4.0, first
+    assert first["features"]["system_prompt_log_len"]["value"] == 0.0
+    assert traces[0]["difficulty"]["full"]["features"]["system_prompt_log_len"]["value"] > 9.0
 
 
 def test_tui_title_request_leaves_no_session_of_its_own(orca: Orca, tmp_path: Path) -> None:

@@ -154,6 +154,42 @@ def test_codex_context_messages_are_not_the_user_turn() -> None:
     assert "sandbox: read-only" in t.system  # developer text is still system text
 
 
+CODEX_BASE = ("You are a coding agent running in the Codex CLI, a terminal-based coding "
+              "assistant. You must reason step by step, analyze why tests fail and prove the "
+              "fix is correct before you finish. " * 120)  # ~17 KB, as Codex 0.171 sends it
+
+
+def test_developer_messages_opening_a_conversation_are_its_system_prompt() -> None:
+    """Codex 0.171 sends no `instructions`: its base instructions are the first developer
+    message of turn 1, before the first user message. Read as the ask, they made a one-line
+    ask score like 17 KB of reasoning prose."""
+    body = {"input": [
+        {"type": "message", "role": "developer",
+         "content": [{"type": "input_text", "text": CODEX_BASE}]},
+        {"type": "message", "role": "developer", "content": [
+            {"type": "input_text", "text": "<skills_instructions>\n## Skills\n</skills_instructions>"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text",
+         "text": "<environment_context>\n  <cwd>/repo</cwd>\n</environment_context>"}]},
+        {"type": "message", "role": "user",
+         "content": [{"type": "input_text", "text": "Fix the typo in README"}]},
+    ], "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}]}
+    assert latest_turn(body, "responses").user_texts == ("Fix the typo in README",)
+    assert CODEX_BASE in transcript(body, "responses").system
+    delta = Scorer().delta(body, "responses")
+    assert delta.is_user_turn and delta.difficulty.score < 0.35
+    # continuing a stored response, the request's input is only the new turn: a developer
+    # message there steers it, whatever comes after
+    cont = {"previous_response_id": "resp_1", "input": [
+        {"role": "developer", "content": "stop and summarise"},
+        {"role": "user", "content": "then list what is left"}]}
+    assert latest_turn(cont, "responses").user_texts == (
+        "stop and summarise", "then list what is left")
+    # a developer message after the conversation's first user message steers the turn
+    later = {"input": [{"role": "user", "content": "add a flag"},
+                       {"role": "developer", "content": "use argparse"}]}
+    assert latest_turn(later, "responses").user_texts == ("add a flag", "use argparse")
+
+
 def test_a_context_only_turn_is_not_a_user_turn() -> None:
     body = _codex_body({"role": "user", "content": [
         {"type": "input_text", "text": "<turn_aborted>\nThe user interrupted.\n</turn_aborted>"}]})
