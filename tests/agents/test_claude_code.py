@@ -66,6 +66,12 @@ def test_print_then_continue_is_one_pinned_session(orca: Orca, tmp_path: Path,
     assert {t["requested_model"] for t in traces} == {DEFAULT_MODEL}
     shown = orca.session(session_id)
     assert session_id in json.dumps(shown)
+    # Each turn's delta is the typed ask: Claude Code's 20 KB system prompt, the
+    # `<system-reminder>` blocks of its first message and its in-message system note are not.
+    for t in traces:
+        delta = t["difficulty"]["delta"]
+        assert t["difficulty"]["user_turn"]
+        assert delta["features"]["log_prompt_tokens"]["value"] < 4.0, delta
 
 
 def _transcript_models(home: Path) -> list[str]:
