@@ -49,9 +49,10 @@ def register(app: typer.Typer) -> None:
                                           "--agent-loop and --agent-shaped shape the "
                                           "built-in corpus and are refused with it."),
         agent_shaped: bool = typer.Option(False, "--agent-shaped", help="Give every session "
-                                          "a real agent's prefix (Claude-Code-sized 20 KB "
-                                          "and 17 tools, Codex-sized 10 KB and 8 tools) and "
-                                          "its tool-result loop."),
+                                          "a real agent's prefix in its wire format "
+                                          "(Claude-Code-sized 20 KB and 17 tools, Messages; "
+                                          "Codex-sized 10 KB and 8 tools, Responses) and its "
+                                          "tool-result loop."),
         as_json: bool = typer.Option(False, "--json", help="Print every figure as JSON."),
     ) -> None:
         """Replay the seeded corpus through the real decision code and a real store.

@@ -3,12 +3,15 @@
 A real coding agent sends the same large prefix on every request: Claude Code a 15–25 KB
 system prompt and 15+ tool schemas, Codex about 10 KB of instructions and its tool set. The
 built-in corpus uses a 2.3 KB prompt and two tools; with `agent_shaped` each session carries
-one of these prefixes instead (Claude-Code-sized on Anthropic sessions, Codex-sized on OpenAI
-ones), every user turn is followed by tool-result continuations (the agent's loop), the
-session starts with a title side request (no tools, its own short prompt) and half the hard
-turns spawn a search sub-agent under the same session id, so
-the figures show what the full-transcript score alone would do to banding and what the
-banding score does.
+one of these prefixes instead, in its agent's wire format: Claude-Code-sized Anthropic
+Messages sessions, and Codex-sized Responses API sessions (the half the built-in corpus sends
+as Chat Completions) whose prompt is the first `developer` input item, with no
+`instructions`, as Codex CLI 0.171 sends it (tests/agents/CAPTURES.md). Every user turn is
+followed by tool-result continuations (the agent's loop); the session starts with a title
+side request (no tools, its own short prompt): Claude Code's under the session's id, the Codex
+TUI's under a session id of its own (`codex exec` sends none); half the hard turns spawn a
+search sub-agent under the same session id. So the figures show what the full-transcript score alone would do to
+banding and what the banding score does.
 
 The search sub-agent names the model its agent gives it: the main one. Claude Code's
 documentation has its built-in Explore sub-agent on the small model (Haiku), but Claude Code
@@ -31,12 +34,14 @@ from orca_cli.replay.texts import TOOL_SPECS
 from orca_cli.replay.wire import MODEL
 from orca_cli.wire.transcript import Api
 
-__all__ = ["AGENTS", "SUB_AGENT_SYSTEM", "TITLE_SYSTEM", "Agent", "agent_system",
-           "agent_tools", "sub_agent_model"]
+__all__ = ["AGENTS", "CODEX_TITLE_SYSTEM", "SUB_AGENT_SYSTEM", "TITLE_SYSTEM", "Agent",
+           "agent_api", "agent_system", "agent_tools", "sub_agent_model"]
 
 # Side requests under the session id: the title request at session start, and sub-agents.
 TITLE_SYSTEM = ("Summarize this coding conversation in a title of at most 8 words. Answer "
                 "with a JSON object {\"title\": ...} and nothing else.")
+CODEX_TITLE_SYSTEM = ("Generate a concise title for this task, at most 36 characters. Answer "
+                      "with a JSON object {\"title\": ...} and nothing else.")
 SUB_AGENT_SYSTEM = ("You are a search agent working for a coding assistant. Use the tools to "
                     "find what you are asked for and report it concisely with file paths and "
                     "line numbers. Do not modify files.")
@@ -59,6 +64,12 @@ _RULES = (
 _NAMES = ("Task", "Bash", "Glob", "Grep", "LS", "Read", "Edit", "MultiEdit", "Write",
           "NotebookEdit", "WebFetch", "TodoWrite", "WebSearch", "BashOutput", "KillShell",
           "ExitPlanMode", "SlashCommand", "shell", "apply_patch", "update_plan", "view_image")
+
+
+def agent_api(agent: Agent) -> Api:
+    """The wire format the agent speaks: Claude Code the Messages API, Codex the Responses
+    API."""
+    return "anthropic" if agent == "claude-code" else "responses"
 
 
 def agent_system(agent: Agent, base: str) -> str:

@@ -28,7 +28,8 @@ depend on the seed: the default corpus has 770 + 1,500 + 1,002 + 420 + 280 = 3,9
   turn's index and label: it is more work on the same ask.
 
 Wire formats alternate within each archetype (half OpenAI chat with `tool` messages, half
-Anthropic messages with `tool_use` / `tool_result` blocks); every body has a coding-agent
+Anthropic messages with `tool_use` / `tool_result` blocks; with `agent_shaped` the OpenAI half
+is Codex's Responses API, `replay.agents`); every body has a coding-agent
 system prompt, the two tools `read_file` and `run_command`, `stream: true` and the session id
 in `metadata.session_id`. Histories are cumulative: request k's messages start with request
 k−1's, so `prefix_tokens` (what the previous request already sent) is the previous request's
@@ -201,6 +202,7 @@ class _Writer:
         self._prev_tokens = 0
         self._pending_call: str | None = None  # a build the next user turn reports on
         self._hard_seen = False
+        self.first_ask = ""  # the session's first user text (what a title request names)
         command, template = pastes.COMPILE_ERRORS[sc.lang][
             rng.randrange(len(pastes.COMPILE_ERRORS[sc.lang]))]
         self._build, self._error = command, template
@@ -237,6 +239,8 @@ class _Writer:
         else:
             text, reply = self._prompt, ""
         conv.user(text, result)
+        if index == 1:
+            self.first_ask = text
         self._emit(index, "user", label)
         if self.agent_loop:
             for c in range(rng.randrange(1, 4)):
@@ -253,14 +257,17 @@ class _Writer:
         request, a sub-agent): never labelled as needing strong."""
         conv.user(text)
         tokens = (conv.chars + 3) // 4
-        self.turns.append(Turn(self.conv.session_id, self.archetype, index, "user",
+        self.turns.append(Turn(conv.session_id, self.archetype, index, "user",
                                conv.body(), False, tokens, 0, tokens, conversation))
 
-    def title_request(self, first_ask: str) -> None:
-        """Claude Code names the session from its first ask with a small side request."""
-        conv = Conversation(self.rng, self.conv.api, self.conv.session_id,
-                            agents.TITLE_SYSTEM, ())
-        self.side_request(0, conv, first_ask[:2000], "title")
+    def title_request(self, agent: agents.Agent) -> None:
+        """The agent names the session from its first ask with a small side request: Claude
+        Code under the session's id, the Codex TUI under a session id of its own."""
+        sid, system = self.conv.session_id, agents.TITLE_SYSTEM
+        if agent == "codex":
+            sid, system = f"{sid}-title", agents.CODEX_TITLE_SYSTEM
+        conv = Conversation(self.rng, self.conv.api, sid, system, ())
+        self.side_request(0, conv, self.first_ask[:2000], "title")
 
     def sub_agent(self, index: int) -> None:
         """A search sub-agent (its own prompt and conversation, the same session id): its
@@ -303,8 +310,10 @@ def _session(rng: random.Random, sid: str, archetype: Archetype, api: Api,
              script: tuple[Step, ...], agent_loop: bool, agent_shaped: bool = False) -> Session:
     sc = SCENARIOS[rng.randrange(len(SCENARIOS))]
     system = texts.SYSTEM_PROMPTS[rng.randrange(len(texts.SYSTEM_PROMPTS))]
+    agent: agents.Agent | None = None
     if agent_shaped:
-        agent: agents.Agent = "claude-code" if api == "anthropic" else "codex"
+        agent = "claude-code" if api == "anthropic" else "codex"
+        api = agents.agent_api(agent)
         conv = Conversation(rng, api, sid, agents.agent_system(agent, system),
                             agents.agent_tools(agent))
     else:
@@ -313,8 +322,8 @@ def _session(rng: random.Random, sid: str, archetype: Archetype, api: Api,
     for index, step in enumerate(script, 1):
         stuck = step == "loop" and index >= LOOP_STUCK_FROM
         writer.user_turn(index, step, step == "hard" or stuck)
-        if agent_shaped and index == 1:
-            writer.title_request(str(writer.turns[0].body["messages"][-1]["content"]))
+        if agent is not None and index == 1:
+            writer.title_request(agent)
         if agent_shaped and step == "hard" and rng.random() < 0.5:
             writer.sub_agent(index)
     return Session(sid, archetype, api, tuple(writer.turns))

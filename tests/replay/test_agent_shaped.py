@@ -20,14 +20,24 @@ def doc() -> dict:
     return json.loads(result.stdout)
 
 
-def test_sessions_carry_agent_sized_prefixes() -> None:
+def test_sessions_carry_agent_sized_prefixes_in_their_agents_wire_format() -> None:
+    apis = set()
     for s in generate(sessions=10, agent_shaped=True):
+        apis.add(s.api)
         t = transcript(s.turns[0].body, s.api)
         size, tools = AGENTS["claude-code" if s.api == "anthropic" else "codex"]
         assert len(t.system) == size and len(s.turns[0].body["tools"]) == tools
         assert any(turn.kind == "tool" for turn in s.turns)  # the agent's loop
         title = [t for t in s.turns if "tools" not in t.body]  # the title side request
         assert len(title) == 1 and title[0].index == 0 and not title[0].needs_strong
+        if s.api == "responses":  # as Codex 0.171: the prompt is the first developer item
+            first = s.turns[0].body
+            assert "instructions" not in first and first["input"][0]["role"] == "developer"
+            assert first["prompt_cache_key"] == s.id
+            assert title[0].session_id == f"{s.id}-title"  # the TUI's own session id
+        else:
+            assert title[0].session_id == s.id  # Claude Code's, under the session's id
+    assert apis == {"anthropic", "responses"}
 
 
 def test_easy_sessions_band_weak_with_no_false_positive(doc: dict) -> None:

@@ -89,7 +89,7 @@ def test_claude_codes_sub_agents_name_the_main_model_and_stay_off_the_strong_tie
 
 
 def test_codex_sub_agents_inherit_the_session_router() -> None:
-    _, s = _session(lambda s: s.api == "openai" and any(
+    _, s = _session(lambda s: s.api == "responses" and any(
         t.conversation == "sub-agent" for t in s.turns))
     subs = [t for t in s.turns if t.conversation == "sub-agent"]
     assert all(t.body["model"] == "orca/coding" for t in subs)
@@ -109,7 +109,7 @@ def test_codex_sub_agents_of_a_strong_session_are_served_from_the_base_tier() ->
     corpus = generate(sessions=60, agent_shaped=True)
     checked = 0
     for s in corpus:
-        if s.api != "openai" or s.archetype not in ("latent_hard", "hard_start"):
+        if s.api != "responses" or s.archetype not in ("latent_hard", "hard_start"):
             continue
         run, store = asyncio.run(_replay(s))
         results = run.turns[0]
