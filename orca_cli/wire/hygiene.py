@@ -4,8 +4,11 @@ The body is never mutated; only the text handed to the scorer and the strike pro
 
 * `strip_injected(text)`: removes closed `<system-reminder>…</system-reminder>` (Claude Code),
   `<environment_context>…</environment_context>` and `<user_instructions>…</user_instructions>`
-  (Codex CLI) blocks anywhere in a text, and the whitespace they leave at its ends. Every
-  format gets this.
+  (Codex CLI) and `<environment_details>…</environment_details>` (Cline, Roo Code, Kilo Code:
+  open tabs, the time, the mode, on a task's first message the whole file tree, appended to
+  every user message and tool result) blocks anywhere in a text, and the whitespace they leave
+  at its ends. Every format gets this. A text that was only such a block is no text at all, so
+  a tool result with Cline's block after it is a tool continuation, not a user turn.
 * `is_agent_context(text)`: a text (already stripped) that is context Codex CLI sends as a
   user or developer message rather than something the person typed: the AGENTS.md heading
   and its `<INSTRUCTIONS>` block, permission / sandbox instructions, skills, plugins, app
@@ -19,7 +22,8 @@ import re
 
 __all__ = ["AGENT_CONTEXT_OPENERS", "is_agent_context", "strip_injected"]
 
-_INJECTED_TAGS = ("system-reminder", "environment_context", "user_instructions")
+_INJECTED_TAGS = ("system-reminder", "environment_context", "user_instructions",
+                  "environment_details")
 _INJECTED_OPENERS = tuple(f"<{t}>" for t in _INJECTED_TAGS)
 _INJECTED = re.compile(
     "|".join(f"<{t}>.*?</{t}>" for t in _INJECTED_TAGS),

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
+from orca_cli.routing.features import Scorer
 from orca_cli.wire.transcript import (
     Transcript,
     Turn,
@@ -174,6 +175,43 @@ def test_anthropic_transcript_reads_system_text_tool_use_inputs_and_skips_thinki
         tools_chars=len(orjson.dumps(body["tools"])),
         call_chars=len(orjson.dumps({"command": "ls -la"})), has_tools=True, message_count=3,
     )
+
+
+CLINE_ENV = ("<environment_details>\n# VSCode Visible Files\nsrc/parser.ts\n\n# Current Time\n"
+             "12/6/2026, 9:00:00 AM\n\n# Current Working Directory (/repo) Files\n"
+             + "\n".join(f"src/m{i}/handler_{j}.ts" for i in range(40) for j in range(8))
+             + "\n</environment_details>")
+
+
+def test_clines_environment_details_are_not_the_ask_and_leave_tool_results_alone() -> None:
+    """Cline, Roo Code and Kilo Code append `<environment_details>` (on a task's first message
+    the whole file tree) to every user message and tool result: the first ask is the task, and
+    a tool result followed by the block is a tool continuation, in both formats."""
+    task = "<task>\nFix the typo in README\n</task>"
+    first = _anthropic({"role": "user", "content": [{"type": "text", "text": task},
+                                                    {"type": "text", "text": CLINE_ENV}]})
+    assert latest_turn(first, "anthropic").user_texts == (task,)
+    cont = _anthropic(
+        *first["messages"],
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read",
+                                           "input": {"path": "README.md"}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "Thsi is a typo."},
+            {"type": "text", "text": CLINE_ENV}]})
+    delta = Scorer().delta(cont, "anthropic")
+    assert delta.is_tool_continuation and not delta.is_user_turn
+    # Cline's OpenAI provider sends the tool result as a `tool` message and the block as a
+    # user message after it
+    oa = _openai(
+        {"role": "user", "content": [{"type": "text", "text": task},
+                                     {"type": "text", "text": CLINE_ENV}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "Thsi is a typo."},
+        {"role": "user", "content": [{"type": "text", "text": CLINE_ENV}]})
+    delta = Scorer().delta(oa, "openai")
+    assert delta.is_tool_continuation and delta.tool_result_texts == ("Thsi is a typo.",)
+    assert Scorer().delta(first, "anthropic").difficulty.score < 0.35
 
 
 def test_injected_blocks_are_removed_everywhere_and_the_body_is_not_mutated() -> None:
