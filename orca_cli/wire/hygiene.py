@@ -14,13 +14,18 @@ The body is never mutated; only the text handed to the scorer and the strike pro
   and its `<INSTRUCTIONS>` block, permission / sandbox instructions, skills, plugins, app
   context, sub-agent notifications and turn-aborted markers. Only the Responses reader asks,
   since only Codex sends these as whole messages.
+* `is_tool_result_marker(text)`: the text block that opens a tool's output in Cline's, Roo
+  Code's and Kilo Code's text protocol (tools called in XML inside the assistant's text, the
+  output sent back in the next user message): `[read_file for 'src/a.ts'] Result:`, then the
+  output's own blocks. The transcript readers take what follows it as a tool result, as they
+  take a `tool_result` block, so such a request is a tool continuation, not a user turn.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["AGENT_CONTEXT_OPENERS", "is_agent_context", "strip_injected"]
+__all__ = ["AGENT_CONTEXT_OPENERS", "is_agent_context", "is_tool_result_marker", "strip_injected"]
 
 _INJECTED_TAGS = ("system-reminder", "environment_context", "user_instructions",
                   "environment_details")
@@ -57,6 +62,19 @@ def strip_injected(text: str) -> str:
         if opener in text:
             return _INJECTED.sub("", text).strip()
     return text
+
+
+# Cline's `${toolDescription()} Result:`: a tool name, optionally " for '<what it acted on>'"
+# (a path, a command, a question: any text, newlines included), then "] Result:".
+_TOOL_RESULT_MARKER = re.compile(r"\[[a-z][a-z0-9_]*(?: for .+)?\] Result:", re.DOTALL)
+
+
+def is_tool_result_marker(text: str) -> bool:
+    """The whole text block is a text-protocol tool result's opening line
+    (`[execute_command for 'npm test'] Result:`). Two cheap tests settle nearly every text
+    before the pattern runs."""
+    return (text[:1] == "[" and text.endswith("] Result:")
+            and _TOOL_RESULT_MARKER.fullmatch(text) is not None)
 
 
 def is_agent_context(text: str) -> bool:

@@ -22,8 +22,10 @@ Wire shapes read here:
 * OpenAI Responses: `instructions` and `input` items, read by `wire/responses_input.py`.
 
 Hygiene (scoring only; the body is never mutated; `wire/hygiene.py`): `<system-reminder>`
-(Claude Code), `<environment_context>` and `<user_instructions>` (Codex) blocks are removed
-from every text before it is returned, because the agent injects them on every turn; in
+(Claude Code), `<environment_context>` and `<user_instructions>` (Codex) and
+`<environment_details>` (Cline, Roo Code, Kilo Code) blocks are removed from every text before
+it is returned, because the agent injects them on every turn; a user message's text blocks
+after Cline's `[tool for '…'] Result:` marker are that tool's output, not user text; in
 Responses bodies, whole messages of Codex's own context (AGENTS.md, permissions, …) are not
 user-authored text.
 """
@@ -38,7 +40,7 @@ import orjson
 
 from orca_cli.immutable import immutable
 from orca_cli.types import MAPPING, Api
-from orca_cli.wire.hygiene import strip_injected
+from orca_cli.wire.hygiene import is_tool_result_marker, strip_injected
 from orca_cli.wire.responses_input import (
     read_responses_latest,
     read_responses_opening,
@@ -315,12 +317,15 @@ def _read_text(content: Any, out: list[str]) -> None:
 def _read_user(content: Any, users: list[str], tools: list[str],
                passed: list[str] | None = None) -> None:
     """A user message: its text goes to `users`, its `tool_result` blocks to `tools`, and
-    (with `passed`) the texts of those marked `is_error: false` to `passed` as well."""
+    (with `passed`) the texts of those marked `is_error: false` to `passed` as well. The text
+    blocks after a text-protocol tool result's marker (Cline's `[read_file for 'a.ts']
+    Result:`, `hygiene.is_tool_result_marker`) are that tool's output: they go to `tools`."""
     if isinstance(content, str):
         _keep(content, users)
         return
     if not isinstance(content, list):
         return
+    out = users
     for block in content:
         if not isinstance(block, MAPPING):
             continue
@@ -328,7 +333,10 @@ def _read_user(content: Any, users: list[str], tools: list[str],
         if kind in _TEXT_PARTS:
             text = block.get("text")
             if isinstance(text, str):
-                _keep(text, users)
+                if out is users and is_tool_result_marker(text):
+                    out = tools
+                else:
+                    _keep(text, out)
         elif kind == "tool_result":
             before = len(tools)
             _read_text(block.get("content"), tools)

@@ -214,6 +214,36 @@ def test_clines_environment_details_are_not_the_ask_and_leave_tool_results_alone
     assert Scorer().delta(first, "anthropic").difficulty.score < 0.35
 
 
+def test_clines_text_protocol_tool_results_are_tool_results() -> None:
+    """With tools called in XML inside the assistant's text, Cline (Roo Code, Kilo Code) sends
+    a tool's output back as text blocks after a `[tool for '…'] Result:` marker: a tool
+    continuation, in both formats; text before the marker stays the user's."""
+    called = {"role": "assistant", "content": "<read_file>\n<path>README.md</path>\n</read_file>"}
+    output = "# Readme\nThsi is a typo."
+    body = _anthropic(
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nfix it\n</task>"}]},
+        called,
+        {"role": "user", "content": [
+            {"type": "text", "text": "[read_file for 'README.md'] Result:"},
+            {"type": "text", "text": output},
+            {"type": "text", "text": CLINE_ENV}]})
+    turn = latest_turn(body, "anthropic")
+    assert turn.user_texts == () and turn.tool_results == (output,)
+    assert Scorer().delta(body, "anthropic").is_tool_continuation
+    oa = _openai(
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nfix it\n</task>"}]},
+        called,
+        {"role": "user", "content": [
+            {"type": "text", "text": "also keep the heading"},
+            {"type": "text", "text": "[execute_command for 'npm test'] Result:"},
+            {"type": "text", "text": "FAIL src/parser.test.ts"}]})
+    turn = latest_turn(oa, "openai")
+    assert turn.user_texts == ("also keep the heading",)
+    assert turn.tool_results == ("FAIL src/parser.test.ts",)
+    # the full transcript still reads the output as message text
+    assert "FAIL src/parser.test.ts" in transcript(oa, "openai").texts
+
+
 def test_injected_blocks_are_removed_everywhere_and_the_body_is_not_mutated() -> None:
     r = "<system-reminder>noise</system-reminder>"
     body = _anthropic(
