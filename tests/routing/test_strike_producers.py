@@ -191,3 +191,30 @@ def test_a_label_keeps_codes_and_drops_what_varies() -> None:
     frame = '  File "/home/u/proj/error_handling/app.py", line 3, in <module>'
     text = line_signature_text(frame, frame.lower())
     assert text is not None and signature_label(text) == "error line"
+
+
+def test_a_failure_in_clines_text_protocol_strikes_like_a_tool_result_block() -> None:
+    """Cline (tools called in XML in its text) sends a command's output as text blocks after
+    `[execute_command for '…'] Result:`: the same signature as the tool_result block."""
+    from orca_cli.routing.features import Scorer
+
+    err = ("Command executed.\nOutput:\n# example.com/app\n"
+           "./main.go:12:9: cannot use x (variable of type int) as string value in return "
+           "statement\n")
+    env = "<environment_details>\n# Current Time\nnow\n</environment_details>"
+
+    def body(result: list[dict[str, object]]) -> dict[str, object]:
+        return {"model": "m", "max_tokens": 10, "system": "You are Cline.", "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "<task>\nbuild\n</task>"}]},
+            {"role": "assistant", "content": "<execute_command>\n<command>go build ./...</command>"
+                                             "\n</execute_command>"},
+            {"role": "user", "content": result}]}
+
+    text = Scorer().delta(body([
+        {"type": "text", "text": "[execute_command for 'go build ./...'] Result:"},
+        {"type": "text", "text": err}, {"type": "text", "text": env}]), "anthropic")
+    block = Scorer().delta(body([{"type": "tool_result", "tool_use_id": "t", "content": err},
+                                 {"type": "text", "text": env}]), "anthropic")
+    assert text.is_tool_continuation and block.is_tool_continuation
+    sigs = error_signatures(text.strike_texts)
+    assert sigs and sigs == error_signatures(block.strike_texts)
