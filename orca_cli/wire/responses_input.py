@@ -113,18 +113,17 @@ def read_responses_latest(
     # A conversation's opening developer messages (before its first user message, in a
     # request that does not continue a stored response) are its system prompt, not a steer:
     # Codex 0.171 sends its ~17 KB base instructions so, with no `instructions`.
-    opening = start if start == 0 and body.get("previous_response_id") is None else -1
-    for i in range(start, len(items)):
-        item = items[i]
+    opening = start == 0 and body.get("previous_response_id") is None
+    for item in items[start:]:
         if not isinstance(item, MAPPING):
             continue
         kind = item_kind(item)
         if kind == "message":
             role = _role(item)
             if role == "user":
-                opening = -1
+                opening = False
                 read_parts(item.get("content"), users, keep_authored)
-            elif role == "developer" and opening < 0:
+            elif role == "developer" and not opening:
                 read_parts(item.get("content"), users, keep_authored)
         elif kind in _OUTPUT_ITEMS:
             read_parts(item.get("output"), tools, keep)
