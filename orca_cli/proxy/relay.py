@@ -107,7 +107,7 @@ class ModelNameRewriter:
         field = self._field
         # Every `"model"` key is followed by the field seen before (its closing quote included,
         # so no longer name matches it): the same rewrite as the pattern, without the pattern.
-        # A stream event has one key: found in one pass, not counted twice and replaced.
+        # A stream event has one key: found, checked to be the only one, and replaced.
         if field and data.startswith(field, at) and data.find(b'"model"', at + 7) < 0:
             return data.replace(field, self._new, 1)
         if field and data.count(field) == data.count(b'"model"'):

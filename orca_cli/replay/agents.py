@@ -10,8 +10,8 @@ as Chat Completions) whose prompt is the first `developer` input item, with no
 followed by tool-result continuations (the agent's loop); the session starts with a title
 side request (no tools, its own short prompt): Claude Code's under the session's id, the Codex
 TUI's under a session id of its own (`codex exec` sends none); half the hard turns spawn a
-search sub-agent under the same session id. So the figures show what the full-transcript score alone would do to
-banding and what the banding score does.
+search sub-agent under the same session id. So the figures show what the full-transcript
+score alone would do to banding and what the banding score does.
 
 The search sub-agent names the model its agent gives it: the main one. Claude Code's
 documentation has its built-in Explore sub-agent on the small model (Haiku), but Claude Code
