@@ -128,3 +128,9 @@ def test_opencode_setup_as_written(orca: Orca, tmp_path: Path) -> None:
     main = [r for r in rows if r["router"] == "coding"]
     assert len(main) == 2 and len({r["session_id"] for r in main}) == 1, rows
     assert len({(r["channel"], r["key_index"]) for r in main}) == 1, rows
+    # each turn's delta is the typed ask, not OpenCode's prompt or context
+    turns = [t for t in orca.requests(main[0]["session_id"]) if t["router"] == "coding"]
+    assert len(turns) == 2
+    for t in turns:
+        delta = t["difficulty"]["delta"]
+        assert delta["features"]["log_prompt_tokens"]["value"] < 4.0, delta
