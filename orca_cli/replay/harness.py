@@ -183,35 +183,39 @@ def _keys(cfg: Config, model: str) -> int:
     return max(1, max((len(c.keys) for c in cfg.channels if model in c.models), default=1))
 
 
+def _all_cheap(t: Turn, was_strong: bool) -> bool:
+    return False
+
+
+def _all_strong(t: Turn, was_strong: bool) -> bool:
+    return True
+
+
 def baseline_costs(cfg: Config, corpus: Sequence[Session], sessions_norm: int
                    ) -> dict[str, dict[str, float]]:
-    """Cheap only / frontier only, with and without affinity."""
+    """Cheap only / frontier only, with affinity (one key per conversation: `_labelled_cost`
+    with every request on the one tier) and without (each turn after the first on one of N
+    keys at random, warm with probability 1/N)."""
     router = _router(cfg)
     out: dict[str, dict[str, float]] = {}
-    hard = sum(t.needs_strong for s in corpus for t in s.turns)
-    total = sum(len(s.turns) for s in corpus)
-    for tier, pool in (("cheap", router.base_pool), ("frontier", router.escalation_pool)):
-        for affinity in (True, False):
-            cost = 0.0
-            for s in corpus:
-                model = _pool_model(cfg, pool, s.api)
-                mc = model_config(model, cfg)
-                n = _keys(cfg, model)
-                for i, t in enumerate(s.turns):
-                    if i == 0:
-                        cost += cold_turn_cost(t.tokens_in, REPLAY_OUTPUT_TOKENS, mc)
-                    elif affinity:
-                        cost += warm_turn_cost(t.prefix_tokens, t.delta_tokens,
-                                               REPLAY_OUTPUT_TOKENS, mc)
-                    else:
-                        cost += expected_turn_cost(t.prefix_tokens, t.delta_tokens,
-                                                   REPLAY_OUTPUT_TOKENS, mc,
-                                                   warm_probability=1 / n)
+    for tier, strong, rule in (("cheap", False, _all_cheap), ("frontier", True, _all_strong)):
+        affine, _, _ = _labelled_cost(cfg, corpus, rule)
+        pool = router.escalation_pool if strong else router.base_pool
+        loose = 0.0
+        for s in corpus:
+            model = _pool_model(cfg, pool, s.api)
+            mc = model_config(model, cfg)
+            n = _keys(cfg, model)
+            for i, t in enumerate(s.turns):
+                loose += (cold_turn_cost(t.tokens_in, REPLAY_OUTPUT_TOKENS, mc) if i == 0
+                          else expected_turn_cost(t.prefix_tokens, t.delta_tokens,
+                                                  REPLAY_OUTPUT_TOKENS, mc,
+                                                  warm_probability=1 / n))
+        for affinity, cost in ((True, affine), (False, loose)):
             name = f"{tier}_only_{'affinity' if affinity else 'no_affinity'}"
             out[name] = {"cost_per_1k": round(1000 * cost / max(1, sessions_norm), 4),
-                         "strong_share": 1.0 if tier == "frontier" else 0.0,
-                         "coverage": 1.0 if tier == "frontier" else 0.0}
-    del hard, total
+                         "strong_share": 1.0 if strong else 0.0,
+                         "coverage": 1.0 if strong else 0.0}
     return out
 
 
