@@ -47,23 +47,24 @@ class SSEDecoder:
         """The events `chunk` completed."""
         return [Event(name, data) for name, data in self.feed_pairs(chunk)]
 
-    def lone_data_line(self, chunk: bytes) -> bool:
-        """Whether `chunk` is the commonest chunk of all, one event of one `data: ` line (as a
-        Chat Completions upstream writes each one), with nothing buffered before it. If so it
-        is consumed: its data is `chunk[6:-2]` as UTF-8 (the `data: ` prefix is ASCII, so
-        decoding after it gives the same text) and `_parse` would find nothing more in it, as
-        its only newlines are the blank line that ends it (found with `memchr` scans)."""
+    def lone_data(self, chunk: bytes) -> str | None:
+        """The data of `chunk` when it is the commonest chunk of all, one event of one `data: `
+        line (as a Chat Completions upstream writes each one) with nothing buffered before it;
+        the chunk is then consumed. Else None, and nothing is consumed. Its only newlines are
+        the blank line that ends it (found with `memchr` scans), so `_parse` would find nothing
+        more; the `data: ` prefix is ASCII, so decoding after it gives the same text."""
         if (chunk.startswith(b"data: ") and chunk.find(_LF) == len(chunk) - 2
                 and chunk[-1] == _LF and _CR not in chunk and not self._buf
                 and not self._skip_lf):
             self._first = False  # no BOM: the chunk starts with `data: `
-            return True
-        return False
+            return chunk[6:-2].decode("utf-8", "replace")
+        return None
 
     def feed_pairs(self, chunk: bytes) -> list[Pair]:
         """Like `feed`, as plain `(event, data)` tuples (cheaper: the response taps use it)."""
-        if self.lone_data_line(chunk):
-            return [(None, chunk[6:-2].decode("utf-8", "replace"))]
+        data = self.lone_data(chunk)
+        if data is not None:
+            return [(None, data)]
         if not self._buf and not self._skip_lf and chunk[-2:] == b"\n\n":
             # The common chunk: exactly one whole event (an upstream writes one per event).
             end = chunk.find(b"\n\n")

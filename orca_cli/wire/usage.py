@@ -127,10 +127,10 @@ class ResponseTap:
         decoder = self._decoder
         if decoder is None:
             return
-        if self.api == "openai" and decoder.lone_data_line(chunk):
+        if self.api == "openai" and (data := decoder.lone_data(chunk)) is not None:
             # One event of one `data:` line, as a Chat Completions upstream writes each: no
             # list of pairs to build and walk for it.
-            self._openai_event(None, chunk[6:-2].decode("utf-8", "replace"))
+            self._openai_event(None, data)
             return
         events = decoder.feed_pairs(chunk)
         if not events:
