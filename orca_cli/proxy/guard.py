@@ -33,7 +33,7 @@ from orca_cli.errors import BadRequest, OrcaError, Refusal
 from orca_cli.hosts import is_loopback_host
 from orca_cli.immutable import immutable
 from orca_cli.types import Api, Receive, Scope, Send
-from orca_cli.wire.errors import error_body, error_type
+from orca_cli.wire.errors import error_body, error_type, limit_refusal
 
 __all__ = [
     "GUARD_HEADERS",
@@ -287,9 +287,14 @@ async def send_error(
         kind, code = error.kind, code or error.code
     else:
         status = error
+    limit = limit_refusal(api, status, code, message)
+    if limit is not None:
+        kind = limit[0]
     body = error_body(api, status, message, kind=kind, code=code)
     headers = [(b"content-type", _JSON), (b"content-length", b"%d" % len(body))]
     headers.extend(extra_headers)
+    if limit is not None:
+        headers.append(limit[1])
     if close:
         headers.append(_CLOSE)
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -10,6 +10,14 @@ The Responses API (SPEC §13.1) shares OpenAI's error body and type names. Its s
 error with a `response.failed` event (the response with `status: "failed"` and an `error`
 object `{code, message}`), which Codex CLI reads as a failed turn; a stream so ended never
 gets a `response.completed` after it.
+
+A refusal by a spend limit (`LIMIT_CODES`: a `[budgets]` budget, a workspace share cap, a
+route's 429 `deny`) on the Responses API is typed `usage_limit_reached` and carries its message
+in an `x-codex-promo-message` header as well (`limit_refusal`): Codex CLI drops the body of
+any other 429 and prints only "exceeded retry limit, last status: 429 Too Many Requests", while
+for this type it prints "You've hit your usage limit." followed by that header's text — so the
+developer reads which budget is spent and the command that raises it. (Codex 0.171, checked
+against a server answering each variant.) Status, `code` and `x-should-retry: false` stay.
 """
 
 from __future__ import annotations
@@ -22,10 +30,12 @@ from orca_cli.types import Api
 
 __all__ = [
     "ANTHROPIC_ERROR_TYPES",
+    "LIMIT_CODES",
     "OPENAI_ERROR_CODES",
     "OPENAI_ERROR_TYPES",
     "error_body",
     "error_type",
+    "limit_refusal",
     "response_failed_event",
     "stream_error_event",
 ]
@@ -78,6 +88,23 @@ OPENAI_ERROR_CODES: dict[int, str] = {
 
 _MAX_MESSAGE = 2000
 _CONTROL = {c: None for c in range(32)} | {127: None}
+
+# The refusal codes of spend limits: `[budgets]` at 100 % (`budget_exceeded`) and a frontier
+# model asked for by name at 80 % (`budget`), the workspace share cap, a route's `deny` node.
+LIMIT_CODES = frozenset({"budget_exceeded", "budget", "workspace_cap", "route_denied"})
+USAGE_LIMIT_TYPE = "usage_limit_reached"
+_CODEX_MESSAGE = b"x-codex-promo-message"
+_MAX_HEADER = 1000
+
+
+def limit_refusal(api: Api, status: int, code: str | None,
+                  message: str) -> tuple[str, tuple[bytes, bytes]] | None:
+    """For a spend-limit 429 on the Responses API: the error type Codex CLI shows a limit by
+    and the header that carries `message` to it (printable ASCII, bounded); else None."""
+    if api != "responses" or status != 429 or code not in LIMIT_CODES:
+        return None
+    text = "".join(c if " " <= c <= "~" else "?" for c in message[:_MAX_HEADER])
+    return USAGE_LIMIT_TYPE, (_CODEX_MESSAGE, text.encode("ascii"))
 
 
 def error_type(api: Api, status: int) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.agents.kit import (
+    EXAMPLE,
     Orca,
     Terminal,
     agent_binary,
@@ -19,6 +20,7 @@ from tests.agents.kit import (
     assert_one_session,
     kill_processes_under,
     run_agent,
+    serving,
 )
 
 MODEL = "orca/coding"
@@ -122,3 +124,39 @@ def test_tui_title_request_leaves_no_session_of_its_own(orca: Orca, tmp_path: Pa
     assert len(ids) == 1, (sessions, seen, orca.server_log()[-4000:])
     (session_id,) = ids
     assert any(session_id in name for name in rollouts), (session_id, rollouts)
+
+
+def test_a_spent_budget_reaches_the_developer_with_its_message(tmp_path: Path) -> None:
+    """SPEC §17: a spent `[budgets]` budget is a 429 naming it and the command that raises
+    it. Codex 0.171 drops the body of a plain 429 ("exceeded retry limit, last status: 429");
+    the Responses API refusal is typed `usage_limit_reached` with the message in
+    `x-codex-promo-message`, so Codex prints orca's words, and sends it once (no retries)."""
+    config = EXAMPLE.read_text().replace("session_usd = 0 ", "session_usd = 0.000001 ", 1)
+    assert "session_usd = 0.000001" in config
+    codex = agent_binary("codex")
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    with serving(tmp_path, config) as orca:
+        (home / "config.toml").write_text(codex_config(orca))
+        argvs: list[list[str | Path]] = [
+            [codex, "exec", "--skip-git-repo-check", "Explain what the parser tests check"],
+            [codex, "exec", "--skip-git-repo-check", "resume", "--last",
+             "Now list the parser edge cases they miss"]]
+        runs = []
+        for turn, argv in enumerate(argvs, start=1):
+            env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key",
+                            ORCA_TEST_REQUEST_ID=f"codex-budget-{turn}")
+            runs.append(run_agent(argv, env, work))
+        served = orca.explain("codex-budget-1")
+        refused = orca.explain("codex-budget-2")
+        seen = orca.cli("requests", "--limit", "20")
+    assert served["status"] == 200, (runs[0].stderr[-3000:], served)
+    assert refused["status"] == 429, refused
+    assert refused["tier"]["reason"] == "denied:budget", refused["tier"]
+    out = runs[1].stdout + runs[1].stderr
+    session = served["session_id"]
+    assert f'budget session_usd for session "{session}" is spent' in out, out[-3000:]
+    assert "`orca budget raise session_usd <usd>`" in out, out[-3000:]
+    assert "exceeded retry limit" not in out
+    assert sum(1 for r in seen if r.get("status") == 429) == 1, seen
