@@ -30,10 +30,10 @@ TARGET_MEMO_MAX = 1024  # `CompiledConfig.target_memo`'s bound
 class RouterPools:
     """A router's tiers as the request path reads them (SPEC §6.1)."""
 
-    __slots__ = ("allowed", "base", "smallest_window", "strong", "strong_set")
+    __slots__ = ("allowed", "base", "blind", "smallest_window", "strong", "strong_set")
 
     def __init__(self, allowed: tuple[str, ...], base: tuple[str, ...],
-                 strong: tuple[str, ...], smallest_window: int) -> None:
+                 strong: tuple[str, ...], smallest_window: int, blind: bool = False) -> None:
         self.allowed = allowed
         self.base = base  # allowed models minus the strong tier
         self.strong = strong  # `escalation.pool`, default the router's strong_pool
@@ -41,6 +41,9 @@ class RouterPools:
         # SPEC §14.3: the smallest context window among the models a request to this router
         # can be sent to (its candidates are drawn from `allowed` alone).
         self.smallest_window = smallest_window
+        # Some allowed model reads no images (`vision = false`): only then is a request to
+        # this router looked at for images.
+        self.blind = blind
 
     def __repr__(self) -> str:
         return f"RouterPools(base={self.base!r}, strong={self.strong!r})"
@@ -65,6 +68,7 @@ class CompiledConfig:
 
     __slots__ = (
         "alias_globs",
+        "blind_models",
         "by_model",
         "cache_ttl_s",
         "channel_index",
@@ -127,11 +131,15 @@ class CompiledConfig:
         self.pools: Mapping[str, RouterPools] = MappingProxyType({
             name: RouterPools(r.allowed_models, r.base_pool, r.escalation_pool, min(
                 (cfg.models.get(m, default_model).context_window for m in r.allowed_models),
-                default=default_window))
+                default=default_window), any(
+                not cfg.models.get(m, default_model).vision for m in r.allowed_models))
             for name, r in cfg.routers.items()
         })
         self.strong_models: frozenset[str] = frozenset(
             m for p in self.pools.values() for m in p.strong)
+        # The models that read no images (`vision = false`).
+        self.blind_models: frozenset[str] = frozenset(
+            m for m, mc in cfg.models.items() if not mc.vision)
 
         # SPEC §20: (channel, model) -> the model's price on that channel, only where the
         # channel overrides it (`prices`); everywhere else the `[models]` table's.

@@ -6,6 +6,7 @@ concrete model) into `Candidate`s. A candidate is excluded, with a reason code, 
 * `no_channel`      — no enabled channel serves it (or the qualified channel is disabled);
 * `format_mismatch` — no enabled channel serving it speaks the inbound api;
 * `context_window`  — its `context_window` is smaller than the request's estimated tokens;
+* `vision`          — the request carries an image and the model reads none (`vision = false`);
 * `unhealthy`       — every channel that could serve it has no healthy key;
 * `provider`        — the router's `providers_allow` / `providers_ignore` or the request's
   `provider.only` / `provider.ignore` leave no channel serving it (SPEC §20).
@@ -205,18 +206,19 @@ PLAIN = Sourcing()
 
 
 def build_candidates(models: Sequence[str], api: Api, est_tokens: int, cfg: Config,
-                     how: Sourcing = PLAIN) -> tuple[Candidate, ...]:
+                     how: Sourcing = PLAIN, images: bool = False) -> tuple[Candidate, ...]:
     """One Candidate per distinct model id, in the given order (SPEC §1.3), its channels and
-    keys sourced as `how` says."""
+    keys sourced as `how` says. `images`: the request carries an image."""
     out: list[Candidate] = []
     plain = how.policy is None or not how.policy.narrows
     for m, sv in _pool(models, api, cfg, how.channel):
-        if sv.solo is not None and plain and sv.window >= est_tokens:
+        if sv.solo is not None and plain and sv.window >= est_tokens and (
+                sv.vision or not images):
             # The common case (one channel, at most one key slot, nothing to narrow, the
             # request fits) without `_candidate`'s call and checks.
             out.append(_served_by(m, sv, api, cfg, how))
         else:
-            out.append(_candidate(m, sv, api, est_tokens, cfg, how))
+            out.append(_candidate(m, sv, api, est_tokens, cfg, how, images))
     return tuple(out)
 
 
@@ -229,18 +231,19 @@ class _Serving:
     excluded: str | None  # no_channel | format_mismatch, or None
     reason: str
     window: int
+    vision: bool  # the model reads images
     # The candidate of the common case, one channel with at most one key slot, built once
     # here: a request whose slot is healthy gets it as it is (candidates are values).
     solo: Candidate | None = None
 
 
 def _usable(model: str, fitting: tuple[ChannelConfig, ...],
-            filtered: tuple[tuple[str, str], ...], window: int) -> _Serving:
+            filtered: tuple[tuple[str, str], ...], window: int, vision: bool) -> _Serving:
     solo = None
     if len(fitting) == 1 and len(fitting[0].keys) <= 1:
         c = fitting[0]
         solo = Candidate(model, (ChannelChoice(c.name, c.weight, (0,)),), None, "ok", filtered)
-    return _Serving(fitting, filtered, None, "ok", window, solo)
+    return _Serving(fitting, filtered, None, "ok", window, vision, solo)
 
 
 def _pool(models: Sequence[str], api: Api, cfg: Config,
@@ -272,7 +275,8 @@ def _serving(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
 
 
 def _serving_uncached(model: str, api: Api, cfg: Config, only: str | None) -> _Serving:
-    window = model_config(model, cfg).context_window
+    mc = model_config(model, cfg)
+    window, vision = mc.context_window, mc.vision
     if only is None:  # the common case: read from the compiled indices
         c = cfg.compiled
         fitting, filtered = c.serving_channels(model, api), c.left_out.get((model, api), ())
@@ -284,12 +288,12 @@ def _serving_uncached(model: str, api: Api, cfg: Config, only: str | None) -> _S
     if filtered and cfg.translation.enabled:
         fitting, filtered = _with_translation(model, api, cfg, fitting, filtered)
     if fitting:
-        return _usable(model, fitting, filtered, window)
+        return _usable(model, fitting, filtered, window, vision)
     if any(why == "format_mismatch" for _, why in filtered):
         why = f"no enabled channel serving {model!r} speaks the {api} format"
-        return _Serving((), filtered, "format_mismatch", why, window)
+        return _Serving((), filtered, "format_mismatch", why, window, vision)
     why = f"no enabled channel serves {model!r}" + (f" via {only!r}" if only else "")
-    return _Serving((), filtered, "no_channel", why, window)
+    return _Serving((), filtered, "no_channel", why, window, vision)
 
 
 def _with_translation(
@@ -311,7 +315,7 @@ def native_first(chs: Sequence[ChannelConfig], api: Api) -> bool:
 
 
 def _candidate(model: str, sv: _Serving, api: Api, est_tokens: int, cfg: Config,
-               o: Sourcing) -> Candidate:
+               o: Sourcing, images: bool = False) -> Candidate:
     policy = o.policy
     if sv.excluded is None and policy is not None and policy.narrows:
         sv = _narrowed(sv, model, policy)
@@ -320,6 +324,9 @@ def _candidate(model: str, sv: _Serving, api: Api, est_tokens: int, cfg: Config,
     if sv.window < est_tokens:
         why = f"context_window {sv.window} < estimated {est_tokens} tokens"
         return Candidate(model, (), "context_window", why, sv.filtered)
+    if images and not sv.vision:
+        return Candidate(model, (), "vision", "the request carries an image; the model reads "
+                         "none (vision = false)", sv.filtered)
     return _served_by(model, sv, api, cfg, o)
 
 
@@ -388,18 +395,18 @@ def _narrowed(sv: _Serving, model: str, policy: ChannelPolicy) -> _Serving:
         return sv
     filtered = sv.filtered + out
     if kept:
-        return _usable(model, kept, filtered, sv.window)
+        return _usable(model, kept, filtered, sv.window, sv.vision)
     left = ", ".join(n for n, _ in out)
     whys = {w for _, w in out}
     if whys <= _AUTO_GATES.keys():
         code = next(w for w in ("price_cap", "pattern", "no_price") if w in whys)
         why = (f"the auto router's {_AUTO_GATES[code]} leave no channel serving {model!r} "
                f"(left out: {left})")
-        return _Serving((), filtered, code, why, sv.window)
+        return _Serving((), filtered, code, why, sv.window, sv.vision)
     by = ("the request's provider preferences" if any(w == "provider_request" for _, w in out)
           else "the router's providers_allow / providers_ignore")
     why = f"{by} leave no channel serving {model!r} (left out: {left})"
-    return _Serving((), filtered, "provider", why, sv.window)
+    return _Serving((), filtered, "provider", why, sv.window, sv.vision)
 
 
 _AUTO_GATES = {"price_cap": "price caps", "pattern": "[auto] models patterns",

@@ -71,7 +71,8 @@ from orca_cli.types import MAPPING
 from orca_cli.wire.transcript import opening_fingerprint
 
 __all__ = ["MAX_FALLBACK_MODELS", "Attempt", "PinRead", "RouteInput", "RoutePlan",
-           "caps_view", "overflow_refusal", "plan_route", "reachable_window"]
+           "caps_view", "overflow_refusal", "plan_route", "reachable_window", "reaches_blind",
+           "vision_refusal"]
 
 
 
@@ -163,7 +164,8 @@ def plan_route(
     tiers = cfg.compiled.pools[router.name]  # the router's tiers, built once per config
     est = _fitting_estimate(inp.est_tokens, tiers.allowed, cfg)
     escalates = bool(tiers.strong) and esc.mode != "off"
-    strong = build_candidates(tiers.strong, inp.api, est, cfg, how) if escalates else ()
+    strong = (build_candidates(tiers.strong, inp.api, est, cfg, how, inp.images) if escalates
+              else ())
     caps = caps_view(cfg, router, snapshot, inp.budget_denied, inp.in_flight)
     evidence: dict[str, Any] = {}
     if mode != router.mode or inp.prefs is not None:  # SPEC §20: what the request asked
@@ -175,7 +177,7 @@ def plan_route(
         decision = _resolve(c, router, state, caps, strong, evidence, now)
     base_models = tiers.base if escalates else tiers.allowed
     candidates = (strong if decision.tier == "strong"
-                  else build_candidates(base_models, inp.api, est, cfg, how))
+                  else build_candidates(base_models, inp.api, est, cfg, how, inp.images))
     return _select(c, router, decision, candidates, caps, evidence, state)
 
 
@@ -244,7 +246,7 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
     if first_usable is None:
         why = "; ".join(f"{x.model}: {x.reason}" for x in candidates) or "the pool is empty"
         refusal = overflow_refusal(candidates, inp.est_tokens, inp.api, c.cfg) or \
-            provider_refusal(candidates) or (503, "no_candidate", f"no model of router {router.name!r} can serve this request "
+            vision_refusal(candidates) or provider_refusal(candidates) or (503, "no_candidate", f"no model of router {router.name!r} can serve this request "
             f"in the {tier} tier ({why})")
         return RoutePlan(router, decision, candidates, (), caps=caps,
                          refusal=refusal, evidence=evidence, tier_state=state)
@@ -499,6 +501,31 @@ def overflow_refusal(candidates: Sequence[Candidate], est_tokens: int, api: str,
         f"resulted in {est_tokens} tokens. Please reduce the length of the messages.")
 
 
+def vision_refusal(candidates: Sequence[Candidate]) -> tuple[int, str, str] | None:
+    """The request carries an image and no candidate reads one (`vision = false` on each):
+    a 400 in the inbound shape before any upstream call (SPEC §13.2's rule for what no
+    candidate can take), naming the models — never a 503 the agent would retry as is."""
+    if not candidates or any(c.excluded != "vision" for c in candidates):
+        return None
+    names = ", ".join(dict.fromkeys(c.model for c in candidates))
+    return 400, "image_not_supported", (
+        f"the request carries an image and no model it can be served by reads images "
+        f"({names}: vision = false); give the router a model that does")
+
+
+def reaches_blind(cfg: Config, target: Target, route_fallbacks: Sequence[str] = ()) -> bool:
+    """Whether a model that reads no images is among those a request to `target` can be sent
+    to: only then is the request looked at for images (`wire.estimate.carries_images`)."""
+    blind = cfg.compiled.blind_models
+    if not blind:
+        return False
+    if target.router is not None:
+        return cfg.compiled.pools[target.router].blind
+    if target.model is None:
+        return True
+    return target.model in blind or any(m in blind for m in route_fallbacks)
+
+
 def _plan_model(c: _Ctx) -> RoutePlan:
     """A concrete model: only its own channels and keys; the workspace cap still binds."""
     cfg, inp, snapshot, healthy = c.cfg, c.inp, c.snapshot, c.healthy
@@ -508,10 +535,11 @@ def _plan_model(c: _Ctx) -> RoutePlan:
     mode = ordering_mode(t, inp.prefs, "balanced")
     how = Sourcing(mode, healthy, c.rng, t.channel, c.policy)
     est = _fitting_estimate(inp.est_tokens, (t.model, *inp.route_fallbacks), cfg)
-    candidates = build_candidates([t.model], inp.api, est, cfg, how)
+    candidates = build_candidates([t.model], inp.api, est, cfg, how, inp.images)
     if inp.route_fallbacks:  # each on its own channels: re-selected in full (SPEC §17)
         candidates += build_candidates([m for m in inp.route_fallbacks if m != t.model],
-                                       inp.api, est, cfg, replace(how, channel=None))
+                                       inp.api, est, cfg, replace(how, channel=None),
+                                       inp.images)
     tier: Tier = "strong" if counts_strong else "base"
     caps = CapsView(share=ShareView(), workspace_share=snapshot.workspace_share,
                     workspace_cap=cfg.workspace.share_cap)
@@ -536,7 +564,7 @@ def _plan_model(c: _Ctx) -> RoutePlan:
     if not usable:
         why = candidates[0].reason if candidates else "not configured"
         refusal = overflow_refusal(candidates, inp.est_tokens, inp.api, cfg) or \
-            provider_refusal(candidates) or (
+            vision_refusal(candidates) or provider_refusal(candidates) or (
                 503, "no_candidate", f"model {t.model!r} cannot be served: {why}")
         return RoutePlan(None, decision, candidates, (), caps=caps, refusal=refusal,
                          counts_strong_in_workspace=counts_strong)

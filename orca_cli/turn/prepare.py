@@ -19,7 +19,13 @@ from orca_cli.routing.caps import window_hours
 from orca_cli.routing.escalation import TierDecision
 from orca_cli.routing.features import Delta, Scorer
 from orca_cli.routing.modes import NO_MEASURES, Measured, read_prefs
-from orca_cli.routing.route import RouteInput, RoutePlan, plan_route, reachable_window
+from orca_cli.routing.route import (
+    RouteInput,
+    RoutePlan,
+    plan_route,
+    reachable_window,
+    reaches_blind,
+)
 from orca_cli.routing.side import match_housekeeping
 from orca_cli.routing.target import Mode, Target, resolve_target
 from orca_cli.routing.tiers import Ask
@@ -29,7 +35,7 @@ from orca_cli.turn.model import Arrival, RequestHead, Turn
 from orca_cli.turn.routes import Routed
 from orca_cli.types import MAPPING, Api
 from orca_cli.wire.body_check import body_problem, type_name
-from orca_cli.wire.estimate import estimate_tokens
+from orca_cli.wire.estimate import carries_images, estimate_tokens
 from orca_cli.wire.session_id import SessionId, derive_session_id, resolve_session_id
 from orca_cli.wire.side_facts import side_facts
 
@@ -276,8 +282,11 @@ def _route_input(cfg: Config, turn: Turn, measured: Measured, budget_denied: boo
     # not scanned for inline media.
     est = estimate_tokens(turn.raw, turn.body,
                           fits=reachable_window(cfg, turn.target, route_fallbacks))
+    # A model the request can reach reads no images: is there one in the conversation?
+    images = (reaches_blind(cfg, turn.target, route_fallbacks)
+              and carries_images(turn.body))
     # By position, in field order: a class called with keywords builds a dict of them first
-    # (nineteen here, on every request).
+    # (twenty here, on every request).
     return RouteInput(
         turn.target,  # target
         turn.api,  # api
@@ -298,6 +307,7 @@ def _route_input(cfg: Config, turn: Turn, measured: Measured, budget_denied: boo
         turn.prefs,  # prefs
         measured,  # measured
         turn.in_flight,  # in_flight
+        images,  # images
     )
 
 

@@ -369,3 +369,14 @@ def test_model_pin_checks() -> None:
     assert check_model_pin("y", cands) == (False, "context_window")
     assert check_model_pin("strong-model", cands) == (False, "not_in_tier")
     assert check_model_pin(None, cands) == (False, "no_pin")
+
+
+def test_a_model_that_reads_no_images_is_excluded_only_for_a_request_with_one() -> None:
+    cfg = config([channel("a", ["blind", "seeing"])],
+                 models={"blind": dataclasses.replace(price(1, 1), vision=False), "seeing": price(2, 2)})
+    blind, seeing = build_candidates(["blind", "seeing"], "openai", 100, cfg, images=True)
+    assert blind.excluded == "vision" and "vision = false" in blind.reason
+    assert seeing.excluded is None
+    assert [c.excluded for c in build_candidates(["blind", "seeing"], "openai", 100, cfg)] == [
+        None, None]
+    assert cfg.compiled.blind_models == frozenset({"blind"})

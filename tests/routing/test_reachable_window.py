@@ -11,7 +11,7 @@ import orjson
 
 from orca_cli.config.schema import ModelConfig, RouterConfig
 from orca_cli.routing.candidates import PLAIN, build_candidates
-from orca_cli.routing.route import reachable_window
+from orca_cli.routing.route import reachable_window, reaches_blind
 from orca_cli.routing.target import resolve_target
 from orca_cli.wire.estimate import IMAGE_TOKENS, estimate_tokens
 from tests.routing.cfg import channel, config
@@ -60,3 +60,17 @@ def test_a_body_over_a_reachable_window_is_scanned() -> None:
     est = estimate_tokens(RAW, BODY, fits=mixed)
     assert est < len(RAW) // 4
     assert est >= IMAGE_TOKENS
+
+
+def test_only_a_target_that_reaches_a_blind_model_is_looked_at_for_images() -> None:
+    blind = config(
+        [channel("ch", ["text-only", "seeing", "other"])],
+        models={"text-only": ModelConfig(vision=False)},
+        routers=[RouterConfig(name="mixed", allowed_models=("text-only", "seeing")),
+                 RouterConfig(name="eyes", allowed_models=("seeing", "other"))])
+    assert reaches_blind(blind, resolve_target("orca/mixed", blind))
+    assert not reaches_blind(blind, resolve_target("orca/eyes", blind))
+    assert reaches_blind(blind, resolve_target("text-only", blind))
+    assert not reaches_blind(blind, resolve_target("seeing", blind))
+    assert reaches_blind(blind, resolve_target("seeing", blind), ("text-only",))
+    assert not reaches_blind(CFG, resolve_target("orca/mixed", CFG))  # every model sees
