@@ -6,7 +6,8 @@ concrete model) into `Candidate`s. A candidate is excluded, with a reason code, 
 * `no_channel`      — no enabled channel serves it (or the qualified channel is disabled);
 * `format_mismatch` — no enabled channel serving it speaks the inbound api;
 * `context_window`  — its `context_window` is smaller than the request's estimated tokens;
-* `vision`          — the request carries an image and the model reads none (`vision = false`);
+* `vision`          — the request carries an image or a PDF and the model reads none
+  (`vision = false`);
 * `unhealthy`       — every channel that could serve it has no healthy key;
 * `provider`        — the router's `providers_allow` / `providers_ignore` or the request's
   `provider.only` / `provider.ignore` leave no channel serving it (SPEC §20).
@@ -208,7 +209,8 @@ PLAIN = Sourcing()
 def build_candidates(models: Sequence[str], api: Api, est_tokens: int, cfg: Config,
                      how: Sourcing = PLAIN, images: bool = False) -> tuple[Candidate, ...]:
     """One Candidate per distinct model id, in the given order (SPEC §1.3), its channels and
-    keys sourced as `how` says. `images`: the request carries an image."""
+    keys sourced as `how` says. `images`: the request carries an image or a PDF
+    (`wire.estimate.needs_vision`)."""
     out: list[Candidate] = []
     plain = how.policy is None or not how.policy.narrows
     for m, sv in _pool(models, api, cfg, how.channel):
@@ -325,8 +327,8 @@ def _candidate(model: str, sv: _Serving, api: Api, est_tokens: int, cfg: Config,
         why = f"context_window {sv.window} < estimated {est_tokens} tokens"
         return Candidate(model, (), "context_window", why, sv.filtered)
     if images and not sv.vision:
-        return Candidate(model, (), "vision", "the request carries an image; the model reads "
-                         "none (vision = false)", sv.filtered)
+        return Candidate(model, (), "vision", "the request carries an image or a PDF; the model "
+                         "reads neither (vision = false)", sv.filtered)
     return _served_by(model, sv, api, cfg, o)
 
 

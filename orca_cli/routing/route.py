@@ -502,20 +502,20 @@ def overflow_refusal(candidates: Sequence[Candidate], est_tokens: int, api: str,
 
 
 def vision_refusal(candidates: Sequence[Candidate]) -> tuple[int, str, str] | None:
-    """The request carries an image and no candidate reads one (`vision = false` on each):
-    a 400 in the inbound shape before any upstream call (SPEC §13.2's rule for what no
-    candidate can take), naming the models — never a 503 the agent would retry as is."""
+    """The request carries an image or a PDF and no candidate reads one (`vision = false` on
+    each): a 400 in the inbound shape before any upstream call (SPEC §13.2's rule for what
+    no candidate can take), naming the models — never a 503 the agent would retry as is."""
     if not candidates or any(c.excluded != "vision" for c in candidates):
         return None
     names = ", ".join(dict.fromkeys(c.model for c in candidates))
     return 400, "image_not_supported", (
-        f"the request carries an image and no model it can be served by reads images "
+        f"the request carries an image or a PDF and no model it can be served by reads them "
         f"({names}: vision = false); give the router a model that does")
 
 
 def reaches_blind(cfg: Config, target: Target, route_fallbacks: Sequence[str] = ()) -> bool:
     """Whether a model that reads no images is among those a request to `target` can be sent
-    to: only then is the request looked at for images (`wire.estimate.carries_images`)."""
+    to: only then is the request looked at for images (`wire.estimate.needs_vision`)."""
     blind = cfg.compiled.blind_models
     if not blind:
         return False

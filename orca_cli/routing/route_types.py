@@ -82,8 +82,8 @@ class RouteInput:
     measured: Measured = field(default_factory=lambda: NO_MEASURES)
     # This sidecar's transitions of the session decided and not yet committed (SPEC §6.4).
     in_flight: SessionInFlight = NO_IN_FLIGHT
-    # The request carries an image (looked for only where a model it can reach reads none):
-    # models with `vision = false` are excluded (`vision`).
+    # The request carries an image or a PDF (looked for only where a model it can reach
+    # reads none): models with `vision = false` are excluded (`vision`).
     images: bool = False
 
 

@@ -35,7 +35,7 @@ from orca_cli.turn.model import Arrival, RequestHead, Turn
 from orca_cli.turn.routes import Routed
 from orca_cli.types import MAPPING, Api
 from orca_cli.wire.body_check import body_problem, type_name
-from orca_cli.wire.estimate import carries_images, estimate_tokens
+from orca_cli.wire.estimate import estimate_tokens, needs_vision
 from orca_cli.wire.session_id import SessionId, derive_session_id, resolve_session_id
 from orca_cli.wire.side_facts import side_facts
 
@@ -284,7 +284,7 @@ def _route_input(cfg: Config, turn: Turn, measured: Measured, budget_denied: boo
                           fits=reachable_window(cfg, turn.target, route_fallbacks))
     # A model the request can reach reads no images: is there one in the conversation?
     images = (reaches_blind(cfg, turn.target, route_fallbacks)
-              and carries_images(turn.body))
+              and needs_vision(turn.body))
     # By position, in field order: a class called with keywords builds a dict of them first
     # (twenty here, on every request).
     return RouteInput(

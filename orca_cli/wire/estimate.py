@@ -31,8 +31,13 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["AUDIO_CHARS_PER_TOKEN", "IMAGE_TOKENS", "PDF_PAGE_TOKENS", "carries_images",
-           "estimate_tokens"]
+__all__ = [
+    "AUDIO_CHARS_PER_TOKEN",
+    "IMAGE_TOKENS",
+    "PDF_PAGE_TOKENS",
+    "estimate_tokens",
+    "needs_vision",
+]
 
 # The most a provider charges for one image, rounded up: Anthropic resizes to a 1568 px long
 # edge, ≈ 1,600 tokens at most (docs.claude.com "Vision": tokens ≈ width × height / 750), up
@@ -160,13 +165,15 @@ def pdf_pages(data: str) -> int:
     return pages
 
 
-def carries_images(body: Mapping[str, Any]) -> bool:
-    """Whether the request carries an image, inline or by URL: an image part in a message's
-    content (Chat Completions `messages`, Anthropic `messages`, Responses `input` items) or
-    in a tool result's (an Anthropic `tool_result`, a Chat Completions tool message, a
-    Responses `function_call_output`). Only the conversation is walked, block by block, never
-    the system prompt or the tools: what an image can sit in. One loop, exact class checks
-    and no call a message: about 0.17 µs a message of an agent's transcript."""
+def needs_vision(body: Mapping[str, Any]) -> bool:
+    """Whether the request needs a model that reads images (`vision`): an image part, inline
+    or by URL, or a document part — a PDF, whose pages a provider reads as images (Anthropic
+    `document` but a plain-text one, Chat Completions `file`, Responses `input_file`) — in a
+    message's content (Chat Completions `messages`, Anthropic `messages`, Responses `input`
+    items) or in a tool result's (an Anthropic `tool_result`, a Chat Completions tool
+    message, a Responses `function_call_output`). Only the conversation is walked, block by
+    block, never the system prompt or the tools. One loop, exact class checks and no call a
+    message: about 0.17 µs a message of an agent's transcript."""
     items = body.get("messages")
     if items.__class__ is not list:
         items = body.get("input")
@@ -183,12 +190,26 @@ def carries_images(body: Mapping[str, Any]) -> bool:
         for part in parts:
             if part.__class__ is dict:
                 kind = part.get("type")
-                if kind in _IMAGE_PARTS:
+                if kind in _VISUAL and _visual(part, kind):
                     return True
                 if kind == "tool_result":
                     inner = part.get("content")
                     if inner.__class__ is list:
                         for p in inner:
-                            if p.__class__ is dict and p.get("type") in _IMAGE_PARTS:
-                                return True
+                            if p.__class__ is dict:
+                                kind = p.get("type")
+                                if kind in _VISUAL and _visual(p, kind):
+                                    return True
     return False
+
+
+_VISUAL = _IMAGE_PARTS | {"document", "file", "input_file"}
+
+
+def _visual(part: dict[str, Any], kind: str) -> bool:
+    """An image, or a document that is not plain text (an Anthropic `text` or `content`
+    source is read as text)."""
+    if kind != "document":
+        return True
+    source = part.get("source")
+    return not (isinstance(source, dict) and source.get("type") in ("text", "content"))
