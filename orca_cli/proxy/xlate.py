@@ -61,7 +61,7 @@ from orca_cli.translate import (
     translate_error,
     translate_request,
 )
-from orca_cli.translate.native import MARKER, Resolved, resolve_wrappers
+from orca_cli.translate.native import MARKER, Resolved, resolve_wrappers, thinking_off
 from orca_cli.translate.policy import is_reasoning_model
 from orca_cli.translate.responses import request_echo
 from orca_cli.types import Api
@@ -207,9 +207,13 @@ def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Res
     """The body of a same-format attempt when it carries orca's reasoning wrappers (a turn
     served translated before): each resolved for `model` on `ch` as the translating path
     would (`translate.native`). None — the raw bytes go as they are — when the raw body has
-    no wrapper's marker (one `in` over the bytes: no parse, no re-encode) or none is found."""
-    if inb.api == "openai" or (inb.raw and MARKER not in inb.raw):
+    no wrapper's marker (one `in` over the bytes: no parse, no re-encode) or none is found,
+    and a Messages body asks for no extended thinking its tool loop cannot take
+    (`translate.native.thinking_off`)."""
+    if inb.api == "openai":
         return None
+    if inb.raw and MARKER not in inb.raw:
+        return thinking_off(inb.body) if inb.api == "anthropic" else None
     upstream = ch.upstream_model(model)
     return resolve_wrappers(inb.body, inb.api, family=model_family(ch, upstream),
                             model=upstream, foreign=cfg.translation.foreign_reasoning)
@@ -217,9 +221,14 @@ def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Res
 
 def native_report(api: Api, resolved: Resolved) -> dict[str, Any]:
     """The trace's `translation` block of a same-format attempt whose wrappers were resolved
-    (the drops counted as the translating path counts them)."""
-    return {"from": api, "to": api, "cache_breakpoints_added": 0,
-            "dropped_reasoning": resolved.dropped, "rewritten_ids": 0, "dropped_tools": []}
+    (the drops counted as the translating path counts them) or whose extended thinking was
+    taken off (`thinking_off: true`, only then)."""
+    out: dict[str, Any] = {"from": api, "to": api, "cache_breakpoints_added": 0,
+                           "dropped_reasoning": resolved.dropped, "rewritten_ids": 0,
+                           "dropped_tools": []}
+    if resolved.thinking_off:
+        out["thinking_off"] = True
+    return out
 
 
 def untranslatable_message(api: Api, features: list[str], channels: list[str]) -> str:

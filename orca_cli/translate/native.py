@@ -25,7 +25,7 @@ from orca_cli.translate.model import Reasoning, Text
 from orca_cli.translate.policy import keep_reasoning, thinking_text
 from orca_cli.types import Api
 
-__all__ = ["MARKER", "Resolved", "resolve_wrappers"]
+__all__ = ["MARKER", "Resolved", "resolve_wrappers", "thinking_off"]
 
 MARKER = TAG.encode()  # in the raw body: it may carry a wrapper (a plain `in` check)
 
@@ -40,6 +40,7 @@ class Resolved:
     body: dict[str, Any]
     dropped: int
     restored: int
+    thinking_off: bool = False  # the body's extended thinking was taken off (`thinking_off`)
 
 
 def resolve_wrappers(body: dict[str, Any], api: Api, *, family: str, model: str,
@@ -51,6 +52,24 @@ def resolve_wrappers(body: dict[str, Any], api: Api, *, family: str, model: str,
     if api == "responses":
         return _responses(body, family, model, foreign)
     return None  # Chat Completions answers carry no wrapper (`reasoning_content` is text)
+
+
+def thinking_off(body: dict[str, Any]) -> Resolved | None:
+    """A Messages body asking for extended thinking (`type: "enabled"`) whose tool loop's last
+    assistant turn opens with no thinking block, without `thinking`; else None (send it as it
+    is). The API refuses such a body (400 "a final `assistant` message must start with a
+    thinking block … To avoid this requirement, disable `thinking`"), and orca makes it
+    whenever a session changes model inside a tool loop — an escalation, a pin that moved
+    for an image or a longer context — since the turns another model made carry no thinking
+    block of this one's. The translating path leaves thinking off in the same case
+    (`anthropic.thinking_fits`); adaptive thinking, which may skip a block, is left alone."""
+    thinking = body.get("thinking")
+    if not (isinstance(thinking, dict) and thinking.get("type") == "enabled"):
+        return None
+    messages = body.get("messages")
+    if not isinstance(messages, list) or anthropic.thinking_fits(messages):
+        return None
+    return Resolved({k: v for k, v in body.items() if k != "thinking"}, 0, 0, True)
 
 
 def _wrapped_thinking(block: object) -> Reasoning | None:
@@ -104,10 +123,11 @@ def _messages(body: dict[str, Any], family: str, model: str, foreign: Foreign) -
     kept = [m for m in out if not (isinstance(m, dict) and m.get("content") == [])]
     new = {**body, "messages": kept}
     thinking = new.get("thinking")
-    if (isinstance(thinking, dict) and thinking.get("type") != "disabled"
-            and not anthropic.thinking_fits(kept)):
+    off = (isinstance(thinking, dict) and thinking.get("type") != "disabled"
+           and not anthropic.thinking_fits(kept))
+    if off:
         del new["thinking"]  # as the translating path: a tool loop's thinking block is gone
-    return Resolved(new, dropped, restored)
+    return Resolved(new, dropped, restored, off)
 
 
 def _responses(body: dict[str, Any], family: str, model: str,

@@ -9,11 +9,12 @@ import copy
 from typing import Any
 
 import orjson
+import pytest
 
 from orca_cli.translate import ResponseTranslator
 from orca_cli.translate.common import tag_reasoning
 from orca_cli.translate.model import Reasoning
-from orca_cli.translate.native import MARKER, resolve_wrappers
+from orca_cli.translate.native import MARKER, resolve_wrappers, thinking_off
 from orca_cli.types import Api
 from tests.translate.samples import RESPONSES, anthropic_request, responses_request
 
@@ -130,3 +131,44 @@ def test_a_body_without_wrapped_reasoning_is_left_alone() -> None:
                             model="m") is None
     assert resolve_wrappers({"messages": [{"role": "user", "content": "orca1."}]}, "openai",
                             family="openai", model="m") is None
+
+
+def _loop(first_block: str | None, thinking: dict[str, Any] | None) -> dict[str, Any]:
+    """A Messages tool loop whose last assistant turn opens with `first_block` (None: with its
+    tool call, as a turn another model made does)."""
+    turn: list[dict[str, Any]] = [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                                   "input": {"command": "go build ./..."}}]
+    if first_block == "thinking":
+        turn.insert(0, {"type": "thinking", "thinking": "Build it.", "signature": "sig"})
+    body: dict[str, Any] = {"model": "claude-opus-4-1", "max_tokens": 32000, "messages": [
+        {"role": "user", "content": "fix the build"},
+        {"role": "assistant", "content": turn},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": "cannot use x (variable of type int)"}]}]}
+    if thinking is not None:
+        body["thinking"] = thinking
+    return body
+
+
+def test_extended_thinking_goes_off_for_a_tool_loop_another_model_began() -> None:
+    """After a model change inside a tool loop (an escalation), the loop's last assistant
+    turn has no thinking block of the new model's: with `thinking.type: enabled` the API
+    answers 400, so the same-format body goes without `thinking` (and says so)."""
+    enabled = {"type": "enabled", "budget_tokens": 16000}
+    body = _loop(None, enabled)
+    before = copy.deepcopy(body)
+    got = thinking_off(body)
+    assert got is not None and got.thinking_off and (got.dropped, got.restored) == (0, 0)
+    assert "thinking" not in got.body
+    assert {k: v for k, v in got.body.items()} == {
+        k: v for k, v in before.items() if k != "thinking"}
+    assert body == before, "the client's parsed body is not changed"
+
+
+@pytest.mark.parametrize(("first", "thinking"), [
+    ("thinking", {"type": "enabled", "budget_tokens": 16000}),  # the loop kept its block
+    (None, {"type": "adaptive"}),  # adaptive thinking may skip a block: left alone
+    (None, None), (None, {"type": "disabled"})])
+def test_a_body_the_api_takes_is_left_as_it_is(first: str | None,
+                                                thinking: dict[str, Any] | None) -> None:
+    assert thinking_off(_loop(first, thinking)) is None

@@ -16,6 +16,7 @@ import pytest_asyncio
 
 from orca_cli.config.load import loads
 from orca_cli.testing import Act, FakeUpstream, Sidecar
+from orca_cli.testing.upstream import Seen
 from tests.e2e.translation.kit import CONFIG, an, oa, trace_of
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -150,6 +151,53 @@ async def test_a_body_without_a_tag_goes_as_its_own_bytes(
     await native.settled(r.headers["x-orca-request-id"])
     trace = await native.rt.gate.store.get_trace(r.headers["x-orca-request-id"])
     assert trace is not None and "translation" not in trace
+
+
+def _anthropic_rule(seen: Seen) -> Act:
+    """The Messages API's rule for extended thinking in a tool loop: the last assistant turn
+    must open with a thinking block, else 400 (its own words)."""
+    thinking = seen.body.get("thinking") or {}
+    last = [m for m in seen.body["messages"] if m["role"] == "assistant"][-1]["content"]
+    if (thinking.get("type") == "enabled" and any(b["type"] == "tool_use" for b in last)
+            and last[0]["type"] not in ("thinking", "redacted_thinking")):
+        return Act(status=400, body=orjson.dumps({"type": "error", "error": {
+            "type": "invalid_request_error", "message": (
+                "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but "
+                "found `tool_use`. When `thinking` is enabled, a final `assistant` message "
+                "must start with a thinking block")}}))
+    return Act()
+
+
+async def test_an_escalation_inside_a_tool_loop_takes_extended_thinking_off(
+        native: Sidecar, provider: FakeUpstream) -> None:
+    """A tool loop begun on gpt-t (translated: its tool call comes back with no thinking
+    block) and escalated mid-loop to Claude (same format, raw bytes): with `thinking.type:
+    enabled` the API refuses the loop's turn, so orca sends it without `thinking`, as the
+    translating path does, and the trace says so."""
+    provider.on("an", _anthropic_rule)
+    client = an(native)
+    session = {"x-orca-session": "native-cc-thinking"}
+    thinking = {"type": "enabled", "budget_tokens": 2048}
+    tools = [{"name": "Bash", "description": "run a command", "input_schema": {
+        "type": "object", "properties": {"command": {"type": "string"}}}}]
+    history: list[Any] = [{"role": "user", "content": "fix the build"}]
+    await client.messages.create(model="orca/cc", max_tokens=4000, messages=history,
+                                 tools=tools, thinking=thinking, extra_headers=session)
+    assert (await trace_of(native))["selected"]["channel"] == "oa"
+    history += [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                                           "input": {"command": "go build ./..."}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": "cannot use x (variable of type int)"}]}]
+    second = await client.messages.create(
+        model="orca/cc", max_tokens=4000, messages=history, tools=tools, thinking=thinking,
+        extra_headers={**session, "x-orcarouter-tier": "strong"})
+    assert second.content[0].type == "text"
+    (seen,) = provider.calls("an")
+    assert "thinking" not in seen.body and seen.body["tools"] == tools
+    trace = await trace_of(native)
+    assert trace["selected"]["channel"] == "an" and trace["status"] == 200
+    assert trace["translation"]["thinking_off"] is True
 
 
 @pytest.mark.parametrize(("path", "body", "key", "cap"), [
