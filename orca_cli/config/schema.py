@@ -240,10 +240,11 @@ class ModelConfig:
     # `translate.policy.is_reasoning_model`) and the most output tokens it may be asked for.
     reasoning: bool | None = None
     max_output_tokens: int | None = None
-    # Whether the model reads images. A request that carries one (in a message or a tool
-    # result) excludes a model with `vision = false` (reason `vision`): DeepSeek's chat
-    # models answer it 400 ("unknown variant `image_url`"), and a session pinned there would
-    # fail on every later turn, since the history carries the image on.
+    # Whether the model reads images (and PDFs, whose pages providers read as images). A
+    # request that carries one (in a message or a tool result) excludes a model with
+    # `vision = false` (reason `vision`): DeepSeek's chat models answer it 400 ("unknown
+    # variant `image_url`"), and a session pinned there would fail on every later turn,
+    # since the history carries the image on.
     vision: bool = True
 
 

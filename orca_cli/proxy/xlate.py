@@ -212,11 +212,14 @@ def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Res
     (`translate.native.thinking_off`)."""
     if inb.api == "openai":
         return None
-    if inb.raw and MARKER not in inb.raw:
-        return thinking_off(inb.body) if inb.api == "anthropic" else None
-    upstream = ch.upstream_model(model)
-    return resolve_wrappers(inb.body, inb.api, family=model_family(ch, upstream),
-                            model=upstream, foreign=cfg.translation.foreign_reasoning)
+    resolved = None
+    if not inb.raw or MARKER in inb.raw:
+        upstream = ch.upstream_model(model)
+        resolved = resolve_wrappers(inb.body, inb.api, family=model_family(ch, upstream),
+                                    model=upstream, foreign=cfg.translation.foreign_reasoning)
+    if resolved is None and inb.api == "anthropic":
+        return thinking_off(inb.body)
+    return resolved
 
 
 def native_report(api: Api, resolved: Resolved) -> dict[str, Any]:

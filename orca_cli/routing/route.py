@@ -245,9 +245,10 @@ def _select(c: _Ctx, router: RouterConfig, decision: TierDecision,
             break
     if first_usable is None:
         why = "; ".join(f"{x.model}: {x.reason}" for x in candidates) or "the pool is empty"
-        refusal = overflow_refusal(candidates, inp.est_tokens, inp.api, c.cfg) or \
-            vision_refusal(candidates) or provider_refusal(candidates) or (503, "no_candidate", f"no model of router {router.name!r} can serve this request "
-            f"in the {tier} tier ({why})")
+        refusal = (overflow_refusal(candidates, inp.est_tokens, inp.api, c.cfg)
+                   or vision_refusal(candidates) or provider_refusal(candidates)
+                   or (503, "no_candidate", f"no model of router {router.name!r} can serve "
+                       f"this request in the {tier} tier ({why})"))
         return RoutePlan(router, decision, candidates, (), caps=caps,
                          refusal=refusal, evidence=evidence, tier_state=state)
     pins: list[PinRead] = []

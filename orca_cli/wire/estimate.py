@@ -21,6 +21,9 @@ Hot path: a body whose bytes / 4 fit the smallest window (`fits`) is not looked 
 does not is scanned for three substrings (`"base64"`, `;base64,` and `"input_audio"`; inside
 a text a quote is escaped, so text never matches the first or the last), and only a body with
 a match walks its parsed tree.
+
+`needs_vision` tells, from the same part types, whether a request carries an image or a PDF:
+a model with `vision = false` is no candidate for it.
 """
 
 from __future__ import annotations
