@@ -144,6 +144,8 @@ def render_trace(t: Mapping[str, Any]) -> Any:
     if tr:
         hosted = tr.get("dropped_tools") or []
         dropped = f" · hosted tools dropped: {_e(', '.join(map(str, hosted)))}" if hosted else ""
+        if tr.get("thinking_off"):
+            dropped += " · extended thinking off (the tool loop's turn has no thinking block)"
         root.add(f"translation: {_e(tr.get('from'))} → {_e(tr.get('to'))} · cache breakpoints "
                  f"added {_e(tr.get('cache_breakpoints_added'))} · reasoning dropped "
                  f"{_e(tr.get('dropped_reasoning'))} · ids rewritten {_e(tr.get('rewritten_ids'))}"

@@ -13,7 +13,9 @@ from typing import Any
 import orjson
 import pytest
 import pytest_asyncio
+from rich.console import Console
 
+from orca_cli.cli.explain import render_trace
 from orca_cli.config.load import loads
 from orca_cli.testing import Act, FakeUpstream, Sidecar
 from orca_cli.testing.upstream import Seen
@@ -198,6 +200,9 @@ async def test_an_escalation_inside_a_tool_loop_takes_extended_thinking_off(
     trace = await trace_of(native)
     assert trace["selected"]["channel"] == "an" and trace["status"] == 200
     assert trace["translation"]["thinking_off"] is True
+    console = Console(record=True, width=200)
+    console.print(render_trace(trace))
+    assert "extended thinking off" in console.export_text()
 
 
 @pytest.mark.parametrize(("path", "body", "key", "cap"), [
