@@ -4,8 +4,9 @@ The codecs are pure (`orca_cli.translate`); this module decides what they are ca
 one attempt — the target format (the channel's first listed one), the model family, the
 options from `[translation]` and the channel — and builds the upstream request, the answer
 translator and the client's error in its own shape. `forward` calls it when the channel
-does not speak the inbound format; of a same-format request it only sees one whose raw body
-carries orca's reasoning tag (`same_format`: the tags are resolved, SPEC §13.2 rule 4).
+does not speak the inbound format; of a same-format request it only sees one whose body
+carries orca's reasoning tag (`same_format`: the tags are resolved, SPEC §13.2 rule 4) or
+asks for extended thinking its tool loop cannot take.
 
 Choices where the SPEC is silent:
 * The model family (reasoning provenance) is the channel type for first-party types
@@ -61,7 +62,7 @@ from orca_cli.translate import (
     translate_error,
     translate_request,
 )
-from orca_cli.translate.native import MARKER, Resolved, resolve_wrappers, thinking_off
+from orca_cli.translate.native import Resolved, carries_tag, resolve_wrappers, thinking_off
 from orca_cli.translate.policy import is_reasoning_model
 from orca_cli.translate.responses import request_echo
 from orca_cli.types import Api
@@ -206,14 +207,14 @@ def cross(translations: Translations, inb: Inbound, ch: ChannelConfig,
 def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Resolved | None:
     """The body of a same-format attempt when it carries orca's reasoning wrappers (a turn
     served translated before): each resolved for `model` on `ch` as the translating path
-    would (`translate.native`). None — the raw bytes go as they are — when the raw body has
-    no wrapper's marker (one `in` over the bytes: no parse, no re-encode) or none is found,
-    and a Messages body asks for no extended thinking its tool loop cannot take
+    would (`translate.native`). None — the raw bytes go as they are — when the body holds no
+    wrapper (`carries_tag`: a walk of the conversation's blocks, no re-encode) and a Messages
+    body asks for no extended thinking its tool loop cannot take
     (`translate.native.thinking_off`)."""
     if inb.api == "openai":
         return None
     resolved = None
-    if not inb.raw or MARKER in inb.raw:
+    if carries_tag(inb.body, inb.api):
         upstream = ch.upstream_model(model)
         resolved = resolve_wrappers(inb.body, inb.api, family=model_family(ch, upstream),
                                     model=upstream, foreign=cfg.translation.foreign_reasoning)

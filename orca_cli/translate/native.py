@@ -10,8 +10,9 @@ treats each wrapped block as the translating path does: reasoning the serving mo
 is dropped (or with `foreign_reasoning = "as_text"` becomes a `<thinking>` text part) and
 counted. Only the wrapped blocks change; everything else in the body is left as it was.
 
-The caller looks for `MARKER` in the raw body first: a body without it never comes here, and
-goes upstream as its raw bytes.
+The caller asks `carries_tag` first (a walk of the conversation's blocks, cheaper than a
+search of the raw bytes): a body without a tag never comes here, and goes upstream as its raw
+bytes.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from orca_cli.translate.model import Reasoning, Text
 from orca_cli.translate.policy import keep_reasoning, thinking_text
 from orca_cli.types import Api
 
-__all__ = ["MARKER", "Resolved", "resolve_wrappers", "thinking_off"]
+__all__ = ["MARKER", "Resolved", "carries_tag", "resolve_wrappers", "thinking_off"]
 
-MARKER = TAG.encode()  # in the raw body: it may carry a wrapper (a plain `in` check)
+MARKER = TAG.encode()  # the tag as a raw body holds it
 
 Foreign = Literal["drop", "as_text"]
 
@@ -52,6 +53,45 @@ def resolve_wrappers(body: dict[str, Any], api: Api, *, family: str, model: str,
     if api == "responses":
         return _responses(body, family, model, foreign)
     return None  # Chat Completions answers carry no wrapper (`reasoning_content` is text)
+
+
+def carries_tag(body: Any, api: Api) -> bool:
+    """Whether `body` (format `api`) holds a reasoning part in orca's tag: a Messages
+    `thinking.signature` or `redacted_thinking.data`, or a Responses `reasoning` item's
+    `encrypted_content`, that starts with `TAG`. One loop over the conversation's blocks with
+    exact class checks and no call a block; the system prompt and tools are never read: an
+    agent's first turns cost well under a microsecond, where a search of the raw bytes for
+    the tag cost 58 µs on Claude Code's 89 KB opening request (and 128 µs on 200 KB)."""
+    if api == "anthropic":
+        messages = body.get("messages")
+        if messages.__class__ is not list:
+            return False
+        for msg in messages:
+            content = msg.get("content") if msg.__class__ is dict else None
+            if content.__class__ is not list:
+                continue
+            for block in content:
+                if block.__class__ is not dict:
+                    continue
+                kind = block.get("type")
+                if kind == "thinking":
+                    value = block.get("signature")
+                elif kind == "redacted_thinking":
+                    value = block.get("data")
+                else:
+                    continue
+                if value.__class__ is str and value.startswith(TAG):
+                    return True
+        return False
+    items = body.get("input")
+    if items.__class__ is not list:
+        return False
+    for item in items:
+        if item.__class__ is dict and item.get("type") == "reasoning":
+            value = item.get("encrypted_content")
+            if value.__class__ is str and value.startswith(TAG):
+                return True
+    return False
 
 
 def thinking_off(body: dict[str, Any]) -> Resolved | None:

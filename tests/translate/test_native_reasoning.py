@@ -14,7 +14,7 @@ import pytest
 from orca_cli.translate import ResponseTranslator
 from orca_cli.translate.common import tag_reasoning
 from orca_cli.translate.model import Reasoning
-from orca_cli.translate.native import MARKER, resolve_wrappers, thinking_off
+from orca_cli.translate.native import MARKER, carries_tag, resolve_wrappers, thinking_off
 from orca_cli.types import Api
 from tests.translate.samples import RESPONSES, anthropic_request, responses_request
 
@@ -172,3 +172,21 @@ def test_extended_thinking_goes_off_for_a_tool_loop_another_model_began() -> Non
 def test_a_body_the_api_takes_is_left_as_it_is(first: str | None,
                                                 thinking: dict[str, Any] | None) -> None:
     assert thinking_off(_loop(first, thinking)) is None
+
+
+@pytest.mark.parametrize(("upstream", "family", "model"), [
+    ("openai", "openai", "gpt-4.1"), ("anthropic", "anthropic", "claude-sonnet-4-5")])
+def test_carries_tag_finds_a_wrapper_where_the_raw_bytes_hold_one(
+        upstream: Api, family: str, model: str) -> None:
+    """The walk the same-format path asks instead of searching the raw bytes: it finds the
+    tag in a Messages thinking block and a Responses reasoning item, and nothing in bodies
+    that carry none (a text that quotes the tag included)."""
+    for api, body in (("anthropic", _claude_code_history(upstream, family, model)),
+                      ("responses", _codex_history(upstream, family, model))):
+        assert MARKER in orjson.dumps(body)
+        assert carries_tag(body, api)  # type: ignore[arg-type]
+    plain = _loop("thinking", {"type": "enabled", "budget_tokens": 2048})
+    plain["messages"][0]["content"] = "what does orca1.x mean?"
+    assert MARKER in orjson.dumps(plain) and not carries_tag(plain, "anthropic")
+    assert not carries_tag(responses_request(), "responses")
+    assert not carries_tag(anthropic_request(), "anthropic")
