@@ -58,7 +58,7 @@ LAYOUTS: dict[type, tuple[str, ...]] = {
     RouteInput: (
         "target", "api", "body", "delta", "est_tokens", "session", "ask", "dedupe_key",
         "degraded", "full", "side", "previous_response", "classification", "latency_ms",
-        "budget_denied", "route_fallbacks", "prefs", "measured", "in_flight",
+        "budget_denied", "route_fallbacks", "prefs", "measured", "in_flight", "images",
     ),
     Delta: (
         "difficulty", "is_user_turn", "is_tool_continuation", "user_texts",

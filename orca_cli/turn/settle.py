@@ -34,6 +34,7 @@ from orca_cli.state.plan import (
 from orca_cli.trace.build import Trace, TraceHead, TraceResult, refusal_trace
 from orca_cli.turn.model import Arrival, Outcome, RequestHead, Turn
 from orca_cli.turn.prepare import response_key
+from orca_cli.wire.request_facts import one_hour_cache
 from orca_cli.wire.session_id import resolve_session_id
 from orca_cli.wire.usage import Usage
 
@@ -43,7 +44,6 @@ FollowUp = Callable[[CommitResult], "CommitBatch | None"]
 
 AFFINITY_TTL_S = 900.0
 AFFINITY_MAX_AGE_S = 86400.0
-ONE_HOUR_MARKERS = (b'"ttl":"1h"', b'"ttl": "1h"')
 DEFAULT_WINDOW_S = 300.0
 STORED_RESPONSE_TTL_S = 30 * 86400.0
 
@@ -74,9 +74,8 @@ def _served(cfg: Config, turn: Turn) -> Served:
         return Served()
     ch = cfg.channel(att.channel)
     window = float(ch.cache_ttl_s) if ch is not None else DEFAULT_WINDOW_S
-    raw = turn.raw
     # Anthropic's cache_control `ttl: "1h"` (the OpenAI formats have no such field)
-    if turn.api == "anthropic" and b'"1h"' in raw and any(m in raw for m in ONE_HOUR_MARKERS):
+    if turn.api == "anthropic" and one_hour_cache(turn.body):
         window = max(window, 3600.0)
     usage = tap.usage if tap is not None else None
     # SPEC §20: at the serving channel's price of the model (its `prices` override)
