@@ -163,9 +163,15 @@ def _upstream_body(inb: Inbound, model: str, cap: int | None = None,
 
 
 def _swap_model(raw: bytes, value: str, model: str) -> bytes | None:
-    """`raw` with its one `"model"` value `value` replaced by `model`; None when ambiguous."""
+    """`raw` with its top-level `"model"` value `value` replaced by `model`; None when
+    ambiguous. A `"model"` that is the body's first key is the top-level one, whatever
+    follows (Claude Code and Codex send it first, and Codex's `spawn_agent` tool has a
+    `model` parameter of its own): the rest of the body is not searched, which cost 50 µs
+    on Claude Code's 89 KB opening request. Elsewhere it must be the only `"model"`."""
     at = raw.find(b'"model"')
-    if at < 0 or raw.find(b'"model"', at + 7) >= 0:  # one pass over the body
+    if at < 0:
+        return None
+    if not (at < 64 and raw[:at].strip() == b"{") and raw.find(b'"model"', at + 7) >= 0:
         return None
     quoted = orjson.dumps(value)  # once for both spellings of the key
     for sep in (b'"model":', b'"model": '):

@@ -92,3 +92,19 @@ def test_the_model_swap_is_the_sliced_one(prefix: str, value: str, model: str, s
     got = _swap_model(raw, value, model)
     assert got == _swap_by_slices(raw, value, model)
     assert type(got) is bytes or got is None
+
+
+def test_a_model_that_is_the_first_key_is_swapped_in_the_bytes_beside_a_tool_parameter() -> None:
+    """Codex sends `model` first, and its `spawn_agent` tool has a `model` parameter: the
+    first key is the top-level one, so the client's bytes go with only it swapped (no
+    re-encode); a `model` that is not the first key beside another stays ambiguous."""
+    tools = (b'"tools": [{"type": "function", "name": "spawn_agent", "parameters": '
+             b'{"type": "object", "properties": {"model": {"type": "string"}}}}]')
+    raw = b'{"model":"orca/coding","stream":true,' + tools + b',"input":[]}'
+    got = _swap_model(raw, "orca/coding", "gpt-4.1-mini")
+    assert got == raw.replace(b'"model":"orca/coding"', b'"model":"gpt-4.1-mini"')
+    assert orjson.loads(got)["tools"] == orjson.loads(raw)["tools"]
+    assert _swap_model(b' {\n  "model": "a", ' + tools + b"}", "a", "b") == (
+        b' {\n  "model": "b", ' + tools + b"}")
+    later = b'{"stream":true,"model":"orca/coding",' + tools + b"}"
+    assert _swap_model(later, "orca/coding", "gpt-4.1-mini") is None
