@@ -203,17 +203,44 @@ def _over_cap(inb: Inbound, cap: int | None) -> dict[str, int]:
     return {k: cap for k in _LIMIT_KEYS[inb.api] if type(v := inb.body.get(k)) is int and v > cap}
 
 
+# The tail a top-level key is looked for in, and the tokens its nesting is read from: a JSON
+# string (quotes inside one are escaped) or a bracket.
+_TAIL = 4096
+_NESTING = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _top_level(raw: bytes, at: int) -> bool:
+    """Whether the key at `at` is one of the top-level object's: what follows it closes
+    exactly one container (a key nested d deep is followed by d + 1 closings)."""
+    depth = 0
+    for token in _NESTING.findall(raw, at):
+        if token[0] == 0x22:  # a string
+            continue
+        depth += 1 if token in (b"{", b"[") else -1
+        if depth < -1:
+            return False
+    return depth == -1
+
+
 def _patch_limit(raw: bytes, key: str, value: int, cap: int) -> bytes | None:
-    """`raw` with the one `"key": value` lowered to `cap`; None when the key is not there
-    exactly once (then it may not be the top-level one) or its value is written otherwise."""
+    """`raw` with the top-level `"key": value` lowered to `cap`; None when that key cannot be
+    told from the bytes (then it may not be the top-level one) or its value is written
+    otherwise. Claude Code sends `max_tokens` among its last keys: the last occurrence in the
+    body's last 4 KB is checked to be top-level by its tail's nesting (a few µs), not by
+    searching the whole body for a second one (36 µs over an 89 KB opening request, 200 µs
+    over a 300-message one). Elsewhere the key must be there exactly once."""
     name = b'"' + key.encode() + b'"'
-    at = raw.find(name)
-    if at < 0 or raw.find(name, at + len(name)) >= 0:
-        return None
+    at = raw.rfind(name, max(0, len(raw) - _TAIL))
+    if at < 0 or not _top_level(raw, at):
+        at = raw.find(name)
+        if at < 0 or raw.find(name, at + len(name)) >= 0:
+            return None
     found = _LIMIT_VALUE[key].match(raw, at)
     if found is None or int(found.group(1)) != value:
         return None
-    return raw[:found.start(1)] + str(cap).encode() + raw[found.end(1):]
+    # One copy of the body, as `_swap_model` makes it
+    view = memoryview(raw)
+    return b"".join((view[:found.start(1)], str(cap).encode(), view[found.end(1):]))
 
 
 def _upstream_headers(inb: Inbound, att: Attempt, ch: ChannelConfig) -> Headers:

@@ -11,7 +11,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orca_cli.proxy.forward import Inbound, _swap_model, _upstream_body
+from orca_cli.proxy.forward import Inbound, _patch_limit, _swap_model, _upstream_body
 from orca_cli.translate.native import Resolved
 from orca_cli.types import Api
 
@@ -108,3 +108,45 @@ def test_a_model_that_is_the_first_key_is_swapped_in_the_bytes_beside_a_tool_par
         b' {\n  "model": "b", ' + tools + b"}")
     later = b'{"stream":true,"model":"orca/coding",' + tools + b"}"
     assert _swap_model(later, "orca/coding", "gpt-4.1-mini") is None
+
+
+def test_a_last_top_level_limit_is_lowered_in_the_bytes_beside_a_tool_parameter() -> None:
+    """Claude Code sends `max_tokens` among its last keys; a tool with a `max_tokens`
+    parameter no longer forces a re-encode: the last occurrence's tail closes exactly the
+    top-level object, so it is the top-level key."""
+    tools = (b'"tools":[{"name":"t","input_schema":{"type":"object","properties":'
+             b'{"max_tokens":{"type":"integer"}}}}]')
+    raw = (b'{"model":"orca/cc","messages":[{"role":"user","content":"hi"}],' + tools
+           + b',"max_tokens":128000,"thinking":{"type":"adaptive"},"stream":true}\n')
+    got = _patch_limit(raw, "max_tokens", 128000, 4096)
+    assert got == raw.replace(b'"max_tokens":128000', b'"max_tokens":4096')
+    # the last occurrence nested (in a trailing object): told apart, then ambiguous
+    nested = (b'{"max_tokens":128000,' + tools + b',"metadata":{"max_tokens":128000}}')
+    assert _patch_limit(nested, "max_tokens", 128000, 4096) is None
+    # a text that quotes the key is a string, not a key
+    quoted = (b'{"messages":[{"role":"user","content":"set \\"max_tokens\\": 9}"}],'
+              b'"max_tokens":128000}')
+    assert _patch_limit(quoted, "max_tokens", 128000, 4096) == quoted.replace(
+        b'"max_tokens":128000}', b'"max_tokens":4096}')
+
+
+_keys = st.sampled_from(["max_tokens", "x"])
+_json = st.recursive(st.integers(0, 10**6) | st.text(max_size=6),
+                     lambda inner: st.lists(inner, max_size=3)
+                     | st.dictionaries(_keys, inner, max_size=3), max_leaves=12)
+
+
+_others = st.dictionaries(st.sampled_from(["a", "b", "c"]), _json, max_size=3)
+
+
+@given(_others, _others, st.integers(0, 10**6), st.booleans())
+def test_a_patched_limit_is_the_top_level_one_or_none(before: dict[str, Any],
+                                                      after: dict[str, Any], value: int,
+                                                      spaced: bool) -> None:
+    """Whatever nests `max_tokens` keys before or after it, a patch lowers the top-level one
+    only."""
+    body = {**before, "max_tokens": value, **{f"z{k}": v for k, v in after.items()}}
+    raw = (orjson.dumps(body, option=orjson.OPT_INDENT_2) if spaced else orjson.dumps(body))
+    got = _patch_limit(raw, "max_tokens", value, 7)
+    if got is not None:
+        assert orjson.loads(got) == {**body, "max_tokens": 7}
