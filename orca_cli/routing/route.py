@@ -490,10 +490,13 @@ def overflow_refusal(candidates: Sequence[Candidate], est_tokens: int, api: str,
                      cfg: Config) -> tuple[int, str, str] | None:
     """Longer than every candidate's context window (SPEC §14.3): the inbound provider's own
     400, so the agent runs its compaction — never a 503 that it would retry as is. The
-    estimate is the one candidates are excluded on (a token per four body bytes)."""
-    if not candidates or any(c.excluded != "context_window" for c in candidates):
+    estimate is the one candidates are excluded on (a token per four body bytes). A model
+    left out because the request carries an image it cannot read (`vision`) is no candidate
+    here: when every model that reads it is too small, the request is too long."""
+    fitting = [c for c in candidates if c.excluded != "vision"]
+    if not fitting or any(c.excluded != "context_window" for c in fitting):
         return None
-    largest = max(model_config(c.model, cfg).context_window for c in candidates)
+    largest = max(model_config(c.model, cfg).context_window for c in fitting)
     if api == "anthropic":
         return 400, "invalid_request_error", (f"prompt is too long: {est_tokens} tokens > "
                                               f"{largest} maximum")

@@ -23,6 +23,7 @@ from orca_cli.testing import sidecar as serve_sidecar
 pytestmark = pytest.mark.asyncio
 
 BLIND, SEEING = "text-only-chat", "vision-chat"
+SMALL, BIG_BLIND = "small-vision", "big-text-only"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 DATA_URL = "data:image/png;base64," + PNG
 HEADERS = {"content-type": "application/json", "authorization": "Bearer agent-key",
@@ -34,11 +35,15 @@ async def sidecar() -> AsyncIterator[Sidecar]:
     doc: dict[str, Any] = {
         "channels": [{"name": "sim-all", "type": "sim", "keys": ["sim-all-key"],
                       "api": ["openai", "anthropic", "responses"],
-                      "models": [BLIND, SEEING], "latency_ms": 0}],
+                      "models": [BLIND, SEEING, SMALL, BIG_BLIND], "latency_ms": 0}],
         "models": {BLIND: {"input": 0.27, "output": 1.1, "vision": False},
-                   SEEING: {"input": 0.4, "output": 1.6}},
+                   SEEING: {"input": 0.4, "output": 1.6},
+                   SMALL: {"input": 0.5, "output": 2.0, "context_window": 2_000},
+                   BIG_BLIND: {"input": 0.1, "output": 0.4, "vision": False,
+                               "context_window": 1_000_000}},
         "routers": {"coding": {"strategy": "cheapest", "allowed_models": [BLIND, SEEING]},
-                    "blind": {"strategy": "cheapest", "allowed_models": [BLIND]}},
+                    "blind": {"strategy": "cheapest", "allowed_models": [BLIND]},
+                    "small": {"strategy": "cheapest", "allowed_models": [BIG_BLIND, SMALL]}},
     }
     async with serve_sidecar(loads(tomli_w.dumps(doc), source="vision-test", environ={})) as sc:
         yield sc
@@ -119,3 +124,16 @@ async def test_a_router_of_blind_models_refuses_an_image_in_the_inbound_shape(
     assert f"{BLIND}: vision = false" in body["error"]["message"]
     path, text = _bodies("blind", image=False)[api]
     assert (await _post(sidecar, path, text, f"blind-text-{api}")).status_code == 200
+
+
+async def test_too_long_for_every_model_that_reads_the_image_is_an_overflow(
+        sidecar: Sidecar) -> None:
+    """The one model that reads images is too small, the one large enough is blind: the
+    request is too long (the agent compacts, then fits the model that reads it), not a 503."""
+    body = {"model": "orca/small", "max_tokens": 64, "messages": [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+        {"type": "text", "text": "word " * 4_000}]}]}
+    got = await _post(sidecar, "/v1/messages", body, "vision-long")
+    assert got.status_code == 400, got.text
+    assert got.json()["error"]["message"].startswith("prompt is too long: ")
+    assert "> 2000 maximum" in got.json()["error"]["message"]
