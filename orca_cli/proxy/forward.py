@@ -166,7 +166,7 @@ def _swap_model(raw: bytes, value: str, model: str) -> bytes | None:
     """`raw` with its top-level `"model"` value `value` replaced by `model`; None when
     ambiguous. A `"model"` that is the body's first key is the top-level one, whatever
     follows (Claude Code and Codex send it first, and Codex's `spawn_agent` tool has a
-    `model` parameter of its own): the rest of the body is not searched, which cost 50 µs
+    `model` parameter of its own): the rest of the body is not searched, which cost 12.7 µs
     on Claude Code's 89 KB opening request. Elsewhere it must be the only `"model"`."""
     at = raw.find(b'"model"')
     if at < 0:
@@ -227,8 +227,8 @@ def _patch_limit(raw: bytes, key: str, value: int, cap: int) -> bytes | None:
     told from the bytes (then it may not be the top-level one) or its value is written
     otherwise. Claude Code sends `max_tokens` among its last keys: the last occurrence in the
     body's last 4 KB is checked to be top-level by its tail's nesting (a few µs), not by
-    searching the whole body for a second one (36 µs over an 89 KB opening request, 200 µs
-    over a 300-message one). Elsewhere the key must be there exactly once."""
+    searching the whole body for a second one (36 µs over an 89 KB opening request, 155 µs
+    over a 306 KB one). Elsewhere the key must be there exactly once."""
     name = b'"' + key.encode() + b'"'
     at = raw.rfind(name, max(0, len(raw) - _TAIL))
     if at < 0 or not _top_level(raw, at):

@@ -73,15 +73,15 @@ def one_hour_cache(body: Mapping[str, Any]) -> bool:
         for block in _list(content):
             if block.__class__ is not dict:
                 continue
-            mark = block.get("cache_control")
-            if mark is not None:
-                return _one_hour(mark)
             inner = block.get("content")
-            if inner.__class__ is list:  # a tool_result's own blocks
+            if inner.__class__ is list:  # a tool_result's own blocks come before its end
                 for part in inner:
                     mark = part.get("cache_control") if part.__class__ is dict else None
                     if mark is not None:
                         return _one_hour(mark)
+            mark = block.get("cache_control")
+            if mark is not None:
+                return _one_hour(mark)
     return _one_hour(body.get("cache_control"))
 
 

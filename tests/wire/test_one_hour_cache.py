@@ -15,11 +15,13 @@ TOOL = {"name": "Bash", "input_schema": {"type": "object"}}
 
 
 def _body(*, tools: Any = None, system: Any = None, last: Any = None,
-          inner: Any = None, top: Any = None) -> dict[str, Any]:
-    result: dict[str, Any] = {"type": "tool_result", "tool_use_id": "t1",
-                              "content": [{"type": "text", "text": "ok"}]}
+          inner: Any = None, result: Any = None, top: Any = None) -> dict[str, Any]:
+    tool_result: dict[str, Any] = {"type": "tool_result", "tool_use_id": "t1",
+                                   "content": [{"type": "text", "text": "ok"}]}
+    if result is not None:
+        tool_result["cache_control"] = result
     if inner is not None:
-        result["content"][0]["cache_control"] = inner
+        tool_result["content"][0]["cache_control"] = inner
     ask: dict[str, Any] = {"type": "text", "text": "go on"}
     if last is not None:
         ask["cache_control"] = last
@@ -31,7 +33,7 @@ def _body(*, tools: Any = None, system: Any = None, last: Any = None,
         "messages": [{"role": "user", "content": "fix it"},
                      {"role": "assistant", "content": [{"type": "tool_use", "id": "t1",
                                                         "name": "Bash", "input": {}}]},
-                     {"role": "user", "content": [result, ask]}]}
+                     {"role": "user", "content": [tool_result, ask]}]}
     if top is not None:
         body["cache_control"] = top
     return body
@@ -46,6 +48,8 @@ def _body(*, tools: Any = None, system: Any = None, last: Any = None,
     ({"system": {"type": "ephemeral", "ttl": "5m"}}, False),
     # the API refuses a one-hour breakpoint after a five-minute one: the first decides
     ({"system": M5, "last": H1}, False),
+    # a tool result's own blocks come before the result's end
+    ({"inner": H1, "result": M5}, True), ({"inner": M5, "result": H1}, False),
 ])
 def test_the_first_breakpoint_says_whether_the_cache_is_kept_an_hour(
         where: dict[str, Any], expected: bool) -> None:
