@@ -66,6 +66,11 @@ def check(cfg: Config) -> list[ConfigIssue]:
                     add("warning", rpath,
                         f'the {tier} tier has no model served by an enabled channel with api = '
                         f'"{api}"; {api}-format requests to this router cannot be served {tier}')
+        for tier, models in tiers.items():
+            if models and all(m in cfg.models and not cfg.models[m].vision for m in models):
+                add("warning", rpath,
+                    f"every model of the {tier} tier reads no images (vision = false): a "
+                    f"request carrying an image or a PDF cannot be served {tier} by this router")
         for m in r.allowed_models + r.escalation_pool:
             if m in known and m not in served:
                 add("warning", rpath, f'model "{m}" is served by no enabled channel')

@@ -99,3 +99,15 @@ def test_issue_string_names_file_and_key() -> None:
     doc = _untranslated(minimal_doc())
     (first, *_rest) = check(parse(doc, source="f.toml", environ={}))
     assert str(first).startswith("f.toml: routers.coding: the base tier")
+
+
+def test_a_tier_of_models_that_read_no_images_warns() -> None:
+    doc = minimal_doc()
+    doc["models"] = {"cheap": {"vision": False}, "big": {}}
+    warnings = [i for i in _issues(doc) if i[0] == "warning"]
+    assert warnings == [("warning", "routers.coding",
+                         "every model of the base tier reads no images (vision = false): a "
+                         "request carrying an image or a PDF cannot be served base by this "
+                         "router")]
+    doc["models"] = {"cheap": {}, "big": {}}
+    assert _issues(doc) == []
