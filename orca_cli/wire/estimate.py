@@ -18,9 +18,11 @@ only ever lowers an estimate: it ends refusals of what a candidate can take and 
 image or file named by URL or file id is small in the body and counts as its bytes.
 
 Hot path: a body whose bytes / 4 fit the smallest window (`fits`) is not looked at; one that
-does not is scanned for three substrings (`"base64"`, `;base64,` and `"input_audio"`; inside
-a text a quote is escaped, so text never matches the first or the last), and only a body with
-a match walks its parsed tree.
+does not has its conversation's blocks walked for a media part (`_in_conversation`: 98 µs
+over a 760 KB Claude Code body of 600 messages, where searching its bytes for three
+substrings took 1.5 ms), and only a body with one walks its whole parsed tree. A media part
+anywhere else (inside a tool call's arguments, say) is text to a provider, and counts as
+its bytes.
 
 `needs_vision` tells, from the same part types, whether a request carries an image or a PDF:
 a model with `vision = false` is no candidate for it.
@@ -72,8 +74,7 @@ def estimate_tokens(raw: bytes, body: Mapping[str, Any], *, fits: int = 0) -> in
     more than its bytes, so bytes / 4 at or under it already fits every window and is
     returned as it is, unscanned: the common body costs one division."""
     est = len(raw) // 4
-    if est <= fits or (b'"base64"' not in raw and b";base64," not in raw
-                       and b'"input_audio"' not in raw):
+    if est <= fits or not _in_conversation(body, _MEDIA_PARTS, True):
         return est
     payload_chars, tokens = _inline_media(body)
     return min(est, max(0, len(raw) - payload_chars) // 4 + tokens)
@@ -171,12 +172,21 @@ def pdf_pages(data: str) -> int:
 def needs_vision(body: Mapping[str, Any]) -> bool:
     """Whether the request needs a model that reads images (`vision`): an image part, inline
     or by URL, or a document part — a PDF, whose pages a provider reads as images (Anthropic
-    `document` but a plain-text one, Chat Completions `file`, Responses `input_file`) — in a
-    message's content (Chat Completions `messages`, Anthropic `messages`, Responses `input`
-    items) or in a tool result's (an Anthropic `tool_result`, a Chat Completions tool
-    message, a Responses `function_call_output`). Only the conversation is walked, block by
-    block, never the system prompt or the tools. One loop, exact class checks and no call a
-    message: about 0.17 µs a message of an agent's transcript."""
+    `document` but a plain-text one, Chat Completions `file`, Responses `input_file`) — in the
+    conversation (`_in_conversation`)."""
+    return _in_conversation(body, _VISUAL, False)
+
+
+def _in_conversation(body: Mapping[str, Any], kinds: frozenset[str],
+                     text_documents: bool) -> bool:
+    """Whether a part of one of `kinds` sits in the conversation: in a message's content (Chat
+    Completions `messages`, Anthropic `messages`, Responses `input` items) or in a tool
+    result's (an Anthropic `tool_result`, a Chat Completions tool message, a Responses
+    `function_call_output`); a plain-text Anthropic document counts only with
+    `text_documents`. Only the conversation is walked, block by block, never the system
+    prompt or the tools. One loop, exact class checks and no call a block: about 0.17 µs a
+    message of an agent's transcript, where a search of the raw bytes for a substring ran at
+    about 1.5 GB/s (1.5 ms for three over a 760 KB body)."""
     items = body.get("messages")
     if items.__class__ is not list:
         items = body.get("input")
@@ -193,7 +203,7 @@ def needs_vision(body: Mapping[str, Any]) -> bool:
         for part in parts:
             if part.__class__ is dict:
                 kind = part.get("type")
-                if kind in _VISUAL and _visual(part, kind):
+                if kind in kinds and (text_documents or _visual(part, kind)):
                     return True
                 if kind == "tool_result":
                     inner = part.get("content")
@@ -201,7 +211,7 @@ def needs_vision(body: Mapping[str, Any]) -> bool:
                         for p in inner:
                             if p.__class__ is dict:
                                 kind = p.get("type")
-                                if kind in _VISUAL and _visual(p, kind):
+                                if kind in kinds and (text_documents or _visual(p, kind)):
                                     return True
     return False
 

@@ -85,6 +85,29 @@ def test_a_body_without_inline_media_is_its_bytes_over_four(body: dict[str, Any]
     assert est == size // 4
 
 
+def test_a_body_whose_conversation_holds_no_media_part_is_not_walked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the window, only the conversation's blocks are looked at for a media part: a
+    long text, a tool's schema or a tool call's arguments that spell an image out are not
+    one (a provider reads them as text), so the whole tree is never walked for them."""
+    from orca_cli.wire import estimate
+
+    def walked(_body: Any) -> tuple[int, int]:
+        raise AssertionError("the whole tree was walked")
+
+    monkeypatch.setattr(estimate, "_inline_media", walked)
+    spelled = {"type": "image", "source": {"type": "base64", "media_type": "image/png",
+                                           "data": B64}}
+    body = {"tools": [{"name": "show", "input_schema": {"default": spelled}}], "messages": [
+        {"role": "user", "content": "word " * 20_000},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "show",
+                                           "input": {"picture": spelled}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                      "content": "shown"}]}]}
+    est, size = _est(body, fits=1)
+    assert est == size // 4
+
+
 def test_a_body_that_fits_the_smallest_window_is_not_scanned() -> None:
     body = IMAGES["anthropic"]
     est, size = _est(body, fits=10**9)
