@@ -55,6 +55,11 @@ def resolve_wrappers(body: dict[str, Any], api: Api, *, family: str, model: str,
     return None  # Chat Completions answers carry no wrapper (`reasoning_content` is text)
 
 
+# The field of a Messages reasoning block that holds orca's tag when a translated turn made it
+# (keyed by the block's `type`, whatever a client sent there).
+_TAGGED_FIELD: dict[object, str] = {"thinking": "signature", "redacted_thinking": "data"}
+
+
 def carries_tag(body: Any, api: Api) -> bool:
     """Whether `body` (format `api`) holds a reasoning part in orca's tag: a Messages
     `thinking.signature` or `redacted_thinking.data`, or a Responses `reasoning` item's
@@ -71,15 +76,10 @@ def carries_tag(body: Any, api: Api) -> bool:
             if content.__class__ is not list:
                 continue
             for block in content:
-                if block.__class__ is not dict:
+                field = _TAGGED_FIELD.get(block.get("type")) if block.__class__ is dict else None
+                if field is None:
                     continue
-                kind = block.get("type")
-                if kind == "thinking":
-                    value = block.get("signature")
-                elif kind == "redacted_thinking":
-                    value = block.get("data")
-                else:
-                    continue
+                value = block.get(field)
                 if value.__class__ is str and value.startswith(TAG):
                     return True
         return False
@@ -115,13 +115,8 @@ def thinking_off(body: dict[str, Any]) -> Resolved | None:
 def _wrapped_thinking(block: object) -> Reasoning | None:
     if not isinstance(block, dict):
         return None
-    kind = block.get("type")
-    if kind == "thinking":
-        value = block.get("signature")
-    elif kind == "redacted_thinking":
-        value = block.get("data")
-    else:
-        return None
+    field = _TAGGED_FIELD.get(block.get("type"))
+    value = block.get(field) if field is not None else None
     return untag(value) if isinstance(value, str) else None
 
 
