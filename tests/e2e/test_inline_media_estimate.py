@@ -13,11 +13,9 @@ from typing import Any
 
 import orjson
 import pytest
-import tomli_w
 
-from orca_cli.config.load import loads
 from orca_cli.testing import Sidecar
-from orca_cli.testing import sidecar as serve_sidecar
+from tests.e2e.media_kit import doc_sidecar, post_json
 
 pytestmark = pytest.mark.asyncio
 
@@ -26,8 +24,6 @@ WIDE_MODEL = "gemini-wide"
 WINDOW = 200_000
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 3_600).decode()  # ≈ 1.2 MB
 DATA_URL = "data:image/png;base64," + PNG
-HEADERS = {"content-type": "application/json", "authorization": "Bearer agent-key",
-           "x-api-key": "agent-key", "anthropic-version": "2023-06-01"}
 
 
 @pytest.fixture
@@ -41,7 +37,7 @@ async def sidecar() -> AsyncIterator[Sidecar]:
         "routers": {"vision": {"strategy": "cheapest", "allowed_models": [MODEL]},
                     "wide": {"strategy": "cheapest", "allowed_models": [WIDE_MODEL]}},
     }
-    async with serve_sidecar(loads(tomli_w.dumps(doc), source="media-test", environ={})) as sc:
+    async with doc_sidecar(doc, "media-test") as sc:
         yield sc
 
 
@@ -67,17 +63,12 @@ def _bodies(text: str) -> dict[str, tuple[str, dict[str, Any]]]:
     }
 
 
-async def _post(sc: Sidecar, path: str, body: dict[str, Any]) -> Any:
-    raw = orjson.dumps(body)
-    return await sc.http.post(path, content=raw, headers=HEADERS)
-
-
 @pytest.mark.parametrize("api", ["openai", "anthropic", "responses"])
 async def test_a_large_inline_image_is_forwarded_not_refused_as_too_long(
         sidecar: Sidecar, api: str) -> None:
     path, body = _bodies("what is this")[api]
     assert len(orjson.dumps(body)) // 4 > WINDOW  # by its bytes it would not fit
-    got = await _post(sidecar, path, body)
+    got = await post_json(sidecar, path, body)
     assert got.status_code == 200, got.text
     assert got.headers["x-orca-model"] == MODEL
 
@@ -91,7 +82,7 @@ async def test_an_image_in_a_tool_result_is_counted_as_an_image(sidecar: Sidecar
         {"role": "user", "content": "look at shot.png"},
         {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read",
                                            "input": {"file_path": "shot.png"}}]}]
-    got = await _post(sidecar, path, body)
+    got = await post_json(sidecar, path, body)
     assert got.status_code == 200, got.text
 
 
@@ -99,7 +90,7 @@ async def test_an_image_in_a_tool_result_is_counted_as_an_image(sidecar: Sidecar
 async def test_a_text_too_long_for_every_window_is_still_refused_beside_an_image(
         sidecar: Sidecar, api: str) -> None:
     path, body = _bodies("word " * 260_000)[api]  # 1.3 MB of text: 260k tokens, and a PNG
-    got = await _post(sidecar, path, body)
+    got = await post_json(sidecar, path, body)
     assert got.status_code == 400, got.text
     err = got.json()["error"]
     if api == "anthropic":
@@ -112,7 +103,7 @@ async def test_a_text_too_long_for_every_window_is_still_refused_beside_an_image
 
 async def test_a_text_only_prompt_too_long_is_refused(sidecar: Sidecar) -> None:
     path, body = _anthropic([{"type": "text", "text": "word " * 260_000}])
-    got = await _post(sidecar, path, body)
+    got = await post_json(sidecar, path, body)
     assert got.status_code == 400
     assert got.json()["error"]["message"].startswith("prompt is too long: ")
 
@@ -123,7 +114,7 @@ async def test_a_prompt_that_may_fit_goes_to_the_provider(sidecar: Sidecar) -> N
     but one is above the lower bound (a token per 6 bytes), orca serves it and lets the
     provider decide (SPEC §14.3: refuse only what no candidate could take)."""
     path, body = _anthropic([{"type": "text", "text": "word " * 190_000}])
-    got = await _post(sidecar, path, body)
+    got = await post_json(sidecar, path, body)
     assert got.status_code == 200, got.text[:300]
 
 
@@ -145,6 +136,6 @@ async def test_the_body_is_scanned_only_when_it_may_not_fit_a_model_the_target_r
     path, body = _bodies("what is this")["openai"]
     for router, scanned in (("wide", 0), ("vision", 1), ("wide", 1)):
         body["model"] = f"orca/{router}"
-        got = await _post(sidecar, path, body)
+        got = await post_json(sidecar, path, body)
         assert got.status_code == 200, got.text
         assert len(scans) == scanned, router

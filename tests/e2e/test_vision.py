@@ -12,13 +12,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import orjson
 import pytest
-import tomli_w
 
-from orca_cli.config.load import loads
 from orca_cli.testing import Sidecar, eventually
-from orca_cli.testing import sidecar as serve_sidecar
+from tests.e2e.media_kit import doc_sidecar, post_json
 
 pytestmark = pytest.mark.asyncio
 
@@ -26,8 +23,6 @@ BLIND, SEEING = "text-only-chat", "vision-chat"
 SMALL, BIG_BLIND = "small-vision", "big-text-only"
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 DATA_URL = "data:image/png;base64," + PNG
-HEADERS = {"content-type": "application/json", "authorization": "Bearer agent-key",
-           "x-api-key": "agent-key", "anthropic-version": "2023-06-01"}
 
 
 @pytest.fixture
@@ -45,7 +40,7 @@ async def sidecar() -> AsyncIterator[Sidecar]:
                     "blind": {"strategy": "cheapest", "allowed_models": [BLIND]},
                     "small": {"strategy": "cheapest", "allowed_models": [BIG_BLIND, SMALL]}},
     }
-    async with serve_sidecar(loads(tomli_w.dumps(doc), source="vision-test", environ={})) as sc:
+    async with doc_sidecar(doc, "vision-test") as sc:
         yield sc
 
 
@@ -71,8 +66,7 @@ def _bodies(router: str, image: bool) -> dict[str, tuple[str, dict[str, Any]]]:
 
 
 async def _post(sc: Sidecar, path: str, body: dict[str, Any], session: str) -> Any:
-    return await sc.http.post(path, content=orjson.dumps(body),
-                              headers={**HEADERS, "x-orca-session": session})
+    return await post_json(sc, path, body, **{"x-orca-session": session})
 
 
 @pytest.mark.parametrize("api", ["openai", "anthropic", "responses"])
