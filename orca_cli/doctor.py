@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import os
+import re
 import socket
 import stat
 import time
@@ -118,19 +120,87 @@ def channel_apis(ch: ChannelConfig) -> tuple[Api, ...]:
 
 
 async def _probe(ch: ChannelConfig, name: str) -> Check:
-    """One tiny request per format the channel speaks (Chat Completions, Messages, Responses):
-    a channel listing `["responses", "openai"]` must answer both endpoints."""
-    model = ch.models[0] if ch.models else ""
-    answered: list[str] = []
-    for api in channel_apis(ch):
-        result = await _probe_one(ch, name, api, model)
-        if isinstance(result, Check):
-            return result
-        answered.append(f"{result} ({api})")
-    return Check(name, "ok", f"probe of {model} answered {', '.join(answered)}")
+    """The provider's model list first (no tokens spent): a configured model it does not
+    serve — retired, or misspelled — fails the check by name. Then one tiny request per
+    format the channel speaks (Chat Completions, Messages, Responses), to the first model the
+    list has: a channel listing `["responses", "openai"]` must answer both endpoints."""
+    async with httpx.AsyncClient(timeout=20) as client:
+        listed, unlisted_why = await _list_models(client, ch)
+        missing = [] if listed is None else [
+            m for m in ch.models if not serves(listed, ch.upstream_model(m))]
+        model = next((m for m in ch.models if m not in missing), ch.models[0] if ch.models else "")
+        answered: list[str] = []
+        for api in channel_apis(ch):
+            result = await _probe_one(client, ch, name, api, model)
+            if isinstance(result, Check):
+                return result
+            answered.append(f"{result} ({api})")
+    probed = f"probe of {model} answered {', '.join(answered)}"
+    if listed is None:
+        return Check(name, "ok", f"{probed}; its model list is unavailable ({unlisted_why}), so "
+                     "the other models were not checked")
+    if missing:
+        return Check(name, "fail", f"{probed}; not among the {len(listed)} models it lists: "
+                     + ", ".join(_unserved(ch, m, listed) for m in missing),
+                     "retired or misspelled: a request routed to such a model fails upstream "
+                     f"with a 404; replace each in channels.{ch.name}.models (or model_map) and "
+                     "in the routers that list it")
+    return Check(name, "ok", f"{probed}; all {len(ch.models)} of its models are among the "
+                 f"{len(listed)} it lists")
 
 
-async def _probe_one(ch: ChannelConfig, name: str, api: Api, model: str) -> Check | int:
+_DATED = re.compile(r"-\d{8}$")
+_LIST_PAGES = 20  # Anthropic's list pages at most 1,000 models a page
+
+
+def serves(listed: frozenset[str], upstream: str) -> bool:
+    """Whether a provider listing `listed` serves the model id `upstream`: listed as is, or an
+    undated alias whose dated snapshot is listed (Anthropic lists `claude-haiku-4-5-20251001`
+    and serves `claude-haiku-4-5` too)."""
+    if upstream in listed:
+        return True
+    return any(_DATED.sub("", m) == upstream for m in listed if _DATED.search(m))
+
+
+def _unserved(ch: ChannelConfig, model: str, listed: frozenset[str]) -> str:
+    upstream = ch.upstream_model(model)
+    near = difflib.get_close_matches(upstream, sorted(listed), n=2, cutoff=0.6)
+    said = ([f"upstream {upstream}"] if upstream != model else []) + (
+        [f"nearest {' or '.join(near)}"] if near else [])
+    return f"{model} ({'; '.join(said)})" if said else model
+
+
+async def _list_models(client: httpx.AsyncClient, ch: ChannelConfig
+                       ) -> tuple[frozenset[str] | None, str]:
+    """The model ids the provider lists (`GET …/models`, every page), or None and why not. A
+    Gemini id `models/gemini-…` counts as `gemini-…`."""
+    from orca_cli.proxy.transport import anthropic_version_header, auth_headers, models_list_url
+
+    api = channel_apis(ch)[0]
+    headers = dict(auth_headers(api, ch.keys[0].reveal())) if ch.keys else {}
+    if api == "anthropic":
+        headers.update(anthropic_version_header(()))
+    ids: set[str] = set()
+    params: dict[str, str | int] = {"limit": 1000} if api == "anthropic" else {}
+    for _ in range(_LIST_PAGES):
+        try:
+            r = await client.get(models_list_url(ch.base_url), params=params, headers=headers)
+            doc = r.json() if r.status_code < 300 else None
+        except (httpx.HTTPError, ValueError) as exc:
+            return None, type(exc).__name__
+        if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
+            return None, f"HTTP {r.status_code}" if r.status_code >= 300 else "not a model list"
+        ids.update(m["id"].removeprefix("models/") for m in doc["data"]
+                   if isinstance(m, dict) and isinstance(m.get("id"), str))
+        last = doc.get("last_id")
+        if not (doc.get("has_more") and isinstance(last, str)):
+            break
+        params = {**params, "after_id": last}
+    return frozenset(ids), ""
+
+
+async def _probe_one(client: httpx.AsyncClient, ch: ChannelConfig, name: str, api: Api,
+                     model: str) -> Check | int:
     """The success status, or the failed check."""
     from orca_cli.proxy.transport import (
         anthropic_version_header,
@@ -143,8 +213,7 @@ async def _probe_one(ch: ChannelConfig, name: str, api: Api, model: str) -> Chec
     if api == "anthropic":
         headers.update(anthropic_version_header(()))
     try:
-        async with httpx.AsyncClient(timeout=20) as client:
-            r = await client.post(upstream_url(ch, api, path), json=body, headers=headers)
+        r = await client.post(upstream_url(ch, api, path), json=body, headers=headers)
     except httpx.HTTPError as exc:
         return Check(name, "fail", f"{api} probe failed: {type(exc).__name__}",
                      "check the network")

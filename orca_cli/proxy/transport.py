@@ -47,6 +47,7 @@ __all__ = [
     "auth_headers",
     "filter_response_headers",
     "header_value",
+    "models_list_url",
     "read_limited",
     "upstream_url",
 ]
@@ -273,8 +274,19 @@ def _join(base_url: str, api: str, path: str) -> str:
     if want != api:
         raise ValueError(f"endpoint {path} speaks {want}, not {api}")
     base = base_url.rstrip("/")
-    slash = base.find("/", base.find("://") + 3)
-    base_path = base[slash:] if slash > 0 else ""
-    if _VERSION_SEGMENT.search(base_path):
+    if _names_version(base):
         return base + path[3:]  # drop the endpoint's own "/v1"
     return base + path
+
+
+def models_list_url(base_url: str) -> str:
+    """The provider's model list (`GET /v1/models`, what `orca doctor --probe` reads) under a
+    channel's base URL, by `upstream_url`'s rule: Anthropic's `https://api.anthropic.com` →
+    `…/v1/models`, Gemini's `…/v1beta/openai` → `…/v1beta/openai/models`."""
+    base = base_url.rstrip("/")
+    return base + ("/models" if _names_version(base) else "/v1/models")
+
+
+def _names_version(base: str) -> bool:
+    slash = base.find("/", base.find("://") + 3)
+    return slash > 0 and _VERSION_SEGMENT.search(base[slash:]) is not None
