@@ -146,6 +146,11 @@ def render_trace(t: Mapping[str, Any]) -> Any:
         dropped = f" · hosted tools dropped: {_e(', '.join(map(str, hosted)))}" if hosted else ""
         if tr.get("thinking_off"):
             dropped += " · extended thinking off (the tool loop's turn has no thinking block)"
+        if tr.get("thinking_form"):
+            dropped += f" · thinking written in the {_e(tr['thinking_form'])} form the model takes"
+        if tr.get("sampling_dropped"):
+            dropped += (" · sampling dropped (the model refuses it): "
+                        f"{_e(', '.join(map(str, tr['sampling_dropped'])))}")
         root.add(f"translation: {_e(tr.get('from'))} → {_e(tr.get('to'))} · cache breakpoints "
                  f"added {_e(tr.get('cache_breakpoints_added'))} · reasoning dropped "
                  f"{_e(tr.get('dropped_reasoning'))} · ids rewritten {_e(tr.get('rewritten_ids'))}"

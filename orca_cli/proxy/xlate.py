@@ -39,7 +39,7 @@ Choices where the SPEC is silent:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from orca_cli.clock import Clock, SystemClock
@@ -62,7 +62,8 @@ from orca_cli.translate import (
     translate_error,
     translate_request,
 )
-from orca_cli.translate.native import Resolved, carries_tag, resolve_wrappers, thinking_off
+from orca_cli.translate.claude import claude_traits
+from orca_cli.translate.native import Resolved, carries_tag, fit_messages, resolve_wrappers
 from orca_cli.translate.policy import is_reasoning_model
 from orca_cli.translate.responses import request_echo
 from orca_cli.types import Api
@@ -205,33 +206,43 @@ def cross(translations: Translations, inb: Inbound, ch: ChannelConfig,
 
 
 def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Resolved | None:
-    """The body of a same-format attempt when it carries orca's reasoning wrappers (a turn
-    served translated before): each resolved for `model` on `ch` as the translating path
-    would (`translate.native`). None — the raw bytes go as they are — when the body holds no
-    wrapper (`carries_tag`: a walk of the conversation's blocks, no re-encode) and a Messages
-    body asks for no extended thinking its tool loop cannot take
-    (`translate.native.thinking_off`)."""
+    """The body of a same-format attempt when it must differ from what the client sent, else
+    None (the raw bytes go). Orca's reasoning wrappers (a turn served translated before) are
+    resolved for `model` on `ch` as the translating path would (`translate.native`; found by
+    `carries_tag`, a walk of the conversation's blocks, no re-encode); a Messages body is
+    fitted to the Claude model that serves it — its thinking form, thinking a tool loop cannot
+    take, sampling parameters it refuses (`translate.native.fit_messages`)."""
     if inb.api == "openai":
         return None
+    upstream = ch.upstream_model(model)
     resolved = None
     if carries_tag(inb.body, inb.api):
-        upstream = ch.upstream_model(model)
         resolved = resolve_wrappers(inb.body, inb.api, family=model_family(ch, upstream),
                                     model=upstream, foreign=cfg.translation.foreign_reasoning)
-    if resolved is None and inb.api == "anthropic":
-        return thinking_off(inb.body)
-    return resolved
+    if inb.api != "anthropic":
+        return resolved
+    fitted = fit_messages(resolved.body if resolved is not None else inb.body,
+                          claude_traits(upstream))
+    if fitted is None or resolved is None:
+        return fitted or resolved
+    return replace(fitted, dropped=resolved.dropped, restored=resolved.restored)
 
 
 def native_report(api: Api, resolved: Resolved) -> dict[str, Any]:
-    """The trace's `translation` block of a same-format attempt whose wrappers were resolved
-    (the drops counted as the translating path counts them) or whose extended thinking was
-    taken off (`thinking_off: true`, only then)."""
+    """The trace's `translation` block of a same-format attempt whose body was changed: its
+    wrappers resolved (the drops counted as the translating path counts them), its extended
+    thinking taken off (`thinking_off: true`), its thinking form rewritten (`thinking_form`:
+    the form written) or sampling parameters dropped (`sampling_dropped`) — each key only
+    when it happened."""
     out: dict[str, Any] = {"from": api, "to": api, "cache_breakpoints_added": 0,
                            "dropped_reasoning": resolved.dropped, "rewritten_ids": 0,
                            "dropped_tools": []}
     if resolved.thinking_off:
         out["thinking_off"] = True
+    if resolved.thinking_form:
+        out["thinking_form"] = resolved.thinking_form
+    if resolved.sampling_dropped:
+        out["sampling_dropped"] = list(resolved.sampling_dropped)
     return out
 
 

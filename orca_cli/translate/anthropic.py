@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from orca_cli.translate.anthropic_marks import marker, place_marks
+from orca_cli.translate.claude import takes_sampling, thinking_for
 from orca_cli.translate.common import (
     custom_args,
     custom_schema,
@@ -83,7 +84,6 @@ STOP_TO: dict[str, str] = {
     "pause": "pause_turn",
 }
 _DROPPED = ("top_k", "service_tier", "container", "context_management", "speed")
-_EFFORT_BUDGET = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576, "xhigh": 32768}
 
 
 # --- decoding ----------------------------------------------------------------------------
@@ -421,15 +421,21 @@ def encode_request(
         body["stop_sequences"] = req.stop
     if req.user:
         body["metadata"] = {"user_id": req.user}
-    budget = req.thinking_budget or _EFFORT_BUDGET.get(req.reasoning_effort or "", 0)
-    if budget and budget < body["max_tokens"] and thinking_fits(messages):
-        body["thinking"] = {"type": "enabled", "budget_tokens": max(budget, 1024)}
+    output_config: dict[str, Any] = {}
+    thinking, effort = thinking_for(model, req.reasoning_effort, req.thinking_budget,
+                                    body["max_tokens"])
+    if thinking is not None and thinking_fits(messages):
+        body["thinking"] = thinking
+        if effort is not None:
+            output_config["effort"] = effort
+    if "thinking" in body or not takes_sampling(model):
         body.pop("temperature", None)
         body.pop("top_p", None)
     if req.json_schema is not None:
-        body["output_config"] = {
-            "format": {"type": "json_schema", "schema": req.json_schema.get("schema") or {}}
-        }
+        output_config["format"] = {"type": "json_schema",
+                                   "schema": req.json_schema.get("schema") or {}}
+    if output_config:
+        body["output_config"] = output_config
     if req.stream:
         body["stream"] = True
     return orjson.dumps(body), added

@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from orca_cli.translate import anthropic, responses
-from orca_cli.translate.common import TAG, untag
+from orca_cli.translate.claude import SAMPLING_KEYS, ClaudeTraits, budget_for
+from orca_cli.translate.common import TAG, budget_effort, untag
 from orca_cli.translate.model import Reasoning, Text
 from orca_cli.translate.policy import keep_reasoning, thinking_text
 from orca_cli.types import Api
 
-__all__ = ["MARKER", "Resolved", "carries_tag", "resolve_wrappers", "thinking_off"]
+__all__ = ["MARKER", "Resolved", "carries_tag", "fit_messages", "resolve_wrappers"]
 
 MARKER = TAG.encode()  # the tag as a raw body holds it
 
@@ -41,7 +42,9 @@ class Resolved:
     body: dict[str, Any]
     dropped: int
     restored: int
-    thinking_off: bool = False  # the body's extended thinking was taken off (`thinking_off`)
+    thinking_off: bool = False  # the body's extended thinking was taken off (`fit_messages`)
+    thinking_form: str | None = None  # the thinking form written for the serving model
+    sampling_dropped: tuple[str, ...] = ()  # sampling parameters the serving model refuses
 
 
 def resolve_wrappers(body: dict[str, Any], api: Api, *, family: str, model: str,
@@ -94,22 +97,92 @@ def carries_tag(body: Any, api: Api) -> bool:
     return False
 
 
-def thinking_off(body: dict[str, Any]) -> Resolved | None:
-    """A Messages body asking for extended thinking (`type: "enabled"`) whose tool loop's last
-    assistant turn opens with no thinking block, without `thinking`; else None (send it as it
-    is). The API refuses such a body (400 "a final `assistant` message must start with a
-    thinking block … To avoid this requirement, disable `thinking`"), and orca makes it
-    whenever a session changes model inside a tool loop — an escalation, a pin that moved
-    for an image or a longer context — since the turns another model made carry no thinking
-    block of this one's. The translating path leaves thinking off in the same case
-    (`anthropic.thinking_fits`); adaptive thinking, which may skip a block, is left alone."""
+def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved | None:
+    """A Messages body sent in its own format, fitted to the model that serves it, or None when
+    it fits as it is (its raw bytes go). What differs is copied; `body` is never changed.
+
+    - **Thinking form** (`translate.claude`): an agent writes the form of the model it asked
+      for, and orca may serve another. `{type: "adaptive"}` becomes the budget form for a model
+      that knows only that one (Haiku 4.5: the budget from `output_config.effort`, which goes),
+      and the budget form becomes adaptive for a model that refuses it (Opus 4.7+, Claude 5:
+      the effort from the budget). Other fields of `thinking` (`display`) stay.
+    - **Thinking off**: budget-form thinking whose tool loop's last assistant turn opens with no
+      thinking block goes, with a `clear_thinking` context edit, which needs thinking. The API
+      refuses such a body (400 "a final `assistant` message must start with a thinking block
+      … To avoid this requirement, disable `thinking`"), and orca makes it whenever a session
+      changes model inside a tool loop — an escalation, a pin that moved for an image or a
+      longer context — since the turns another model made carry no thinking block of this
+      one's. The translating path leaves thinking off in the same case
+      (`anthropic.thinking_fits`); adaptive thinking, which may skip a block, is left alone.
+    - **Sampling**: `temperature`, `top_p` and `top_k` go for a model that refuses them."""
     thinking = body.get("thinking")
-    if not (isinstance(thinking, dict) and thinking.get("type") == "enabled"):
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    form = traits.thinking if traits is not None else "both"
+    sampling = tuple(k for k in SAMPLING_KEYS if k in body) if (
+        traits is not None and not traits.sampling) else ()
+    if not sampling and kind != "enabled" and not (kind == "adaptive" and form == "budget"):
         return None
-    messages = body.get("messages")
-    if not isinstance(messages, list) or anthropic.thinking_fits(messages):
+    assert thinking is None or isinstance(thinking, dict)
+    out = {k: v for k, v in body.items() if k not in sampling}
+    written: str | None = None
+    if thinking is not None and kind == "adaptive" and form == "budget":
+        config = out.get("output_config")
+        budget = budget_for(config.get("effort") if isinstance(config, dict) else None,
+                            out.get("max_tokens"))
+        if budget is None:
+            del out["thinking"]
+        else:
+            out["thinking"] = {**_others(thinking), "type": "enabled", "budget_tokens": budget}
+            written = "enabled"
+        if isinstance(config, dict) and "effort" in config:
+            rest = {k: v for k, v in config.items() if k != "effort"}
+            if rest:
+                out["output_config"] = rest
+            else:
+                del out["output_config"]
+    elif thinking is not None and kind == "enabled" and form == "adaptive":
+        out["thinking"] = {**_others(thinking), "type": "adaptive"}
+        config = out.get("output_config")
+        out["output_config"] = {"effort": budget_effort(_int(thinking.get("budget_tokens")))
+                                or "high", **(config if isinstance(config, dict) else {})}
+        written = "adaptive"
+    now = out.get("thinking")
+    if isinstance(now, dict) and now.get("type") == "enabled":
+        messages = out.get("messages")
+        if isinstance(messages, list) and not anthropic.thinking_fits(messages):
+            del out["thinking"]
+            written = None
+    off = thinking is not None and "thinking" not in out
+    if off:
+        _without_clear_thinking(out)
+    if not (sampling or written or off):
         return None
-    return Resolved({k: v for k, v in body.items() if k != "thinking"}, 0, 0, True)
+    return Resolved(out, 0, 0, off, written, sampling)
+
+
+def _others(thinking: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in thinking.items() if k not in ("type", "budget_tokens")}
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _without_clear_thinking(body: dict[str, Any]) -> None:
+    """Drop a `clear_thinking_*` context edit from a body whose thinking went off."""
+    cm = body.get("context_management")
+    edits = cm.get("edits") if isinstance(cm, dict) else None
+    if not isinstance(edits, list):
+        return
+    kept = [e for e in edits if not (isinstance(e, dict)
+                                     and str(e.get("type", "")).startswith("clear_thinking"))]
+    if len(kept) == len(edits):
+        return
+    assert isinstance(cm, dict)
+    if kept or len(cm) > 1:
+        body["context_management"] = {**cm, "edits": kept}
+    else:
+        del body["context_management"]
 
 
 def _wrapped_thinking(block: object) -> Reasoning | None:

@@ -171,7 +171,7 @@ async def test_a_retired_model_fails_the_probe_by_name_with_the_nearest_listed_o
 
 
 async def test_every_model_listed_or_mapped_passes(listing: tuple[ListingUpstream, str]) -> None:
-    up, base = listing
+    _, base = listing
     ch = replace(_anthropic(base, ("claude-haiku-4-5", "strong")),
                  model_map={"strong": "claude-opus-4-8"})
     check = await _channel_check(ch, Config(), True)

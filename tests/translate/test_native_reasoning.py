@@ -12,9 +12,10 @@ import orjson
 import pytest
 
 from orca_cli.translate import ResponseTranslator
+from orca_cli.translate.claude import claude_traits
 from orca_cli.translate.common import tag_reasoning
 from orca_cli.translate.model import Reasoning
-from orca_cli.translate.native import MARKER, carries_tag, resolve_wrappers, thinking_off
+from orca_cli.translate.native import MARKER, carries_tag, fit_messages, resolve_wrappers
 from orca_cli.types import Api
 from tests.translate.samples import RESPONSES, anthropic_request, responses_request
 
@@ -157,7 +158,7 @@ def test_extended_thinking_goes_off_for_a_tool_loop_another_model_began() -> Non
     enabled = {"type": "enabled", "budget_tokens": 16000}
     body = _loop(None, enabled)
     before = copy.deepcopy(body)
-    got = thinking_off(body)
+    got = fit_messages(body, claude_traits("claude-opus-4-1"))
     assert got is not None and got.thinking_off and (got.dropped, got.restored) == (0, 0)
     assert "thinking" not in got.body
     assert {k: v for k, v in got.body.items()} == {
@@ -171,7 +172,8 @@ def test_extended_thinking_goes_off_for_a_tool_loop_another_model_began() -> Non
     (None, None), (None, {"type": "disabled"})])
 def test_a_body_the_api_takes_is_left_as_it_is(first: str | None,
                                                 thinking: dict[str, Any] | None) -> None:
-    assert thinking_off(_loop(first, thinking)) is None
+    # Sonnet 4.6 takes both thinking forms and sampling parameters
+    assert fit_messages(_loop(first, thinking), claude_traits("claude-sonnet-4-6")) is None
 
 
 @pytest.mark.parametrize(("upstream", "family", "model"), [

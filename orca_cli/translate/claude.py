@@ -1,0 +1,102 @@
+"""What a Claude model takes of the Messages API's generation parameters, judged by its id
+(SPEC §13.2): which form of extended thinking, and whether sampling parameters.
+
+Anthropic changed both across generations, and a request written for one model is refused by
+another:
+
+- Claude 4.5 and earlier (Haiku 4.5 included) know only the budget form, `thinking: {type:
+  "enabled", budget_tokens}`; they refuse `{type: "adaptive"}` and its `output_config.effort`.
+- Opus 4.6 and Sonnet 4.6 take both (the budget form deprecated there).
+- Opus 4.7 and later, every Claude 5 model, Fable and Mythos take only the adaptive form (400
+  `"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and
+  "output_config.effort"`), and refuse `temperature`, `top_p` and `top_k`.
+
+An agent writes the form of the model it asked for: Claude Code 2.1.332 sends `{type:
+"adaptive"}` with `output_config.effort` for `claude-opus-5-5` and a budget for
+`claude-haiku-4-5`. A router that serves the request on another model writes that model's
+form (`native.fit_messages` on the same-format path, `anthropic.encode_request` when
+translating). An id this does not recognise as Claude's is left as it is.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any, Literal, NamedTuple
+
+from orca_cli.translate.common import budget_effort
+
+__all__ = ["EFFORT_BUDGET", "SAMPLING_KEYS", "ClaudeTraits", "ThinkingForm", "budget_for",
+           "claude_traits", "takes_sampling", "thinking_for"]
+
+ThinkingForm = Literal["budget", "adaptive", "both"]
+
+# An OpenAI reasoning effort (or Anthropic's `output_config.effort`) as a thinking budget.
+EFFORT_BUDGET = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 24576, "xhigh": 32768,
+                 "max": 32768}
+SAMPLING_KEYS = ("temperature", "top_p", "top_k")
+
+
+class ClaudeTraits(NamedTuple):
+    thinking: ThinkingForm
+    sampling: bool  # takes temperature, top_p and top_k
+
+
+# `claude-<family>-<major>[-<minor>]` (a dated snapshot's 8 digits are no minor), the older
+# `claude-<major>[-<minor>]-<family>`, anywhere in the id: `anthropic/claude-sonnet-4.5`
+# (OpenRouter), `anthropic.claude-opus-4-6-v1` (Bedrock) and `claude-haiku-4-5-20251001` too.
+_ID = re.compile(r"claude-(?:(opus|sonnet|haiku|fable|mythos)-(\d+)(?:[-.](\d{1,2})(?!\d))?"
+                 r"|(\d+)(?:[-.](\d)(?!\d))?-(opus|sonnet|haiku))")
+
+
+@functools.lru_cache(maxsize=256)
+def claude_traits(model: str) -> ClaudeTraits | None:
+    """What the Claude model `model` (an upstream id) takes, or None for an id that is not
+    recognisably Claude's."""
+    m = _ID.search(model.lower())
+    if m is None:
+        return None
+    family = m.group(1) or m.group(6)
+    version = (int(m.group(2) or m.group(4)), int(m.group(3) or m.group(5) or 0))
+    if family in ("fable", "mythos") or version >= (5, 0) or (
+            family == "opus" and version >= (4, 7)):
+        return ClaudeTraits("adaptive", False)
+    if version >= (4, 6):
+        return ClaudeTraits("both", True)
+    return ClaudeTraits("budget", True)
+
+
+def budget_for(effort: object, max_tokens: object) -> int | None:
+    """The thinking budget of an adaptive request's `effort` ("high" when unset, the API's
+    default) on a model of the budget form: below `max_tokens`, as the API requires, and at
+    least its minimum of 1,024; None when `max_tokens` leaves no room for that."""
+    budget = EFFORT_BUDGET.get(effort if isinstance(effort, str) else "high", EFFORT_BUDGET["high"])
+    if isinstance(max_tokens, int) and not isinstance(max_tokens, bool):
+        budget = min(budget, max_tokens - 1)
+    return budget if budget >= 1024 else None
+
+
+# An OpenAI reasoning effort as the adaptive form's `output_config.effort` (low, medium, high).
+_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
+
+
+def thinking_for(model: str, effort: str | None, budget: int | None, max_tokens: int,
+                 ) -> tuple[dict[str, Any] | None, str | None]:
+    """The `thinking` a request translated to Messages asks `model` for, and the adaptive
+    form's `output_config.effort`, from the client's reasoning effort or budget: the adaptive
+    form for a model that takes it, else a budget below `max_tokens`; (None, None) when the
+    client asked for no reasoning (or the budget does not fit)."""
+    traits = claude_traits(model)
+    if traits is not None and traits.thinking != "budget":
+        adaptive = _EFFORT.get(effort or "") or budget_effort(budget)
+        return ({"type": "adaptive"}, adaptive) if adaptive else (None, None)
+    wanted = budget or EFFORT_BUDGET.get(effort or "", 0)
+    if wanted and wanted < max_tokens:
+        return {"type": "enabled", "budget_tokens": max(wanted, 1024)}, None
+    return None, None
+
+
+def takes_sampling(model: str) -> bool:
+    """Whether `model` takes `temperature`, `top_p` and `top_k` (an id not Claude's does)."""
+    traits = claude_traits(model)
+    return traits is None or traits.sampling

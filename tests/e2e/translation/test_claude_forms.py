@@ -1,0 +1,184 @@
+"""A request reaches the Claude model orca serves it on in the form that model takes, through
+the real server, against an upstream that refuses what the Messages API refuses
+(`translate.claude`): Haiku 4.5 knows only a thinking budget, Sonnet 5.5 only adaptive
+thinking and no sampling parameters. Claude Code writes the form of the model it asked for
+(adaptive for `claude-opus-5-5`, a budget for `claude-haiku-4-5`), and a router serves it on
+another; Codex and Chat Completions clients ask for reasoning in their own words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+import pytest
+import pytest_asyncio
+from rich.console import Console
+
+from orca_cli.cli.explain import render_trace
+from orca_cli.config.load import loads
+from orca_cli.testing import Act, FakeUpstream, Sidecar
+from orca_cli.testing.upstream import Seen
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+CONFIG = """
+[[channels]]
+name = "an"
+type = "anthropic"
+base_url = "{up}/an"
+keys = ["sk-an-0"]
+models = ["claude-haiku-4-5", "claude-sonnet-5-5"]
+
+[models.claude-haiku-4-5]
+input = 1.0
+output = 5.0
+
+[models.claude-sonnet-5-5]
+input = 2.0
+output = 10.0
+
+[workspace]
+share_cap = 1.0
+
+[routers.cc]
+strategy = "cheapest"
+mode = "price"
+session_aware = true
+allowed_models = ["claude-haiku-4-5", "claude-sonnet-5-5"]
+strong_pool = ["claude-sonnet-5-5"]
+[routers.cc.escalation]
+mode = "auto"
+share_cap = 1.0
+warmup_requests = 0
+max_per_session = 5
+
+[routers.strong]
+strategy = "cheapest"
+allowed_models = ["claude-sonnet-5-5"]
+[routers.strong.escalation]
+mode = "off"
+
+[aliases]
+"claude-opus-*" = "orca/cc"
+"""
+
+
+def _refuse(message: str) -> Act:
+    return Act(status=400, body=orjson.dumps({"type": "error", "error": {
+        "type": "invalid_request_error", "message": message}}))
+
+
+def messages_api(seen: Seen) -> Act:
+    """What the Messages API refuses of these two models, in its own words."""
+    body, model = seen.body, seen.body.get("model")
+    kind = (body.get("thinking") or {}).get("type")
+    if model == "claude-haiku-4-5" and (kind == "adaptive" or "effort" in (
+            body.get("output_config") or {})):
+        return _refuse("adaptive thinking is not supported on this model")
+    if model == "claude-sonnet-5-5":
+        if kind == "enabled":
+            return _refuse('"thinking.type.enabled" is not supported for this model. Use '
+                           '"thinking.type.adaptive" and "output_config.effort" to control '
+                           "thinking behavior.")
+        for key in ("temperature", "top_p", "top_k"):
+            if key in body:
+                return _refuse(f"{key} is deprecated for this model.")
+    return Act()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def forms(server: Sidecar, provider: FakeUpstream) -> AsyncIterator[Sidecar]:
+    provider.seen.clear()
+    provider.rules.clear()
+    provider.handler = None
+    provider.always["an"] = messages_api
+    cfg = loads(CONFIG.format(up=provider.base_url), source="test")
+    async with server.use(cfg) as st:
+        yield st
+    provider.always.pop("an", None)
+
+
+def claude_code(thinking: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A Claude Code 2.1.332 request's top-level fields as it sends them (captured)."""
+    return {"model": "claude-opus-5-5", "max_tokens": 32000, "stream": False,
+            "messages": [{"role": "user", "content": "rename the helper"}],
+            "thinking": thinking, "context_management": {
+                "edits": [{"type": "clear_thinking_20251015", "keep": "all"}]}, **extra}
+
+
+async def post(st: Sidecar, path: str, body: dict[str, Any],
+               headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    r = await st.http.post(path, content=orjson.dumps(body), headers={
+        "content-type": "application/json", "x-api-key": "agent",
+        "anthropic-version": "2023-06-01", **headers})
+    await st.settled(r.headers["x-orca-request-id"])
+    trace = await st.rt.gate.store.get_trace(r.headers["x-orca-request-id"])
+    assert trace is not None
+    return r.status_code, dict(trace)
+
+
+async def test_claude_codes_adaptive_thinking_becomes_a_budget_on_haiku_and_stays_on_sonnet(
+        forms: Sidecar, provider: FakeUpstream) -> None:
+    session = {"x-orca-session": "forms-cc-1"}
+    body = claude_code({"type": "adaptive", "display": "omitted"},
+                       output_config={"effort": "medium"})
+    status, trace = await post(forms, "/v1/messages", body, session)
+    assert status == 200, trace
+    (seen,) = provider.calls("an")
+    assert seen.body["model"] == "claude-haiku-4-5"
+    assert seen.body["thinking"] == {"type": "enabled", "budget_tokens": 8192,
+                                     "display": "omitted"}
+    assert "output_config" not in seen.body
+    assert seen.body["context_management"] == body["context_management"]
+    assert trace["translation"]["thinking_form"] == "enabled"
+    console = Console(record=True, width=200)
+    console.print(render_trace(trace))
+    assert "thinking written in the enabled form the model takes" in console.export_text()
+
+    provider.seen.clear()
+    status, trace = await post(forms, "/v1/messages", body,
+                               {**session, "x-orcarouter-tier": "strong"})
+    assert status == 200, trace
+    (seen,) = provider.calls("an")
+    assert seen.body["model"] == "claude-sonnet-5-5"
+    assert {k: v for k, v in seen.body.items() if k != "model"} == {
+        k: v for k, v in body.items() if k != "model"}, "sent as the client wrote it"
+    assert trace.get("translation") is None
+
+
+async def test_a_budget_and_sampling_become_adaptive_on_a_model_that_refuses_them(
+        forms: Sidecar, provider: FakeUpstream) -> None:
+    provider.seen.clear()
+    body = {**claude_code({"type": "enabled", "budget_tokens": 31999, "display": "omitted"}),
+            "model": "orca/strong", "temperature": 1}
+    status, trace = await post(forms, "/v1/messages", body, {"x-orca-session": "forms-cc-2"})
+    assert status == 200, trace
+    (seen,) = provider.calls("an")
+    assert seen.body["thinking"] == {"type": "adaptive", "display": "omitted"}
+    assert seen.body["output_config"] == {"effort": "high"}
+    assert "temperature" not in seen.body
+    assert trace["translation"]["thinking_form"] == "adaptive"
+    assert trace["translation"]["sampling_dropped"] == ["temperature"]
+
+
+async def test_codex_and_chat_reasoning_reach_sonnet_5_5_as_adaptive_thinking(
+        forms: Sidecar, provider: FakeUpstream) -> None:
+    provider.seen.clear()
+    codex = {"model": "orca/strong", "instructions": "You are Codex.", "stream": False,
+             "reasoning": {"effort": "high"}, "store": False, "input": [
+                 {"type": "message", "role": "user",
+                  "content": [{"type": "input_text", "text": "fix the build"}]}]}
+    status, trace = await post(forms, "/v1/responses", codex, {"x-orca-session": "forms-cx"})
+    assert status == 200, trace
+    chat = {"model": "orca/strong", "temperature": 0, "reasoning_effort": "low",
+            "messages": [{"role": "user", "content": "fix the build"}]}
+    status, trace = await post(forms, "/v1/chat/completions", chat, {})
+    assert status == 200, trace
+    first, second = provider.calls("an")
+    assert first.body["thinking"] == {"type": "adaptive"}
+    assert first.body["output_config"] == {"effort": "high"}
+    assert second.body["thinking"] == {"type": "adaptive"}
+    assert second.body["output_config"] == {"effort": "low"}
+    assert "temperature" not in second.body

@@ -1,0 +1,148 @@
+"""A Messages request reaches the Claude model that serves it in the form that model takes:
+its thinking form and whether it takes sampling parameters (`translate.claude`), on the
+same-format path (`native.fit_messages`) and when translating (`anthropic.encode_request`)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+import pytest
+
+from orca_cli.translate.api import translate_request
+from orca_cli.translate.claude import ClaudeTraits, budget_for, claude_traits
+from orca_cli.translate.native import fit_messages
+from orca_cli.translate.policy import TranslationOptions
+
+BUDGET = ClaudeTraits("budget", True)
+BOTH = ClaudeTraits("both", True)
+ADAPTIVE = ClaudeTraits("adaptive", False)
+
+
+@pytest.mark.parametrize(("model", "traits"), [
+    ("claude-haiku-4-5", BUDGET), ("claude-haiku-4-5-20251001", BUDGET),
+    ("claude-sonnet-4-5", BUDGET), ("claude-sonnet-4-5-20250929", BUDGET),
+    ("claude-opus-4-1", BUDGET), ("claude-opus-4-5", BUDGET), ("claude-opus-4-20250514", BUDGET),
+    ("claude-3-7-sonnet-20250219", BUDGET), ("claude-3-5-haiku-latest", BUDGET),
+    ("claude-sonnet-4-6", BOTH), ("claude-opus-4-6", BOTH), ("anthropic.claude-opus-4-6-v1", BOTH),
+    ("claude-opus-4-7", ADAPTIVE), ("claude-opus-4-8", ADAPTIVE), ("claude-sonnet-5", ADAPTIVE),
+    ("claude-sonnet-5-5", ADAPTIVE), ("claude-opus-5-5", ADAPTIVE), ("claude-haiku-5-5", ADAPTIVE),
+    ("claude-fable-5-1", ADAPTIVE), ("claude-mythos-5", ADAPTIVE),
+    ("anthropic/claude-sonnet-4.5", BUDGET), ("anthropic/claude-sonnet-5.5", ADAPTIVE),
+])
+def test_the_traits_of_a_claude_id(model: str, traits: ClaudeTraits) -> None:
+    assert claude_traits(model) == traits
+
+
+@pytest.mark.parametrize("model", ["gpt-4.1", "deepseek-chat", "claude", "my-claude-proxy",
+                                   "gemini-2.5-pro"])
+def test_an_id_that_is_not_claudes_has_no_traits(model: str) -> None:
+    assert claude_traits(model) is None
+
+
+def _claude_code(thinking: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """The top of a Claude Code 2.1.332 request as it sends it (captured from the real client)."""
+    return {"model": "claude-opus-5-5", "max_tokens": 32000, "stream": True,
+            "messages": [{"role": "user", "content": "fix the build"}], "thinking": thinking,
+            "context_management": {"edits": [{"type": "clear_thinking_20251015",
+                                              "keep": "all"}]}, **extra}
+
+
+def test_adaptive_thinking_becomes_a_budget_on_a_model_that_knows_only_that() -> None:
+    body = _claude_code({"type": "adaptive", "display": "omitted"},
+                        output_config={"effort": "medium"})
+    before = copy.deepcopy(body)
+    got = fit_messages(body, claude_traits("claude-haiku-4-5"))
+    assert got is not None and got.thinking_form == "enabled" and not got.thinking_off
+    assert got.body["thinking"] == {"type": "enabled", "budget_tokens": 8192, "display": "omitted"}
+    assert "output_config" not in got.body  # effort is the adaptive form's
+    assert got.body["context_management"] == before["context_management"]
+    assert body == before, "the client's parsed body is not changed"
+
+
+def test_the_budget_stays_below_max_tokens_and_a_format_stays() -> None:
+    body = _claude_code({"type": "adaptive"}, max_tokens=4000,
+                        output_config={"format": {"type": "json_schema", "schema": {}}})
+    got = fit_messages(body, claude_traits("claude-sonnet-4-5"))
+    assert got is not None
+    assert got.body["thinking"] == {"type": "enabled", "budget_tokens": 3999}  # effort: high
+    assert got.body["output_config"] == {"format": {"type": "json_schema", "schema": {}}}
+
+
+def test_no_room_for_a_budget_takes_thinking_off_with_its_context_edit() -> None:
+    got = fit_messages(_claude_code({"type": "adaptive"}, max_tokens=1024), BUDGET)
+    assert got is not None and got.thinking_off and got.thinking_form is None
+    assert "thinking" not in got.body and "context_management" not in got.body
+    assert budget_for("low", 1024) is None and budget_for("low", 1025) == 1024
+
+
+def test_a_budget_becomes_adaptive_with_its_effort_on_a_model_that_refuses_budgets() -> None:
+    body = _claude_code({"type": "enabled", "budget_tokens": 31999, "display": "omitted"})
+    got = fit_messages(body, claude_traits("claude-opus-4-8"))
+    assert got is not None and got.thinking_form == "adaptive"
+    assert got.body["thinking"] == {"type": "adaptive", "display": "omitted"}
+    assert got.body["output_config"] == {"effort": "high"}
+    low = fit_messages(_claude_code({"type": "enabled", "budget_tokens": 2048},
+                                    output_config={"effort": "medium"}), ADAPTIVE)
+    assert low is not None and low.body["output_config"] == {"effort": "medium"}  # the client's
+
+
+def test_sampling_parameters_go_for_a_model_that_refuses_them_and_stay_elsewhere() -> None:
+    body = _claude_code({"type": "adaptive"}, temperature=0.2, top_p=0.9, top_k=40)
+    got = fit_messages(body, claude_traits("claude-sonnet-5-5"))
+    assert got is not None and got.sampling_dropped == ("temperature", "top_p", "top_k")
+    assert not {"temperature", "top_p", "top_k"} & got.body.keys()
+    assert got.body["thinking"] == {"type": "adaptive"}
+    assert fit_messages(body, claude_traits("claude-sonnet-4-6")) is None
+
+
+@pytest.mark.parametrize(("thinking", "traits"), [
+    ({"type": "adaptive", "display": "omitted"}, ADAPTIVE),  # Claude Code on claude-opus-5-5
+    ({"type": "adaptive"}, BOTH),
+    ({"type": "enabled", "budget_tokens": 31999}, BUDGET),  # Claude Code on claude-haiku-4-5
+    ({"type": "enabled", "budget_tokens": 31999}, BOTH),
+    ({"type": "adaptive"}, None),  # not a Claude id: as the client wrote it
+])
+def test_a_body_written_for_its_model_goes_as_it_is(thinking: dict[str, Any],
+                                                    traits: ClaudeTraits | None) -> None:
+    assert fit_messages(_claude_code(thinking), traits) is None
+
+
+def _translated(body: dict[str, Any], src: str, model: str) -> dict[str, Any]:
+    out = translate_request(body, src, "anthropic", model=model,  # type: ignore[arg-type]
+                            target_model_family="anthropic", options=TranslationOptions())
+    return dict(orjson.loads(out.body))
+
+
+CODEX = {"model": "gpt-5.4", "instructions": "You are Codex.", "stream": True,
+         "reasoning": {"effort": "xhigh"}, "input": [{"type": "message", "role": "user",
+                                                      "content": [{"type": "input_text",
+                                                                   "text": "fix the build"}]}]}
+AIDER = {"model": "gpt-4.1", "temperature": 0, "reasoning_effort": "low",
+         "messages": [{"role": "user", "content": "fix the build"}]}
+
+
+def test_a_translated_request_asks_a_current_claude_for_adaptive_thinking() -> None:
+    out = _translated(CODEX, "responses", "claude-sonnet-5-5")
+    assert out["thinking"] == {"type": "adaptive"}
+    assert out["output_config"] == {"effort": "high"}
+    aider = _translated(AIDER, "openai", "claude-opus-5-5")
+    assert aider["thinking"] == {"type": "adaptive"}
+    assert aider["output_config"] == {"effort": "low"}
+    assert "temperature" not in aider
+
+
+def test_a_translated_request_asks_an_older_claude_for_a_budget() -> None:
+    out = _translated({**CODEX, "max_output_tokens": 64000}, "responses", "claude-haiku-4-5")
+    assert out["thinking"] == {"type": "enabled", "budget_tokens": 32768}
+    assert "output_config" not in out
+    plain = _translated({**AIDER, "reasoning_effort": None}, "openai", "claude-sonnet-4-5")
+    assert plain["temperature"] == 0 and "thinking" not in plain
+
+
+def test_sampling_goes_for_a_current_claude_even_without_thinking() -> None:
+    out = _translated({**AIDER, "reasoning_effort": None}, "openai", "claude-sonnet-5-5")
+    assert "temperature" not in out and "thinking" not in out
+    kept = _translated({**AIDER, "reasoning_effort": None}, "openai", "claude-sonnet-4-6")
+    assert kept["temperature"] == 0
