@@ -169,7 +169,7 @@ async def run_demo(cfg: Config, *, on_row: Callable[[DemoRow], None] | None = No
                 ("trivial-edits", 5, _trivial_turn, None, "orca/coding", "openai"),
                 ("failure-loop", 6, _loop_turn, None, "orca/coding", "openai"),
                 # Claude Code's own model name (an alias of orca/coding) over Messages.
-                ("claude-code-loop", 5, _loop_turn, None, "claude-sonnet-4-5", "anthropic"),
+                ("claude-code-loop", 5, _loop_turn, None, "claude-opus-5-5", "anthropic"),
                 ("one-turn-boost", 3, _trivial_turn,
                  lambda t: {"x-orcarouter-tier": "once"} if t == 2 else {}, "orca/coding",
                  "openai"),

@@ -3,7 +3,7 @@
 translated = translate_request(body, "anthropic", "openai", model="deepseek-chat",
                                target_model_family="deepseek", options=opts)
 upstream_body = translated.body            # bytes, deterministic
-rt = ResponseTranslator("openai", "anthropic", model_name="claude-sonnet-4-5",
+rt = ResponseTranslator("openai", "anthropic", model_name="claude-sonnet-4-6",
                         upstream_model="deepseek-chat", upstream_family="deepseek",
                         tools=translated.tools, created=int(clock.now()))
 for chunk in upstream_chunks: send(rt.feed(chunk))   # a stream, event by event

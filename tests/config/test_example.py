@@ -72,15 +72,17 @@ def test_example_real_channel_keys_come_from_the_environment() -> None:
 
 def test_example_prices_are_the_dated_list_prices() -> None:
     text = EXAMPLE.read_text("utf-8")
-    assert "List prices as of 2026-08" in text
+    assert "List prices as of 2026-08 (Anthropic's\n# as of 2026-12)" in text
     m = load(str(EXAMPLE), environ={}).models
     got = {k: (v.input, v.output) for k, v in m.items()}
     assert got == {
-        "claude-haiku-4-5": (1.0, 5.0), "claude-sonnet-4-5": (3.0, 15.0),
-        "claude-opus-4-1": (15.0, 75.0), "gpt-4.1-mini": (0.40, 1.60),
+        "claude-haiku-4-5": (1.0, 5.0), "claude-sonnet-4-6": (3.0, 15.0),
+        "claude-opus-4-8": (5.0, 25.0), "gpt-4.1-mini": (0.40, 1.60),
         "gpt-4.1": (2.0, 8.0), "deepseek-chat": (0.27, 1.10),
     }
-    assert m["claude-opus-4-1"].cache_write == 1.25
+    assert m["claude-opus-4-8"].cache_write == 1.25
+    assert (m["claude-opus-4-8"].context_window, m["claude-opus-4-8"].max_output_tokens) == (
+        1_000_000, 128_000)
     assert (m["gpt-4.1-mini"].cache_read, m["gpt-4.1-mini"].cache_write) == (0.25, 1.0)
     assert (m["deepseek-chat"].cache_read, m["deepseek-chat"].cache_write) == (0.1, 1.0)
 

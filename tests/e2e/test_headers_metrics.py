@@ -87,7 +87,7 @@ async def test_the_same_request_with_a_session_is_not_no_session(stack: Sidecar)
 # request for one names its channel (`channel:model`).
 @pytest.mark.parametrize(("model", "header"), [
     ("deepseek-chat", "base; reason=default"),
-    ("sim-anthropic-frontier:claude-opus-4-1", "strong; reason=default")])
+    ("sim-anthropic-frontier:claude-opus-4-8", "strong; reason=default")])
 async def test_a_concrete_model_is_labelled_with_its_tier(
         stack: Sidecar, model: str, header: str) -> None:
     r = await post(stack, "/v1/chat/completions", {"model": model, "messages": MSGS})

@@ -100,7 +100,7 @@ def test_codex_escalates_to_the_anthropic_sim(orca: Orca, stream: bool) -> None:
     assert base_trace["tier"]["decision"] == "base" and "translation" not in base_trace
     r, trace = _post(orca, "/v1/responses", body, {**session, "x-orcarouter-tier": "strong"})
     assert (r.headers["x-orca-model"], r.headers["x-orca-channel"]) == (
-        "claude-sonnet-4-5", "sim-anthropic-frontier")
+        "claude-sonnet-4-6", "sim-anthropic-frontier")
     assert trace["tier"]["decision"] == "strong" and trace["session_id"] == f"codex-{stream}"
     assert trace["translation"]["from"] == "responses"
     assert trace["translation"]["to"] == "anthropic"

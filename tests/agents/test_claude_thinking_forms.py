@@ -1,0 +1,107 @@
+"""The real Claude Code served on Claude models of another generation than the one it asked
+for (`translate.claude`).
+
+Claude Code 2.1.332 writes the thinking of the model it names: adaptive thinking with
+`output_config.effort` for its default `claude-opus-5-5`, a thinking budget for
+`claude-haiku-4-5`. The router serves the first on Haiku 4.5, which knows only the budget
+form, and the second, escalated, on Sonnet 5.5, which refuses the budget form. The scripted
+provider answers each refusal in the Messages API's own words, so a body sent as Claude Code
+wrote it fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orca_cli.proxy.sim import Answer, render_body, render_stream
+from orca_cli.testing.upstream import Act, Seen
+from tests.agents.kit import agent_binary, agent_env, run_agent, serving
+from tests.agents.test_agent_loops import scripted_upstream
+
+HAIKU, SONNET = "claude-haiku-4-5", "claude-sonnet-5-5"
+NO_ADAPTIVE = "adaptive thinking is not supported on this model"
+NO_BUDGET = ('"thinking.type.enabled" is not supported for this model. Use '
+             '"thinking.type.adaptive" and "output_config.effort" to control thinking behavior.')
+
+
+def messages_api(seen: Seen) -> Act:
+    model = str(seen.body.get("model", ""))
+    kind = (seen.body.get("thinking") or {}).get("type")
+    refusal = (NO_ADAPTIVE if model == HAIKU and (
+        kind == "adaptive" or "effort" in (seen.body.get("output_config") or {}))
+        else NO_BUDGET if model == SONNET and kind == "enabled" else None)
+    if refusal is not None:
+        return Act(status=400, body=json.dumps({"type": "error", "error": {
+            "type": "invalid_request_error", "message": refusal}}).encode())
+    reply = Answer(id_hex="0001", model=model, created=0, text="Done: renamed.", tool=None,
+                   finish="stop", prompt_tokens=max(1, len(seen.raw) // 4), cached_tokens=0,
+                   cache_write_tokens=0, output_tokens=4, request=seen.body)
+    if seen.stream:
+        return Act(events=tuple(render_stream(seen.api, reply, include_usage=True)))
+    return Act(body=render_body(seen.api, reply))
+
+
+def _config(url: str) -> str:
+    return f"""
+[[channels]]
+name = "anthropic"
+type = "anthropic"
+base_url = "{url}"
+keys = ["forms-key"]
+models = ["{HAIKU}", "{SONNET}"]
+
+[models."{HAIKU}"]
+input = 1.0
+output = 5.0
+[models."{SONNET}"]
+input = 2.0
+output = 10.0
+
+[workspace]
+share_cap = 1.0
+
+[routers.claude]
+strategy = "cheapest"
+allowed_models = ["{HAIKU}", "{SONNET}"]
+strong_pool = ["{SONNET}"]
+[routers.claude.escalation]
+share_cap = 1.0
+warmup_requests = 0
+
+[aliases]
+"claude-*" = "orca/claude"
+"""
+
+
+def test_claude_code_is_served_on_claude_models_of_the_other_thinking_form(
+        tmp_path: Path) -> None:
+    claude = agent_binary("claude")
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    with scripted_upstream(messages_api) as fake, \
+            serving(tmp_path, _config(fake.url("a", versioned=False))) as orca:
+        base = agent_env(home, ANTHROPIC_BASE_URL=orca.base, ANTHROPIC_API_KEY="orca-dummy-key",
+                         CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+        first = run_agent([claude, "-p", "Rename the helper in util.py"], base, work)
+        strong = {**base, "ANTHROPIC_MODEL": HAIKU,
+                  "ANTHROPIC_CUSTOM_HEADERS": "X-OrcaRouter-Tier: strong"}
+        second = run_agent([claude, "-p", "Now the hard part"], strong, work)
+        sent = [s.body for s in fake.calls("a") if s.body.get("messages")]
+        rows = orca.cli("requests", "--limit", "20")
+        traces = [orca.explain(r["request_id"]) for r in reversed(rows)]
+    for run in (first, second):
+        assert run.returncode == 0, (run.stdout, run.stderr[-3000:])
+        assert "not supported" not in run.stdout + run.stderr
+    asked = [(t["requested_model"], t["selected"]["model"], (t.get("translation") or {}).get(
+        "thinking_form")) for t in traces if t.get("selected")]
+    # Claude Code's default model, adaptive thinking, served on Haiku 4.5 with a budget; its
+    # Haiku-named request, a budget, escalated to Sonnet 5.5 with adaptive thinking
+    assert ("claude-opus-5-5", HAIKU, "enabled") in asked, asked
+    assert (HAIKU, SONNET, "adaptive") in asked, asked
+    on_haiku = [b for b in sent if b["model"] == HAIKU]
+    assert on_haiku and all(b["thinking"]["type"] == "enabled" for b in on_haiku
+                            if "thinking" in b)
+    assert all(b["thinking"]["type"] == "adaptive" for b in sent
+               if b["model"] == SONNET and "thinking" in b)
