@@ -256,6 +256,13 @@ def note_dropped(body: dict[str, object], names: tuple[str, ...], dropped: list[
     dropped.extend(n for n in names if body.get(n) is not None)
 
 
+def openai_effort(effort: str | None) -> str | None:
+    """A reasoning effort as OpenAI's APIs take it: Anthropic's `max` (Claude Code's `/effort
+    max`) is not among OpenAI's levels (none, minimal, low, medium, high, xhigh) and becomes
+    their highest, `xhigh`."""
+    return "xhigh" if effort == "max" else effort
+
+
 def budget_effort(budget: int | None) -> str | None:
     """An Anthropic thinking budget as an OpenAI reasoning effort."""
     if not budget:

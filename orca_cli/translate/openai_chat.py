@@ -32,6 +32,7 @@ from orca_cli.translate.common import (
     custom_schema,
     data_url,
     note_dropped,
+    openai_effort,
     parse_data_url,
     type_for,
 )
@@ -402,7 +403,7 @@ def encode_request(
         body["response_format"] = {"type": "json_schema", "json_schema": req.json_schema}
     elif req.json_object:
         body["response_format"] = {"type": "json_object"}
-    effort = req.reasoning_effort or budget_effort(req.thinking_budget)
+    effort = openai_effort(req.reasoning_effort) or budget_effort(req.thinking_budget)
     if reasoning and effort:
         body["reasoning_effort"] = effort
     if req.user:

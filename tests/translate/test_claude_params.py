@@ -146,3 +146,19 @@ def test_sampling_goes_for_a_current_claude_even_without_thinking() -> None:
     assert "temperature" not in out and "thinking" not in out
     kept = _translated({**AIDER, "reasoning_effort": None}, "openai", "claude-sonnet-4-6")
     assert kept["temperature"] == 0
+
+
+@pytest.mark.parametrize(("dst", "model"), [("openai", "gpt-5.4"), ("responses", "gpt-5.4")])
+def test_claude_codes_max_effort_reaches_openai_as_its_highest_level(dst: str,
+                                                                     model: str) -> None:
+    body = _claude_code({"type": "adaptive"}, output_config={"effort": "max"})
+    out = orjson.loads(translate_request(
+        body, "anthropic", dst, model=model,  # type: ignore[arg-type]
+        target_model_family="openai", options=TranslationOptions(target_reasoning=True)).body)
+    effort = out["reasoning_effort"] if dst == "openai" else out["reasoning"]["effort"]
+    assert effort == "xhigh"
+    high = _claude_code({"type": "adaptive"}, output_config={"effort": "high"})
+    out = orjson.loads(translate_request(
+        high, "anthropic", dst, model=model,  # type: ignore[arg-type]
+        target_model_family="openai", options=TranslationOptions(target_reasoning=True)).body)
+    assert (out["reasoning_effort"] if dst == "openai" else out["reasoning"]["effort"]) == "high"
