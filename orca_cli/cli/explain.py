@@ -151,6 +151,11 @@ def render_trace(t: Mapping[str, Any]) -> Any:
         if tr.get("sampling_dropped"):
             dropped += (" · sampling dropped (the model refuses it): "
                         f"{_e(', '.join(map(str, tr['sampling_dropped'])))}")
+        if tr.get("params_dropped"):
+            dropped += (" · reasoning parameters dropped (the model does not reason): "
+                        f"{_e(', '.join(map(str, tr['params_dropped'])))}")
+        for old, new in (tr.get("params_renamed") or {}).items():
+            dropped += f" · {_e(old)} sent as {_e(new)}"
         root.add(f"translation: {_e(tr.get('from'))} → {_e(tr.get('to'))} · cache breakpoints "
                  f"added {_e(tr.get('cache_breakpoints_added'))} · reasoning dropped "
                  f"{_e(tr.get('dropped_reasoning'))} · ids rewritten {_e(tr.get('rewritten_ids'))}"

@@ -154,7 +154,8 @@ def _upstream_body(inb: Inbound, model: str, cap: int | None = None,
             return raw
     body = dict(resolved.body if resolved is not None else inb.body)
     body["model"] = model
-    body.update(over)
+    renamed = dict(resolved.params_renamed) if resolved is not None else {}
+    body.update((renamed.get(key, key), limit) for key, limit in over.items())
     if inb.add_include_usage:
         opts = body.get("stream_options")
         body["stream_options"] = {**(opts if isinstance(opts, dict) else {}),

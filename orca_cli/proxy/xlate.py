@@ -39,6 +39,7 @@ Choices where the SPEC is silent:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -63,7 +64,13 @@ from orca_cli.translate import (
     translate_request,
 )
 from orca_cli.translate.claude import claude_traits
-from orca_cli.translate.native import Resolved, carries_tag, fit_messages, resolve_wrappers
+from orca_cli.translate.native import (
+    Resolved,
+    carries_tag,
+    fit_messages,
+    fit_openai,
+    resolve_wrappers,
+)
 from orca_cli.translate.policy import is_reasoning_model
 from orca_cli.translate.responses import request_echo
 from orca_cli.types import Api
@@ -85,13 +92,18 @@ MALFORMED = "malformed_body"  # the untranslatable "feature" of a body its own c
 
 def model_family(ch: ChannelConfig, model: str) -> str:
     """Who makes the reasoning of `model` served by `ch` (see the module docstring)."""
-    if ch.type in _FIRST_PARTY:
-        return _FIRST_PARTY[ch.type]
+    return model_family_of(ch.type, model)
+
+
+def model_family_of(channel_type: str, model: str) -> str:
+    """`model_family` by the channel's type."""
+    if channel_type in _FIRST_PARTY:
+        return _FIRST_PARTY[channel_type]
     low = model.lower()
     for prefix, family in _BY_PREFIX:
         if low.startswith(prefix) or f"/{prefix}" in low:
             return family
-    return ch.type
+    return channel_type
 
 
 @dataclass(slots=True)
@@ -209,23 +221,35 @@ def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Res
     """The body of a same-format attempt when it must differ from what the client sent, else
     None (the raw bytes go). Orca's reasoning wrappers (a turn served translated before) are
     resolved for `model` on `ch` as the translating path would (`translate.native`; found by
-    `carries_tag`, a walk of the conversation's blocks, no re-encode); a Messages body is
-    fitted to the Claude model that serves it — its thinking form, thinking a tool loop cannot
-    take, sampling parameters it refuses (`translate.native.fit_messages`)."""
-    if inb.api == "openai":
-        return None
+    `carries_tag`, a walk of the conversation's blocks, no re-encode); then the body is fitted
+    to the model that serves it — a Messages body to its Claude generation (thinking form,
+    thinking a tool loop cannot take, sampling parameters: `native.fit_messages`), an OpenAI
+    body to whether the model reasons (`native.fit_openai`)."""
     upstream = ch.upstream_model(model)
     resolved = None
-    if carries_tag(inb.body, inb.api):
+    if inb.api != "openai" and carries_tag(inb.body, inb.api):
         resolved = resolve_wrappers(inb.body, inb.api, family=model_family(ch, upstream),
                                     model=upstream, foreign=cfg.translation.foreign_reasoning)
-    if inb.api != "anthropic":
-        return resolved
-    fitted = fit_messages(resolved.body if resolved is not None else inb.body,
-                          claude_traits(upstream))
+    body = resolved.body if resolved is not None else inb.body
+    if inb.api == "anthropic":
+        fitted = fit_messages(body, claude_traits(upstream))
+    else:
+        facts = cfg.models.get(model)
+        reasons = _openai_reasons(ch.type, upstream,
+                                  facts.reasoning if facts is not None else None)
+        fitted = None if reasons is None else fit_openai(body, inb.api, reasons)
     if fitted is None or resolved is None:
         return fitted or resolved
     return replace(fitted, dropped=resolved.dropped, restored=resolved.restored)
+
+
+@functools.lru_cache(maxsize=512)
+def _openai_reasons(channel_type: str, upstream: str, declared: bool | None) -> bool | None:
+    """Whether an OpenAI model reasons (`policy.is_reasoning_model`); None for a model of
+    another maker, whose API's rules `fit_openai` does not describe."""
+    if model_family_of(channel_type, upstream) != "openai":
+        return None
+    return is_reasoning_model(upstream, declared)
 
 
 def native_report(api: Api, resolved: Resolved) -> dict[str, Any]:
@@ -243,6 +267,10 @@ def native_report(api: Api, resolved: Resolved) -> dict[str, Any]:
         out["thinking_form"] = resolved.thinking_form
     if resolved.sampling_dropped:
         out["sampling_dropped"] = list(resolved.sampling_dropped)
+    if resolved.params_dropped:
+        out["params_dropped"] = list(resolved.params_dropped)
+    if resolved.params_renamed:
+        out["params_renamed"] = dict(resolved.params_renamed)
     return out
 
 

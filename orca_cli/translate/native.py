@@ -27,7 +27,8 @@ from orca_cli.translate.model import Reasoning, Text
 from orca_cli.translate.policy import keep_reasoning, thinking_text
 from orca_cli.types import Api
 
-__all__ = ["MARKER", "Resolved", "carries_tag", "fit_messages", "resolve_wrappers"]
+__all__ = ["MARKER", "Resolved", "carries_tag", "fit_messages", "fit_openai",
+           "resolve_wrappers"]
 
 MARKER = TAG.encode()  # the tag as a raw body holds it
 
@@ -45,6 +46,8 @@ class Resolved:
     thinking_off: bool = False  # the body's extended thinking was taken off (`fit_messages`)
     thinking_form: str | None = None  # the thinking form written for the serving model
     sampling_dropped: tuple[str, ...] = ()  # sampling parameters the serving model refuses
+    params_dropped: tuple[str, ...] = ()  # reasoning parameters a non-reasoning model refuses
+    params_renamed: tuple[tuple[str, str], ...] = ()  # (old key, new key)
 
 
 def resolve_wrappers(body: dict[str, Any], api: Api, *, family: str, model: str,
@@ -135,11 +138,7 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
             out["thinking"] = {**_others(thinking), "type": "enabled", "budget_tokens": budget}
             written = "enabled"
         if isinstance(config, dict) and "effort" in config:
-            rest = {k: v for k, v in config.items() if k != "effort"}
-            if rest:
-                out["output_config"] = rest
-            else:
-                del out["output_config"]
+            _set_or_drop(out, "output_config", {k: v for k, v in config.items() if k != "effort"})
     elif thinking is not None and kind == "enabled" and form == "adaptive":
         out["thinking"] = {**_others(thinking), "type": "adaptive"}
         config = out.get("output_config")
@@ -158,6 +157,62 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
     if not (sampling or written or off):
         return None
     return Resolved(out, 0, 0, off, written, sampling)
+
+
+def fit_openai(body: dict[str, Any], api: Api, reasoning: bool) -> Resolved | None:
+    """A Chat Completions or Responses body sent in its own format to an OpenAI model, fitted
+    to whether that model reasons (`policy.is_reasoning_model`), or None when it fits as it
+    is. A router serves a request on a model the client did not name, and OpenAI refuses what
+    the other kind takes (400 `unsupported_parameter`):
+
+    - a model that does not reason (`gpt-4.1-mini`) refuses a reasoning effort and GPT-5's
+      verbosity — Codex 0.171 sends `reasoning: {effort, context}`, `text: {verbosity}` and
+      includes `reasoning.encrypted_content` on every request — so `reasoning` and
+      `text.verbosity` (Responses) or `reasoning_effort` and `verbosity` (Chat Completions)
+      go, with that `include` entry;
+    - a reasoning model refuses `temperature` and `top_p`, which go, and on Chat Completions
+      `max_tokens` ("use 'max_completion_tokens' instead"), which is renamed."""
+    dropped: tuple[str, ...]
+    renamed: tuple[tuple[str, str], ...] = ()
+    include = body.get("include") if api == "responses" else None
+    encrypted = not reasoning and isinstance(include, list) and _ENCRYPTED in include
+    if reasoning:
+        dropped = ()
+        sampling = tuple(k for k in ("temperature", "top_p") if k in body)
+        if api == "openai" and "max_tokens" in body and "max_completion_tokens" not in body:
+            renamed = (("max_tokens", "max_completion_tokens"),)
+    else:
+        sampling = ()
+        keys = ("reasoning",) if api == "responses" else ("reasoning_effort", "verbosity")
+        dropped = tuple(k for k in keys if k in body)
+    text = body.get("text") if api == "responses" and not reasoning else None
+    verbose = isinstance(text, dict) and "verbosity" in text
+    if not (dropped or sampling or renamed or encrypted or verbose):
+        return None
+    out = {k: v for k, v in body.items() if k not in dropped and k not in sampling}
+    for old, new in renamed:
+        out[new] = out.pop(old)
+    if verbose:
+        assert isinstance(text, dict)
+        _set_or_drop(out, "text", {k: v for k, v in text.items() if k != "verbosity"})
+        dropped += ("text.verbosity",)
+    if encrypted:
+        assert isinstance(include, list)
+        _set_or_drop(out, "include", [i for i in include if i != _ENCRYPTED])
+        dropped += (f"include:{_ENCRYPTED}",)
+    return Resolved(out, 0, 0, sampling_dropped=sampling, params_dropped=dropped,
+                    params_renamed=renamed)
+
+
+_ENCRYPTED = "reasoning.encrypted_content"
+
+
+def _set_or_drop(body: dict[str, Any], key: str, value: dict[str, Any] | list[Any]) -> None:
+    """`body[key] = value`, or no `key` at all when `value` is empty."""
+    if value:
+        body[key] = value
+    else:
+        body.pop(key, None)
 
 
 def _others(thinking: dict[str, Any]) -> dict[str, Any]:
@@ -179,10 +234,8 @@ def _without_clear_thinking(body: dict[str, Any]) -> None:
     if len(kept) == len(edits):
         return
     assert isinstance(cm, dict)
-    if kept or len(cm) > 1:
-        body["context_management"] = {**cm, "edits": kept}
-    else:
-        del body["context_management"]
+    _set_or_drop(body, "context_management",
+                 {**cm, "edits": kept} if kept or len(cm) > 1 else {})
 
 
 def _wrapped_thinking(block: object) -> Reasoning | None:

@@ -146,6 +146,7 @@ def test_example_openai_channel_speaks_responses_then_openai() -> None:
     ("claude-3-5-haiku-20241022", "background"),
     ("gpt-5-codex", "coding"),
     ("gpt-5.1-codex", "coding"),
+    ("gpt-6.2-sol", "coding"),  # Codex 0.171's default when its config names no model
     ("o3", "coding"),
     ("o4-mini", "coding"),
     ("gemini-2.5-pro", "coding"),

@@ -1,6 +1,8 @@
-"""A Messages request reaches the Claude model that serves it in the form that model takes:
-its thinking form and whether it takes sampling parameters (`translate.claude`), on the
-same-format path (`native.fit_messages`) and when translating (`anthropic.encode_request`)."""
+"""A request reaches the model that serves it in the form that model takes: a Claude model's
+thinking form and whether it takes sampling parameters (`translate.claude`), on the
+same-format path (`native.fit_messages`) and when translating (`anthropic.encode_request`);
+an OpenAI model's reasoning parameters, by whether it reasons (`native.fit_openai`); and an
+effort OpenAI's levels lack (`common.openai_effort`)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pytest
 
 from orca_cli.translate.api import translate_request
 from orca_cli.translate.claude import ClaudeTraits, budget_for, claude_traits
-from orca_cli.translate.native import fit_messages
+from orca_cli.translate.native import fit_messages, fit_openai
 from orca_cli.translate.policy import TranslationOptions
 
 BUDGET = ClaudeTraits("budget", True)
@@ -162,3 +164,53 @@ def test_claude_codes_max_effort_reaches_openai_as_its_highest_level(dst: str,
         high, "anthropic", dst, model=model,  # type: ignore[arg-type]
         target_model_family="openai", options=TranslationOptions(target_reasoning=True)).body)
     assert (out["reasoning_effort"] if dst == "openai" else out["reasoning"]["effort"]) == "high"
+
+
+# Codex 0.171's top-level fields (captured from the real client), its input cut short
+CODEX_NATIVE = {"model": "gpt-6.2-sol", "instructions": "You are Codex.", "stream": True,
+                "tool_choice": "auto", "parallel_tool_calls": False,
+                "reasoning": {"effort": "low", "context": "all_turns"},
+                "include": ["reasoning.encrypted_content"], "store": False,
+                "prompt_cache_key": "01a24b5d-ef9d-7d10-ba3a-dfc74132c76f",
+                "text": {"verbosity": "low"},
+                "input": [{"type": "message", "role": "user",
+                           "content": [{"type": "input_text", "text": "fix the build"}]}]}
+
+
+def test_codexs_reasoning_goes_for_an_openai_model_that_does_not_reason() -> None:
+    before = copy.deepcopy(CODEX_NATIVE)
+    got = fit_openai(CODEX_NATIVE, "responses", reasoning=False)
+    assert got is not None
+    assert "reasoning" not in got.body and "include" not in got.body
+    assert got.params_dropped == ("reasoning", "text.verbosity",
+                                  "include:reasoning.encrypted_content")
+    assert {k: v for k, v in got.body.items()} == {
+        k: v for k, v in before.items() if k not in ("reasoning", "include", "text")}
+    assert CODEX_NATIVE == before, "the client's parsed body is not changed"
+    other = fit_openai({**CODEX_NATIVE, "include": ["reasoning.encrypted_content",
+                                                    "message.output_text.logprobs"]},
+                       "responses", reasoning=False)
+    assert other is not None and other.body["include"] == ["message.output_text.logprobs"]
+    formatted = fit_openai({**CODEX_NATIVE, "text": {"verbosity": "low", "format": {
+        "type": "text"}}}, "responses", reasoning=False)
+    assert formatted is not None and formatted.body["text"] == {"format": {"type": "text"}}
+    assert fit_openai(CODEX_NATIVE, "responses", reasoning=True) is None
+
+
+def test_a_chat_body_fits_a_reasoning_model_and_one_that_does_not_reason() -> None:
+    chat = {"model": "orca/coding", "temperature": 0.2, "top_p": 0.9, "max_tokens": 512,
+            "reasoning_effort": "low", "messages": [{"role": "user", "content": "hi"}]}
+    to_reasoning = fit_openai(chat, "openai", reasoning=True)
+    assert to_reasoning is not None
+    assert to_reasoning.sampling_dropped == ("temperature", "top_p")
+    assert to_reasoning.params_renamed == (("max_tokens", "max_completion_tokens"),)
+    assert to_reasoning.body["max_completion_tokens"] == 512
+    assert "max_tokens" not in to_reasoning.body and "temperature" not in to_reasoning.body
+    assert to_reasoning.body["reasoning_effort"] == "low"
+    to_plain = fit_openai(chat, "openai", reasoning=False)
+    assert to_plain is not None and to_plain.params_dropped == ("reasoning_effort",)
+    verbose = fit_openai({**chat, "verbosity": "low"}, "openai", reasoning=False)
+    assert verbose is not None and verbose.params_dropped == ("reasoning_effort", "verbosity")
+    assert to_plain.body["temperature"] == 0.2 and to_plain.body["max_tokens"] == 512
+    plain = {k: v for k, v in chat.items() if k != "reasoning_effort"}
+    assert fit_openai(plain, "openai", reasoning=False) is None

@@ -1,9 +1,13 @@
-"""A request reaches the Claude model orca serves it on in the form that model takes, through
-the real server, against an upstream that refuses what the Messages API refuses
-(`translate.claude`): Haiku 4.5 knows only a thinking budget, Sonnet 5.5 only adaptive
+"""A request reaches the model orca serves it on in the form that model takes, through the
+real server, against an upstream that refuses what the provider's API refuses.
+
+Claude (`translate.claude`): Haiku 4.5 knows only a thinking budget, Sonnet 5.5 only adaptive
 thinking and no sampling parameters. Claude Code writes the form of the model it asked for
 (adaptive for `claude-opus-5-5`, a budget for `claude-haiku-4-5`), and a router serves it on
 another; Codex and Chat Completions clients ask for reasoning in their own words.
+
+OpenAI (`native.fit_openai`): `gpt-4.1-mini` does not reason and refuses Codex's reasoning
+effort and encrypted reasoning; `gpt-5.4` reasons and refuses `temperature` and `max_tokens`.
 """
 
 from __future__ import annotations
@@ -182,3 +186,122 @@ async def test_codex_and_chat_reasoning_reach_sonnet_5_5_as_adaptive_thinking(
     assert second.body["thinking"] == {"type": "adaptive"}
     assert second.body["output_config"] == {"effort": "low"}
     assert "temperature" not in second.body
+
+
+OPENAI = """
+[[channels]]
+name = "rs"
+type = "openai"
+api = ["responses", "openai"]
+base_url = "{up}/rs/v1"
+keys = ["sk-rs-0"]
+models = ["gpt-4.1-mini", "gpt-5.4"]
+
+[models."gpt-4.1-mini"]
+input = 0.4
+output = 1.6
+
+[models."gpt-5.4"]
+input = 1.25
+output = 10.0
+max_output_tokens = 500
+
+[routers.cx]
+strategy = "cheapest"
+mode = "price"
+session_aware = true
+allowed_models = ["gpt-4.1-mini", "gpt-5.4"]
+strong_pool = ["gpt-5.4"]
+[routers.cx.escalation]
+mode = "auto"
+share_cap = 1.0
+warmup_requests = 0
+max_per_session = 5
+"""
+
+
+def _openai_refuse(param: str, message: str) -> Act:
+    return Act(status=400, body=orjson.dumps({"error": {
+        "message": message, "type": "invalid_request_error", "param": param,
+        "code": "unsupported_parameter"}}))
+
+
+def openai_api(seen: Seen) -> Act:
+    """What OpenAI refuses of a model that does not reason and of one that does."""
+    body, model = seen.body, seen.body.get("model")
+    if model == "gpt-4.1-mini":
+        if "reasoning" in body or "reasoning_effort" in body:
+            return _openai_refuse("reasoning.effort", "Unsupported parameter: "
+                                  "'reasoning.effort' is not supported with this model.")
+        if "reasoning.encrypted_content" in (body.get("include") or []):
+            return _openai_refuse("include", "Encrypted content is not supported with this "
+                                  "model.")
+        if "verbosity" in (body.get("text") or {}):
+            return _openai_refuse("text.verbosity", "Unsupported parameter: 'text.verbosity' "
+                                  "is not supported with this model.")
+    if model == "gpt-5.4":
+        if "max_tokens" in body:
+            return _openai_refuse("max_tokens", "Unsupported parameter: 'max_tokens' is not "
+                                  "supported with this model. Use 'max_completion_tokens' "
+                                  "instead.")
+        if body.get("temperature", 1) != 1:
+            return _openai_refuse("temperature", "Unsupported value: 'temperature' does not "
+                                  "support 0 with this model. Only the default (1) value is "
+                                  "supported.")
+    return Act()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def openai_models(server: Sidecar, provider: FakeUpstream) -> AsyncIterator[Sidecar]:
+    provider.seen.clear()
+    provider.rules.clear()
+    provider.handler = None
+    provider.always["rs"] = openai_api
+    cfg = loads(OPENAI.format(up=provider.base_url), source="test")
+    async with server.use(cfg) as st:
+        yield st
+    provider.always.pop("rs", None)
+
+
+async def test_codexs_reasoning_is_left_out_for_a_model_that_does_not_reason(
+        openai_models: Sidecar, provider: FakeUpstream) -> None:
+    codex = {"model": "orca/cx", "instructions": "You are Codex.", "stream": False,
+             "reasoning": {"effort": "low", "context": "all_turns"}, "store": False,
+             "text": {"verbosity": "low"},
+             "include": ["reasoning.encrypted_content"], "input": [
+                 {"type": "message", "role": "user",
+                  "content": [{"type": "input_text", "text": "fix the build"}]}]}
+    session = {"x-orca-session": "forms-codex"}
+    status, trace = await post(openai_models, "/v1/responses", codex, session)
+    assert status == 200, trace
+    (seen,) = provider.calls("rs")
+    assert seen.body["model"] == "gpt-4.1-mini"
+    assert not {"reasoning", "include", "text"} & seen.body.keys()
+    assert trace["translation"]["params_dropped"] == [
+        "reasoning", "text.verbosity", "include:reasoning.encrypted_content"]
+    console = Console(record=True, width=200)
+    console.print(render_trace(trace))
+    assert "reasoning parameters dropped (the model does not reason)" in console.export_text()
+    provider.seen.clear()
+    status, trace = await post(openai_models, "/v1/responses", codex,
+                               {**session, "x-orcarouter-tier": "strong"})
+    assert status == 200, trace
+    (seen,) = provider.calls("rs")
+    assert seen.body["model"] == "gpt-5.4" and seen.body["reasoning"] == codex["reasoning"]
+    assert trace.get("translation") is None
+
+
+async def test_a_chat_request_fits_the_reasoning_model_it_escalates_to(
+        openai_models: Sidecar, provider: FakeUpstream) -> None:
+    provider.seen.clear()
+    chat = {"model": "orca/cx", "temperature": 0, "max_tokens": 700,
+            "messages": [{"role": "user", "content": "fix the build"}]}
+    status, trace = await post(openai_models, "/v1/chat/completions", chat,
+                               {"x-orca-session": "forms-chat", "x-orcarouter-tier": "strong"})
+    assert status == 200, trace
+    (seen,) = provider.calls("rs")
+    # renamed, and lowered to the model's max_output_tokens under its new name
+    assert seen.body["model"] == "gpt-5.4" and seen.body["max_completion_tokens"] == 500
+    assert "max_tokens" not in seen.body and "temperature" not in seen.body
+    assert trace["translation"]["params_renamed"] == {"max_tokens": "max_completion_tokens"}
+    assert trace["translation"]["sampling_dropped"] == ["temperature"]
