@@ -1,0 +1,102 @@
+"""The real Codex served on an OpenAI model that does not reason (`native.fit_openai`).
+
+Codex 0.171 sends `reasoning: {effort, context}` and `text: {verbosity}` and includes
+`reasoning.encrypted_content` on every request, written for the reasoning model it asked
+for. Its router's base tier is `gpt-4.1-mini`, which refuses each of them with OpenAI's own
+400; escalated, the turn goes to a reasoning model, which takes them as Codex wrote them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orca_cli.proxy.sim import Answer, render_body, render_stream
+from orca_cli.testing.upstream import Act, Seen
+from tests.agents.kit import agent_binary, agent_env, run_agent, serving
+from tests.agents.test_agent_loops import scripted_upstream
+from tests.agents.test_codex import codex_config
+
+PLAIN, REASONING = "gpt-4.1-mini", "gpt-5.4"
+
+
+def openai_api(seen: Seen) -> Act:
+    model, body = str(seen.body.get("model", "")), seen.body
+    refused = model == PLAIN and ("reasoning" in body or "verbosity" in (body.get("text") or {})
+                                  or "reasoning.encrypted_content" in (body.get("include") or []))
+    if refused:
+        return Act(status=400, body=json.dumps({"error": {
+            "message": "Unsupported parameter: 'reasoning.effort' is not supported with this "
+                       "model.", "type": "invalid_request_error", "param": "reasoning.effort",
+            "code": "unsupported_parameter"}}).encode())
+    reply = Answer(id_hex="0002", model=model, created=0, text="The parser tests check ids.",
+                   tool=None, finish="stop", prompt_tokens=max(1, len(seen.raw) // 4),
+                   cached_tokens=0, cache_write_tokens=0, output_tokens=8, request=body)
+    if seen.stream:
+        return Act(events=tuple(render_stream(seen.api, reply, include_usage=True)))
+    return Act(body=render_body(seen.api, reply))
+
+
+def _config(url: str) -> str:
+    return f"""
+[[channels]]
+name = "openai"
+type = "openai"
+api = ["responses", "openai"]
+base_url = "{url}"
+keys = ["params-key"]
+models = ["{PLAIN}", "{REASONING}"]
+
+[models."{PLAIN}"]
+input = 0.4
+output = 1.6
+[models."{REASONING}"]
+input = 1.25
+output = 10.0
+
+[workspace]
+share_cap = 1.0
+
+[routers.coding]
+strategy = "cheapest"
+allowed_models = ["{PLAIN}", "{REASONING}"]
+strong_pool = ["{REASONING}"]
+[routers.coding.escalation]
+share_cap = 1.0
+warmup_requests = 0
+"""
+
+
+def test_codex_is_served_on_a_model_that_does_not_reason_then_on_one_that_does(
+        tmp_path: Path) -> None:
+    codex = agent_binary("codex")
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    with scripted_upstream(openai_api) as fake, \
+            serving(tmp_path, _config(fake.url("r"))) as orca:
+        (home / "config.toml").write_text(codex_config(orca))
+        env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key",
+                        ORCA_TEST_REQUEST_ID="params-1")
+        first = run_agent([codex, "exec", "--skip-git-repo-check",
+                           "Explain what the parser tests check"], env, work)
+        (home / "config.toml").write_text(
+            codex_config(orca) + '\n[model_providers.orca.http_headers]\n'
+                                 '"X-OrcaRouter-Tier" = "strong"\n')
+        second = run_agent([codex, "exec", "--skip-git-repo-check", "resume", "--last",
+                            "Now the hard part"], {**env, "ORCA_TEST_REQUEST_ID": "params-2"},
+                           work)
+        sent = [s.body for s in fake.calls("r")]
+        traces = [orca.explain("params-1"), orca.explain("params-2")]
+    for run in (first, second):
+        assert run.returncode == 0, (run.stdout, run.stderr[-3000:])
+        assert "unsupported_parameter" not in run.stdout + run.stderr
+    assert [t["selected"]["model"] for t in traces] == [PLAIN, REASONING]
+    # Codex writes `text.verbosity` only for a model it knows, not for `orca/coding`
+    assert {"reasoning", "include:reasoning.encrypted_content"} <= set(
+        traces[0]["translation"]["params_dropped"])
+    on_plain = [b for b in sent if b["model"] == PLAIN]
+    assert on_plain and not any("reasoning" in b for b in on_plain)
+    on_reasoning = [b for b in sent if b["model"] == REASONING]
+    assert on_reasoning and all("reasoning" in b for b in on_reasoning)  # as Codex wrote it
+    assert all("reasoning.encrypted_content" in b["include"] for b in on_reasoning)
