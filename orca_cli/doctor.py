@@ -16,14 +16,16 @@ import re
 import socket
 import stat
 import time
-from typing import Any, Literal
+from collections.abc import Collection, Mapping
+from typing import Any, Literal, TypeGuard
 from urllib.parse import urlsplit
 
 import httpx
 
 from orca_cli.clock import SystemClock
-from orca_cli.config.schema import ChannelConfig, Config
+from orca_cli.config.schema import ChannelConfig, Config, ModelConfig
 from orca_cli.immutable import immutable
+from orca_cli.translate.claude import claude_traits
 from orca_cli.types import Api
 
 __all__ = ["Check", "channel_apis", "run_checks"]
@@ -96,7 +98,7 @@ async def _channel_check(ch: ChannelConfig, cfg: Config, probe: bool) -> Check:
                      f"check channels.{ch.name}.base_url and the network")
     if not probe:
         return Check(name, "ok", f"{host}:{port} accepts connections (--probe sends a request)")
-    return await _probe(ch, name)
+    return await _probe(ch, name, cfg)
 
 
 def _probe_request(ch: ChannelConfig, api: Api, model: str) -> tuple[str, dict[str, Any]]:
@@ -119,9 +121,10 @@ def channel_apis(ch: ChannelConfig) -> tuple[Api, ...]:
     return (ch.api,)
 
 
-async def _probe(ch: ChannelConfig, name: str) -> Check:
+async def _probe(ch: ChannelConfig, name: str, cfg: Config) -> Check:
     """The provider's model list first (no tokens spent): a configured model it does not
-    serve — retired, or misspelled — fails the check by name. Then one tiny request per
+    serve — retired, or misspelled — fails the check by name, and what the list says of a
+    served one that the config contradicts warns (`model_notes`). Then one tiny request per
     format the channel speaks (Chat Completions, Messages, Responses), to the first model the
     list has: a channel listing `["responses", "openai"]` must answer both endpoints."""
     async with httpx.AsyncClient(timeout=20) as client:
@@ -145,24 +148,79 @@ async def _probe(ch: ChannelConfig, name: str) -> Check:
                      "retired or misspelled: a request routed to such a model fails upstream "
                      f"with a 404; replace each in channels.{ch.name}.models (or model_map) and "
                      "in the routers that list it")
-    return Check(name, "ok", f"{probed}; all {len(ch.models)} of its models are among the "
-                 f"{len(listed)} it lists")
+    served = f"{probed}; all {len(ch.models)} of its models are among the {len(listed)} it lists"
+    notes = [f"{m}: {note}" for m in ch.models
+             for note in model_notes(cfg.models.get(m), ch.upstream_model(m),
+                                     listed.get(serving(listed, ch.upstream_model(m)) or "", {}))]
+    if notes:
+        return Check(name, "warn", f"{served}; the provider says otherwise of "
+                     + "; ".join(notes), "correct the [models] table of each model named")
+    return Check(name, "ok", served)
 
 
 _DATED = re.compile(r"-\d{8}$")
 _LIST_PAGES = 20  # Anthropic's list pages at most 1,000 models a page
 
 
-def serves(listed: frozenset[str], upstream: str) -> bool:
+def serves(listed: Collection[str], upstream: str) -> bool:
     """Whether a provider listing `listed` serves the model id `upstream`: listed as is, or an
     undated alias whose dated snapshot is listed (Anthropic lists `claude-haiku-4-5-20251001`
     and serves `claude-haiku-4-5` too)."""
+    return serving(listed, upstream) is not None
+
+
+def serving(listed: Collection[str], upstream: str) -> str | None:
+    """The listed id that serves `upstream` (`serves`), or None."""
     if upstream in listed:
-        return True
-    return any(_DATED.sub("", m) == upstream for m in listed if _DATED.search(m))
+        return upstream
+    return next((m for m in sorted(listed, reverse=True)
+                 if _DATED.search(m) and _DATED.sub("", m) == upstream), None)
 
 
-def _unserved(ch: ChannelConfig, model: str, listed: frozenset[str]) -> str:
+def model_notes(config: ModelConfig | None, upstream: str, entry: Mapping[str, Any]
+                ) -> list[str]:
+    """What a provider's model list says of a model (Anthropic's gives its limits and
+    capabilities; OpenAI's gives neither) that the config contradicts: a `context_window` or
+    `max_output_tokens` above the model's own limit (a request between is refused upstream
+    instead of being compacted or lowered), `vision` on a model that reads no images, and a
+    Claude thinking form orca judges wrongly by the id (`translate.claude`)."""
+    notes: list[str] = []
+    window, output = entry.get("max_input_tokens"), entry.get("max_tokens")
+    if config is not None and _positive(window) and config.context_window > window:
+        notes.append(f"context_window {config.context_window} is above its max_input_tokens "
+                     f"{window}")
+    if (config is not None and config.max_output_tokens is not None and _positive(output)
+            and config.max_output_tokens > output):
+        notes.append(f"max_output_tokens {config.max_output_tokens} is above its max_tokens "
+                     f"{output}")
+    caps = entry.get("capabilities")
+    caps = caps if isinstance(caps, dict) else {}
+    if (config is None or config.vision) and _supported(caps.get("image_input")) is False:
+        notes.append("it reads no images: set vision = false")
+    types = (caps.get("thinking") or {}).get("types") if isinstance(caps.get("thinking"),
+                                                                   dict) else None
+    traits = claude_traits(upstream)
+    if traits is not None and isinstance(types, dict):
+        adaptive, budget = _supported(types.get("adaptive")), _supported(types.get("enabled"))
+        listed = ("both" if adaptive and budget else "adaptive" if adaptive
+                  else "budget" if budget else None)
+        if listed is not None and listed != traits.thinking:
+            notes.append(f"it takes {listed} thinking, where orca judges {traits.thinking} by "
+                         "its id")
+    return notes
+
+
+def _positive(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _supported(capability: object) -> bool | None:
+    """A capability's `supported` flag, None when the list does not say."""
+    flag = capability.get("supported") if isinstance(capability, dict) else None
+    return flag if isinstance(flag, bool) else None
+
+
+def _unserved(ch: ChannelConfig, model: str, listed: Collection[str]) -> str:
     upstream = ch.upstream_model(model)
     near = difflib.get_close_matches(upstream, sorted(listed), n=2, cutoff=0.6)
     said = ([f"upstream {upstream}"] if upstream != model else []) + (
@@ -171,16 +229,16 @@ def _unserved(ch: ChannelConfig, model: str, listed: frozenset[str]) -> str:
 
 
 async def _list_models(client: httpx.AsyncClient, ch: ChannelConfig
-                       ) -> tuple[frozenset[str] | None, str]:
-    """The model ids the provider lists (`GET …/models`, every page), or None and why not. A
-    Gemini id `models/gemini-…` counts as `gemini-…`."""
+                       ) -> tuple[dict[str, dict[str, Any]] | None, str]:
+    """The models the provider lists (`GET …/models`, every page), by id, or None and why
+    not. A Gemini id `models/gemini-…` counts as `gemini-…`."""
     from orca_cli.proxy.transport import anthropic_version_header, auth_headers, models_list_url
 
     api = channel_apis(ch)[0]
     headers = dict(auth_headers(api, ch.keys[0].reveal())) if ch.keys else {}
     if api == "anthropic":
         headers.update(anthropic_version_header(()))
-    ids: set[str] = set()
+    ids: dict[str, dict[str, Any]] = {}
     params: dict[str, str | int] = {"limit": 1000} if api == "anthropic" else {}
     for _ in range(_LIST_PAGES):
         try:
@@ -190,13 +248,13 @@ async def _list_models(client: httpx.AsyncClient, ch: ChannelConfig
             return None, type(exc).__name__
         if not isinstance(doc, dict) or not isinstance(doc.get("data"), list):
             return None, f"HTTP {r.status_code}" if r.status_code >= 300 else "not a model list"
-        ids.update(m["id"].removeprefix("models/") for m in doc["data"]
+        ids.update((m["id"].removeprefix("models/"), m) for m in doc["data"]
                    if isinstance(m, dict) and isinstance(m.get("id"), str))
         last = doc.get("last_id")
         if not (doc.get("has_more") and isinstance(last, str)):
             break
         params = {**params, "after_id": last}
-    return frozenset(ids), ""
+    return ids, ""
 
 
 async def _probe_one(client: httpx.AsyncClient, ch: ChannelConfig, name: str, api: Api,

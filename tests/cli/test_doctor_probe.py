@@ -10,8 +10,8 @@ import orjson
 import pytest
 from aiohttp import web
 
-from orca_cli.config.schema import ChannelConfig, Config, Secret
-from orca_cli.doctor import _channel_check, channel_apis, serves
+from orca_cli.config.schema import ChannelConfig, Config, ModelConfig, Secret
+from orca_cli.doctor import _channel_check, channel_apis, model_notes, serves
 from orca_cli.proxy.transport import models_list_url
 
 
@@ -107,6 +107,7 @@ class ListingUpstream:
         self.lists: list[dict[str, str]] = []
         self.posted: list[tuple[str, str]] = []
         self.headers: list[dict[str, str]] = []
+        self.entries: dict[str, dict[str, Any]] = {}  # id -> what the list says of it
 
     async def list_models(self, request: web.Request) -> web.Response:
         self.lists.append(dict(request.query))
@@ -114,7 +115,7 @@ class ListingUpstream:
         after = request.query.get("after_id")
         start = self.models.index(after) + 1 if after else 0
         chunk = self.models[start:start + self.page]
-        doc = {"data": [{"type": "model", "id": m} for m in chunk],
+        doc = {"data": [{**self.entries.get(m, {"type": "model"}), "id": m} for m in chunk],
                "has_more": start + self.page < len(self.models),
                "first_id": chunk[0] if chunk else None, "last_id": chunk[-1] if chunk else None}
         return web.json_response(doc)
@@ -207,3 +208,46 @@ def test_the_model_list_url_follows_the_endpoint_rule() -> None:
     assert (models_list_url("https://generativelanguage.googleapis.com/v1beta/openai")
             == "https://generativelanguage.googleapis.com/v1beta/openai/models")
     assert models_list_url("https://openrouter.ai/api") == "https://openrouter.ai/api/v1/models"
+
+
+def _entry(window: int, output: int, images: bool, adaptive: bool, budget: bool
+           ) -> dict[str, Any]:
+    """A model as Anthropic's model list describes it (limits and capabilities)."""
+    return {"type": "model", "id": "x", "max_input_tokens": window, "max_tokens": output,
+            "capabilities": {"image_input": {"supported": images}, "thinking": {
+                "supported": True, "types": {"adaptive": {"supported": adaptive},
+                                             "enabled": {"supported": budget}}}}}
+
+
+def test_model_notes_name_what_the_provider_contradicts() -> None:
+    cfg = ModelConfig(context_window=1_000_000, max_output_tokens=128_000)
+    notes = model_notes(cfg, "claude-haiku-4-5", _entry(200_000, 64_000, False, True, False))
+    assert notes == ["context_window 1000000 is above its max_input_tokens 200000",
+                     "max_output_tokens 128000 is above its max_tokens 64000",
+                     "it reads no images: set vision = false",
+                     "it takes adaptive thinking, where orca judges budget by its id"]
+    fits = ModelConfig(context_window=200_000, max_output_tokens=64_000)
+    assert model_notes(fits, "claude-haiku-4-5", _entry(200_000, 64_000, True, False, True)) == []
+    assert model_notes(replace(fits, vision=False), "claude-haiku-4-5",
+                       _entry(200_000, 64_000, False, False, True)) == []
+    # a list that says nothing (OpenAI's), or zeros, contradicts nothing
+    assert model_notes(cfg, "gpt-4.1", {"id": "gpt-4.1", "object": "model"}) == []
+    assert model_notes(cfg, "claude-opus-4-8", _entry(0, 0, True, True, False)) == []
+
+
+async def test_a_limit_the_provider_contradicts_warns_the_probe(
+    listing: tuple[ListingUpstream, str],
+) -> None:
+    up, base = listing
+    listed = {m: _entry(1_000_000, 128_000, True, True, False) for m in up.models}
+    listed["claude-haiku-4-5-20251001"] = _entry(200_000, 64_000, True, False, True)
+    up.entries = listed
+    ch = _anthropic(base, ("claude-haiku-4-5", "claude-opus-4-8"))
+    cfg = Config(models={"claude-haiku-4-5": ModelConfig(context_window=1_000_000),
+                         "claude-opus-4-8": ModelConfig(context_window=1_000_000)})
+    check = await _channel_check(ch, cfg, True)
+    assert check.status == "warn", check
+    assert ("the provider says otherwise of claude-haiku-4-5: context_window 1000000 is above "
+            "its max_input_tokens 200000") in check.detail
+    assert "claude-opus-4-8:" not in check.detail
+    assert "[models]" in check.fix
