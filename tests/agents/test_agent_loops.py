@@ -70,6 +70,21 @@ def _shell_call(seen: Seen, command: str = COMMAND) -> tuple[str, str] | None:
     return None
 
 
+def reply(seen: Seen, text: str, tool: tuple[str, str, str] | None = None, *,
+          id_hex: str = "0001", output_tokens: int = 12) -> Act:
+    """A provider's answer to `seen` in its own format, streamed when it asked: `text`, or a
+    call of `tool` (call id, name, arguments JSON)."""
+    answer = Answer(id_hex=id_hex, model=str(seen.body.get("model", "m")), created=0,
+                    text=text, tool=tool, finish="tool_calls" if tool else "stop",
+                    prompt_tokens=max(1, len(seen.raw) // 4), cached_tokens=0,
+                    cache_write_tokens=0, output_tokens=output_tokens, request=seen.body)
+    if seen.stream:
+        return Act(events=tuple(render_stream(seen.api, answer, include_usage=True)))
+    body = (render_response_body(answer) if seen.api == "responses"
+            else render_body(seen.api, answer))
+    return Act(body=body)
+
+
 def model(command: str, loops: int) -> Script:
     """A model that has the agent run `command` until its transcript holds `loops` results
     of it, then answers in text."""
@@ -77,16 +92,7 @@ def model(command: str, loops: int) -> Script:
         done = _tool_results(seen)
         call = _shell_call(seen, command)
         tool = (f"call_loop_{done}", *call) if call is not None and done < loops else None
-        reply = Answer(id_hex=f"{done:04x}", model=str(seen.body.get("model", "m")), created=0,
-                       text="Done with the script; stopping here.",
-                       tool=tool, finish="tool_calls" if tool else "stop",
-                       prompt_tokens=max(1, len(seen.raw) // 4), cached_tokens=0,
-                       cache_write_tokens=0, output_tokens=12, request=seen.body)
-        if seen.stream:
-            return Act(events=tuple(render_stream(seen.api, reply, include_usage=True)))
-        body = (render_response_body(reply) if seen.api == "responses"
-                else render_body(seen.api, reply))
-        return Act(body=body)
+        return reply(seen, "Done with the script; stopping here.", tool, id_hex=f"{done:04x}")
     return answer
 
 

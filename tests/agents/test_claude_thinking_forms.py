@@ -14,10 +14,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orca_cli.proxy.sim import Answer, render_body, render_stream
 from orca_cli.testing.upstream import Act, Seen
 from tests.agents.kit import agent_binary, agent_env, run_agent, serving
-from tests.agents.test_agent_loops import scripted_upstream
+from tests.agents.test_agent_loops import reply, scripted_upstream
 
 HAIKU, SONNET = "claude-haiku-4-5", "claude-sonnet-5-5"
 NO_ADAPTIVE = "adaptive thinking is not supported on this model"
@@ -34,12 +33,7 @@ def messages_api(seen: Seen) -> Act:
     if refusal is not None:
         return Act(status=400, body=json.dumps({"type": "error", "error": {
             "type": "invalid_request_error", "message": refusal}}).encode())
-    reply = Answer(id_hex="0001", model=model, created=0, text="Done: renamed.", tool=None,
-                   finish="stop", prompt_tokens=max(1, len(seen.raw) // 4), cached_tokens=0,
-                   cache_write_tokens=0, output_tokens=4, request=seen.body)
-    if seen.stream:
-        return Act(events=tuple(render_stream(seen.api, reply, include_usage=True)))
-    return Act(body=render_body(seen.api, reply))
+    return reply(seen, "Done: renamed.")
 
 
 def _config(url: str) -> str:

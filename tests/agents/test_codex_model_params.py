@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orca_cli.proxy.sim import Answer, render_body, render_stream
 from orca_cli.testing.upstream import Act, Seen
 from tests.agents.kit import agent_binary, agent_env, run_agent, serving
-from tests.agents.test_agent_loops import scripted_upstream
+from tests.agents.test_agent_loops import reply, scripted_upstream
 from tests.agents.test_codex import codex_config
 
 PLAIN, REASONING = "gpt-4.1-mini", "gpt-5.4"
@@ -29,12 +28,7 @@ def openai_api(seen: Seen) -> Act:
             "message": "Unsupported parameter: 'reasoning.effort' is not supported with this "
                        "model.", "type": "invalid_request_error", "param": "reasoning.effort",
             "code": "unsupported_parameter"}}).encode())
-    reply = Answer(id_hex="0002", model=model, created=0, text="The parser tests check ids.",
-                   tool=None, finish="stop", prompt_tokens=max(1, len(seen.raw) // 4),
-                   cached_tokens=0, cache_write_tokens=0, output_tokens=8, request=body)
-    if seen.stream:
-        return Act(events=tuple(render_stream(seen.api, reply, include_usage=True)))
-    return Act(body=render_body(seen.api, reply))
+    return reply(seen, "The parser tests check ids.")
 
 
 def _config(url: str) -> str:

@@ -15,10 +15,9 @@ import struct
 import zlib
 from pathlib import Path
 
-from orca_cli.proxy.sim import Answer, render_body, render_stream
 from orca_cli.testing.upstream import Act, Script, Seen
 from tests.agents.kit import agent_binary, agent_env, run_agent, serving
-from tests.agents.test_agent_loops import scripted_upstream
+from tests.agents.test_agent_loops import reply, scripted_upstream
 
 BLIND, SEEING = "blind-claude", "seeing-claude"
 BLIND_ERROR = ("Failed to deserialize the JSON body into the target type: messages[1]: "
@@ -50,14 +49,7 @@ def _image_reader(png: Path) -> Script:
         names = {t.get("name") for t in seen.body.get("tools", []) if isinstance(t, dict)}
         read = "Read" in names and not _has_image(seen.body)
         tool = ("call_read_1", "Read", json.dumps({"file_path": str(png)})) if read else None
-        reply = Answer(id_hex="0001", model=model, created=0,
-                       text="The screenshot shows two red pixels.", tool=tool,
-                       finish="tool_calls" if tool else "stop",
-                       prompt_tokens=max(1, len(seen.raw) // 4), cached_tokens=0,
-                       cache_write_tokens=0, output_tokens=12, request=seen.body)
-        if seen.stream:
-            return Act(events=tuple(render_stream(seen.api, reply, include_usage=True)))
-        return Act(body=render_body(seen.api, reply))
+        return reply(seen, "The screenshot shows two red pixels.", tool)
     return answer
 
 

@@ -12,6 +12,7 @@ effort and encrypted reasoning; `gpt-5.4` reasons and refuses `temperature` and 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,9 +24,41 @@ from rich.console import Console
 from orca_cli.cli.explain import render_trace
 from orca_cli.config.load import loads
 from orca_cli.testing import Act, FakeUpstream, Sidecar
-from orca_cli.testing.upstream import Seen
+from orca_cli.testing.upstream import Script, Seen
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+def two_tier(router: str, base: str, strong: str) -> str:
+    """A session router with one base and one strong model, its caps lifted."""
+    return f"""
+[routers.{router}]
+strategy = "cheapest"
+mode = "price"
+session_aware = true
+allowed_models = ["{base}", "{strong}"]
+strong_pool = ["{strong}"]
+[routers.{router}.escalation]
+mode = "auto"
+share_cap = 1.0
+warmup_requests = 0
+max_per_session = 5
+"""
+
+
+@contextlib.asynccontextmanager
+async def serving(server: Sidecar, provider: FakeUpstream, config: str, prefix: str,
+                  rule: Script) -> AsyncIterator[Sidecar]:
+    """The sidecar on `config`, its upstream at `prefix` answering by `rule`."""
+    provider.seen.clear()
+    provider.rules.clear()
+    provider.handler = None
+    provider.always[prefix] = rule
+    try:
+        async with server.use(loads(config.format(up=provider.base_url), source="test")) as st:
+            yield st
+    finally:
+        provider.always.pop(prefix, None)
+
 
 CONFIG = """
 [[channels]]
@@ -45,19 +78,7 @@ output = 10.0
 
 [workspace]
 share_cap = 1.0
-
-[routers.cc]
-strategy = "cheapest"
-mode = "price"
-session_aware = true
-allowed_models = ["claude-haiku-4-5", "claude-sonnet-5-5"]
-strong_pool = ["claude-sonnet-5-5"]
-[routers.cc.escalation]
-mode = "auto"
-share_cap = 1.0
-warmup_requests = 0
-max_per_session = 5
-
+""" + two_tier("cc", "claude-haiku-4-5", "claude-sonnet-5-5") + """
 [routers.strong]
 strategy = "cheapest"
 allowed_models = ["claude-sonnet-5-5"]
@@ -94,14 +115,8 @@ def messages_api(seen: Seen) -> Act:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def forms(server: Sidecar, provider: FakeUpstream) -> AsyncIterator[Sidecar]:
-    provider.seen.clear()
-    provider.rules.clear()
-    provider.handler = None
-    provider.always["an"] = messages_api
-    cfg = loads(CONFIG.format(up=provider.base_url), source="test")
-    async with server.use(cfg) as st:
+    async with serving(server, provider, CONFIG, "an", messages_api) as st:
         yield st
-    provider.always.pop("an", None)
 
 
 def claude_code(thinking: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -205,19 +220,7 @@ output = 1.6
 input = 1.25
 output = 10.0
 max_output_tokens = 500
-
-[routers.cx]
-strategy = "cheapest"
-mode = "price"
-session_aware = true
-allowed_models = ["gpt-4.1-mini", "gpt-5.4"]
-strong_pool = ["gpt-5.4"]
-[routers.cx.escalation]
-mode = "auto"
-share_cap = 1.0
-warmup_requests = 0
-max_per_session = 5
-"""
+""" + two_tier("cx", "gpt-4.1-mini", "gpt-5.4")
 
 
 def _openai_refuse(param: str, message: str) -> Act:
@@ -253,14 +256,8 @@ def openai_api(seen: Seen) -> Act:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def openai_models(server: Sidecar, provider: FakeUpstream) -> AsyncIterator[Sidecar]:
-    provider.seen.clear()
-    provider.rules.clear()
-    provider.handler = None
-    provider.always["rs"] = openai_api
-    cfg = loads(OPENAI.format(up=provider.base_url), source="test")
-    async with server.use(cfg) as st:
+    async with serving(server, provider, OPENAI, "rs", openai_api) as st:
         yield st
-    provider.always.pop("rs", None)
 
 
 async def test_codexs_reasoning_is_left_out_for_a_model_that_does_not_reason(
