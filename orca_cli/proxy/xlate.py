@@ -256,8 +256,9 @@ def native_report(api: Api, resolved: Resolved) -> dict[str, Any]:
     """The trace's `translation` block of a same-format attempt whose body was changed: its
     wrappers resolved (the drops counted as the translating path counts them), its extended
     thinking taken off (`thinking_off: true`), its thinking form rewritten (`thinking_form`:
-    the form written) or sampling parameters dropped (`sampling_dropped`) — each key only
-    when it happened."""
+    the form written), sampling or reasoning parameters dropped (`sampling_dropped`,
+    `params_dropped`) or a key renamed (`params_renamed`) — each key only when it
+    happened."""
     out: dict[str, Any] = {"from": api, "to": api, "cache_breakpoints_added": 0,
                            "dropped_reasoning": resolved.dropped, "rewritten_ids": 0,
                            "dropped_tools": []}
