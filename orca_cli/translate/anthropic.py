@@ -424,7 +424,8 @@ def encode_request(
     output_config: dict[str, Any] = {}
     thinking, effort = thinking_for(model, req.reasoning_effort, req.thinking_budget,
                                     body["max_tokens"])
-    if thinking is not None and thinking_fits(messages):
+    forced = body.get("tool_choice", {}).get("type") in ("any", "tool")  # thinking refuses it
+    if thinking is not None and not forced and thinking_fits(messages):
         body["thinking"] = thinking
         if effort is not None:
             output_config["effort"] = effort

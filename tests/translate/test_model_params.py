@@ -214,3 +214,16 @@ def test_a_chat_body_fits_a_reasoning_model_and_one_that_does_not_reason() -> No
     assert to_plain.body["temperature"] == 0.2 and to_plain.body["max_tokens"] == 512
     plain = {k: v for k, v in chat.items() if k != "reasoning_effort"}
     assert fit_openai(plain, "openai", reasoning=False) is None
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-5-5", "claude-haiku-4-5"])
+def test_a_forced_tool_call_leaves_thinking_off(model: str) -> None:
+    """The Messages API takes only `tool_choice` auto or none with extended thinking."""
+    tools = [{"type": "function", "function": {"name": "edit", "parameters": {
+        "type": "object", "properties": {}}}}]
+    body = {**AIDER, "tools": tools, "max_tokens": 64000, "reasoning_effort": "high",
+            "tool_choice": {"type": "function", "function": {"name": "edit"}}}
+    out = _translated(body, "openai", model)
+    assert out["tool_choice"]["type"] == "tool" and "thinking" not in out
+    free = _translated({**body, "tool_choice": "auto"}, "openai", model)
+    assert "thinking" in free
