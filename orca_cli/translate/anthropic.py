@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from orca_cli.translate.anthropic_marks import marker, place_marks
-from orca_cli.translate.claude import takes_sampling, thinking_for
+from orca_cli.translate.claude import relax_tool_choice, takes_sampling, thinking_for
 from orca_cli.translate.common import (
     custom_args,
     custom_schema,
@@ -411,7 +411,7 @@ def encode_request(
     body["messages"] = messages
     if tools:  # kept with tool_choice none: a history with tool_use needs them
         body["tools"] = tools
-        choice = _tool_choice(req)
+        choice = relax_tool_choice(model, _tool_choice(req))
         if choice is not None:
             body["tool_choice"] = choice
     for key, value in (("temperature", req.temperature), ("top_p", req.top_p)):

@@ -10,6 +10,9 @@ another:
 - Opus 4.7 and later, every Claude 5 model, Fable and Mythos take only the adaptive form (400
   `"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and
   "output_config.effort"`), and refuse `temperature`, `top_p` and `top_k`.
+- The 5.5 generation (Sonnet, Opus, Haiku) and Fable 5.1 and later also refuse a forced tool
+  call (`tool_choice` `any` or `tool`) and `thinking: {type: "disabled"}` (Sonnet 5.5 asks
+  for `between_tools` instead), as Mythos refuses the latter.
 
 An agent writes the form of the model it asked for: Claude Code 2.1.332 sends `{type:
 "adaptive"}` with `output_config.effort` for `claude-opus-5-5` and a budget for
@@ -27,7 +30,8 @@ from typing import Any, Literal, NamedTuple
 from orca_cli.translate.common import budget_effort
 
 __all__ = ["EFFORT_BUDGET", "SAMPLING_KEYS", "ClaudeTraits", "ThinkingForm", "budget_for",
-           "claude_traits", "takes_sampling", "thinking_for"]
+           "claude_traits", "relax_tool_choice", "relaxed_choice", "takes_sampling",
+           "thinking_for"]
 
 ThinkingForm = Literal["budget", "adaptive", "both"]
 
@@ -40,6 +44,8 @@ SAMPLING_KEYS = ("temperature", "top_p", "top_k")
 class ClaudeTraits(NamedTuple):
     thinking: ThinkingForm
     sampling: bool  # takes temperature, top_p and top_k
+    forced_tools: bool = True  # takes tool_choice `any` / `tool`
+    thinking_off: bool = True  # takes thinking {type: "disabled"}
 
 
 # `claude-<family>-<major>[-<minor>]` (a dated snapshot's 8 digits are no minor), the older
@@ -58,9 +64,10 @@ def claude_traits(model: str) -> ClaudeTraits | None:
         return None
     family = m.group(1) or m.group(6)
     version = (int(m.group(2) or m.group(4)), int(m.group(3) or m.group(5) or 0))
+    latest = version >= (5, 5) or (family == "fable" and version >= (5, 1))
     if family in ("fable", "mythos") or version >= (5, 0) or (
             family == "opus" and version >= (4, 7)):
-        return ClaudeTraits("adaptive", False)
+        return ClaudeTraits("adaptive", False, not latest, not latest and family != "mythos")
     if version >= (4, 6):
         return ClaudeTraits("both", True)
     return ClaudeTraits("budget", True)
@@ -100,3 +107,19 @@ def takes_sampling(model: str) -> bool:
     """Whether `model` takes `temperature`, `top_p` and `top_k` (an id not Claude's does)."""
     traits = claude_traits(model)
     return traits is None or traits.sampling
+
+
+def relax_tool_choice(model: str, choice: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A Messages `tool_choice` as `model` takes it: a forced call (`any`, or `tool` with its
+    `name`) becomes `auto` for a model that refuses forcing (the tools stay, and the
+    client's instructions steer), other fields kept; anything else as it is."""
+    out: dict[str, Any] | None = relaxed_choice(claude_traits(model), choice)
+    return out
+
+
+def relaxed_choice(traits: ClaudeTraits | None, choice: Any) -> Any:
+    """`relax_tool_choice` for a model of `traits`."""
+    if (not isinstance(choice, dict) or traits is None or traits.forced_tools
+            or choice.get("type") not in ("any", "tool")):
+        return choice
+    return {**{k: v for k, v in choice.items() if k != "name"}, "type": "auto"}

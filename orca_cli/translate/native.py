@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from orca_cli.translate import anthropic, responses
-from orca_cli.translate.claude import SAMPLING_KEYS, ClaudeTraits, budget_for
+from orca_cli.translate.claude import SAMPLING_KEYS, ClaudeTraits, budget_for, relaxed_choice
 from orca_cli.translate.common import TAG, budget_effort, untag
 from orca_cli.translate.model import Reasoning, Text
 from orca_cli.translate.policy import keep_reasoning, thinking_text
@@ -46,7 +46,7 @@ class Resolved:
     thinking_off: bool = False  # the body's extended thinking was taken off (`fit_messages`)
     thinking_form: str | None = None  # the thinking form written for the serving model
     sampling_dropped: tuple[str, ...] = ()  # sampling parameters the serving model refuses
-    params_dropped: tuple[str, ...] = ()  # reasoning parameters a non-reasoning model refuses
+    params_dropped: tuple[str, ...] = ()  # parameters the serving model refuses
     params_renamed: tuple[tuple[str, str], ...] = ()  # (old key, new key)
 
 
@@ -123,10 +123,20 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
     form = traits.thinking if traits is not None else "both"
     sampling = tuple(k for k in SAMPLING_KEYS if k in body) if (
         traits is not None and not traits.sampling) else ()
-    if not sampling and kind != "enabled" and not (kind == "adaptive" and form == "budget"):
+    choice = body.get("tool_choice")
+    relaxed = relaxed_choice(traits, choice)
+    unasked = kind == "disabled" and traits is not None and not traits.thinking_off
+    if not (sampling or kind == "enabled" or (kind == "adaptive" and form == "budget")
+            or relaxed is not choice or unasked):
         return None
     assert thinking is None or isinstance(thinking, dict)
     out = {k: v for k, v in body.items() if k not in sampling}
+    notes: tuple[str, ...] = ()
+    if relaxed is not choice:
+        out["tool_choice"], notes = relaxed, ("tool_choice.forced",)
+    if unasked:  # thinking cannot be turned off: left out, the model's default (adaptive)
+        del out["thinking"]
+        thinking, notes = None, (*notes, "thinking.disabled")
     written: str | None = None
     if thinking is not None and kind == "adaptive" and form == "budget":
         config = out.get("output_config")
@@ -154,9 +164,9 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
     off = thinking is not None and "thinking" not in out
     if off:
         _without_clear_thinking(out)
-    if not (sampling or written or off):
+    if not (sampling or written or off or notes):
         return None
-    return Resolved(out, 0, 0, off, written, sampling)
+    return Resolved(out, 0, 0, off, written, sampling, notes)
 
 
 def fit_openai(body: dict[str, Any], api: Api, reasoning: bool) -> Resolved | None:

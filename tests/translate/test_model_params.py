@@ -20,6 +20,7 @@ from orca_cli.translate.policy import TranslationOptions
 BUDGET = ClaudeTraits("budget", True)
 BOTH = ClaudeTraits("both", True)
 ADAPTIVE = ClaudeTraits("adaptive", False)
+LATEST = ClaudeTraits("adaptive", False, False, False)  # no forced tool call, no thinking off
 
 
 @pytest.mark.parametrize(("model", "traits"), [
@@ -29,9 +30,10 @@ ADAPTIVE = ClaudeTraits("adaptive", False)
     ("claude-3-7-sonnet-20250219", BUDGET), ("claude-3-5-haiku-latest", BUDGET),
     ("claude-sonnet-4-6", BOTH), ("claude-opus-4-6", BOTH), ("anthropic.claude-opus-4-6-v1", BOTH),
     ("claude-opus-4-7", ADAPTIVE), ("claude-opus-4-8", ADAPTIVE), ("claude-sonnet-5", ADAPTIVE),
-    ("claude-sonnet-5-5", ADAPTIVE), ("claude-opus-5-5", ADAPTIVE), ("claude-haiku-5-5", ADAPTIVE),
-    ("claude-fable-5-1", ADAPTIVE), ("claude-mythos-5", ADAPTIVE),
-    ("anthropic/claude-sonnet-4.5", BUDGET), ("anthropic/claude-sonnet-5.5", ADAPTIVE),
+    ("claude-sonnet-5-5", LATEST), ("claude-opus-5-5", LATEST), ("claude-haiku-5-5", LATEST),
+    ("claude-fable-5", ADAPTIVE), ("claude-fable-5-1", LATEST),
+    ("claude-mythos-5", ClaudeTraits("adaptive", False, True, False)),
+    ("anthropic/claude-sonnet-4.5", BUDGET), ("anthropic/claude-sonnet-5.5", LATEST),
 ])
 def test_the_traits_of_a_claude_id(model: str, traits: ClaudeTraits) -> None:
     assert claude_traits(model) == traits
@@ -216,7 +218,7 @@ def test_a_chat_body_fits_a_reasoning_model_and_one_that_does_not_reason() -> No
     assert fit_openai(plain, "openai", reasoning=False) is None
 
 
-@pytest.mark.parametrize("model", ["claude-sonnet-5-5", "claude-haiku-4-5"])
+@pytest.mark.parametrize("model", ["claude-sonnet-5", "claude-haiku-4-5"])
 def test_a_forced_tool_call_leaves_thinking_off(model: str) -> None:
     """The Messages API takes only `tool_choice` auto or none with extended thinking."""
     tools = [{"type": "function", "function": {"name": "edit", "parameters": {
@@ -227,3 +229,26 @@ def test_a_forced_tool_call_leaves_thinking_off(model: str) -> None:
     assert out["tool_choice"]["type"] == "tool" and "thinking" not in out
     free = _translated({**body, "tool_choice": "auto"}, "openai", model)
     assert "thinking" in free
+
+
+def test_the_latest_claude_gets_a_forced_tool_call_as_auto_and_no_disabled_thinking() -> None:
+    body = _claude_code({"type": "disabled"}, tools=[{"name": "edit", "input_schema": {
+        "type": "object"}}], tool_choice={"type": "tool", "name": "edit",
+                                           "disable_parallel_tool_use": True})
+    got = fit_messages(body, claude_traits("claude-sonnet-5-5"))
+    assert got is not None and got.params_dropped == ("tool_choice.forced", "thinking.disabled")
+    assert got.body["tool_choice"] == {"type": "auto", "disable_parallel_tool_use": True}
+    assert "thinking" not in got.body  # the model's default, adaptive
+    assert got.body["context_management"] == body["context_management"]
+    # Opus 4.8 takes both (only adaptive thinking, but forcing and turning thinking off)
+    assert fit_messages(body, claude_traits("claude-opus-4-8")) is None
+    assert claude_traits("claude-fable-5-1") == ClaudeTraits("adaptive", False, False, False)
+    assert claude_traits("claude-mythos-5") == ClaudeTraits("adaptive", False, True, False)
+    translated = _translated({**AIDER, "reasoning_effort": None, "tools": [
+        {"type": "function", "function": {"name": "edit", "parameters": {"type": "object"}}}],
+        "tool_choice": "required"}, "openai", "claude-opus-5-5")
+    assert translated["tool_choice"] == {"type": "auto"}
+    kept = _translated({**AIDER, "reasoning_effort": None, "tools": [
+        {"type": "function", "function": {"name": "edit", "parameters": {"type": "object"}}}],
+        "tool_choice": "required"}, "openai", "claude-opus-4-8")
+    assert kept["tool_choice"] == {"type": "any"}

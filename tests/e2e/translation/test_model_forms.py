@@ -110,6 +110,12 @@ def messages_api(seen: Seen) -> Act:
         for key in ("temperature", "top_p", "top_k"):
             if key in body:
                 return _refuse(f"{key} is deprecated for this model.")
+        if (body.get("tool_choice") or {}).get("type") in ("any", "tool"):
+            return _refuse("Forced tool use is not supported for this model. Use "
+                           "tool_choice auto.")
+        if kind == "disabled":
+            return _refuse('thinking.type "disabled" is not supported for this model. Use '
+                           '"between_tools".')
     return Act()
 
 
@@ -278,7 +284,7 @@ async def test_codexs_reasoning_is_left_out_for_a_model_that_does_not_reason(
         "reasoning", "text.verbosity", "include:reasoning.encrypted_content"]
     console = Console(record=True, width=200)
     console.print(render_trace(trace))
-    assert "reasoning parameters dropped (the model does not reason)" in console.export_text()
+    assert "parameters the model refuses dropped: reasoning" in console.export_text()
     provider.seen.clear()
     status, trace = await post(openai_models, "/v1/responses", codex,
                                {**session, "x-orcarouter-tier": "strong"})
@@ -302,3 +308,22 @@ async def test_a_chat_request_fits_the_reasoning_model_it_escalates_to(
     assert "max_tokens" not in seen.body and "temperature" not in seen.body
     assert trace["translation"]["params_renamed"] == {"max_tokens": "max_completion_tokens"}
     assert trace["translation"]["sampling_dropped"] == ["temperature"]
+
+
+async def test_a_forced_tool_call_and_thinking_off_fit_sonnet_5_5(
+        forms: Sidecar, provider: FakeUpstream) -> None:
+    provider.seen.clear()
+    tools = [{"name": "edit", "description": "edit a file", "input_schema": {"type": "object"}}]
+    body = {**claude_code({"type": "disabled"}), "model": "orca/strong", "tools": tools,
+            "tool_choice": {"type": "tool", "name": "edit"}}
+    status, trace = await post(forms, "/v1/messages", body, {"x-orca-session": "forms-cc-3"})
+    assert status == 200, trace
+    chat = {"model": "orca/strong", "tool_choice": "required", "messages": [
+        {"role": "user", "content": "fix the build"}], "tools": [{"type": "function",
+                                                                  "function": {"name": "edit"}}]}
+    status, chat_trace = await post(forms, "/v1/chat/completions", chat, {})
+    assert status == 200, chat_trace
+    native, translated = provider.calls("an")
+    assert native.body["tool_choice"] == {"type": "auto"} and "thinking" not in native.body
+    assert trace["translation"]["params_dropped"] == ["tool_choice.forced", "thinking.disabled"]
+    assert translated.body["tool_choice"] == {"type": "auto"}
