@@ -1,9 +1,10 @@
 """`orca doctor`: every check an operator needs before trusting the sidecar, each problem with
 its fix. Checks: the config loads and passes `config check`; the store answers (and whether it
 detected a state loss); each enabled channel's upstream accepts a TCP connection (`--probe`
-sends one tiny real request per format the channel speaks — Chat Completions, Messages or the
-Responses API); the port is free or held by a sidecar that answers `/healthz`; the admin token file
-exists with mode 0600.
+reads the provider's model list — every configured model must be on it, and what it says of
+a model's limits must not contradict the config — then sends one tiny real request per format
+the channel speaks — Chat Completions, Messages or the Responses API); the port is free or
+held by a sidecar that answers `/healthz`; the admin token file exists with mode 0600.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from orca_cli.cli.output import fail, out_console, print_json
 def register(app: typer.Typer) -> None:
     @app.command("doctor")
     def doctor_cmd(
-        probe: bool = typer.Option(False, "--probe", help="Send one real request per channel."),
+        probe: bool = typer.Option(False, "--probe", help="Read each channel's model list and send one tiny real request per format."),
         config: str | None = typer.Option(None, "--config", help="Config file."),
         as_json: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
     ) -> None:

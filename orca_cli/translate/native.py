@@ -117,7 +117,10 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
       longer context — since the turns another model made carry no thinking block of this
       one's. The translating path leaves thinking off in the same case
       (`anthropic.thinking_fits`); adaptive thinking, which may skip a block, is left alone.
-    - **Sampling**: `temperature`, `top_p` and `top_k` go for a model that refuses them."""
+    - **Sampling**: `temperature`, `top_p` and `top_k` go for a model that refuses them.
+    - **The latest models** (Claude 5.5, Fable 5.1+): a forced tool call (`tool_choice` `any`
+      or `tool`) goes as `auto`, and `thinking: {type: "disabled"}` is left out (their
+      default, adaptive thinking); both are refused there (`params_dropped` names them)."""
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     form = traits.thinking if traits is not None else "both"
