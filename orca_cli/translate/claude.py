@@ -10,9 +10,9 @@ another:
 - Opus 4.7 and later, every Claude 5 model, Fable and Mythos take only the adaptive form (400
   `"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and
   "output_config.effort"`), and refuse `temperature`, `top_p` and `top_k`.
-- The 5.5 generation (Sonnet, Opus, Haiku) and Fable 5.1 and later also refuse a forced tool
-  call (`tool_choice` `any` or `tool`) and `thinking: {type: "disabled"}` (Sonnet 5.5 asks
-  for `between_tools` instead), as Mythos refuses the latter.
+- Sonnet 5.5, Opus 5.5 and Fable 5.1 and later also refuse a forced tool call (`tool_choice`
+  `any` or `tool`); they, Haiku 5.5 (adaptive thinking only, on by default) and Mythos refuse
+  `thinking: {type: "disabled"}` (Sonnet 5.5 asks for `between_tools` instead).
 
 An agent writes the form of the model it asked for: Claude Code 2.1.332 sends `{type:
 "adaptive"}` with `output_config.effort` for `claude-opus-5-5` and a budget for
@@ -65,9 +65,10 @@ def claude_traits(model: str) -> ClaudeTraits | None:
     family = m.group(1) or m.group(6)
     version = (int(m.group(2) or m.group(4)), int(m.group(3) or m.group(5) or 0))
     latest = version >= (5, 5) or (family == "fable" and version >= (5, 1))
+    forcing = not latest or family == "haiku"  # Haiku 5.5's migration guide names no forcing
     if family in ("fable", "mythos") or version >= (5, 0) or (
             family == "opus" and version >= (4, 7)):
-        return ClaudeTraits("adaptive", False, not latest, not latest and family != "mythos")
+        return ClaudeTraits("adaptive", False, forcing, not latest and family != "mythos")
     if version >= (4, 6):
         return ClaudeTraits("both", True)
     return ClaudeTraits("budget", True)

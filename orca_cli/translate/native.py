@@ -118,9 +118,10 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
       one's. The translating path leaves thinking off in the same case
       (`anthropic.thinking_fits`); adaptive thinking, which may skip a block, is left alone.
     - **Sampling**: `temperature`, `top_p` and `top_k` go for a model that refuses them.
-    - **The latest models** (Claude 5.5, Fable 5.1+): a forced tool call (`tool_choice` `any`
-      or `tool`) goes as `auto`, and `thinking: {type: "disabled"}` is left out (their
-      default, adaptive thinking); both are refused there (`params_dropped` names them)."""
+    - **The latest models** (`claude.ClaudeTraits`): a forced tool call (`tool_choice` `any`
+      or `tool`) goes as `auto` where it is refused (Sonnet and Opus 5.5, Fable 5.1+), and
+      `thinking: {type: "disabled"}` is left out where it is refused (those, Haiku 5.5 and
+      Mythos: their default is adaptive thinking); `params_dropped` names them."""
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     form = traits.thinking if traits is not None else "both"
