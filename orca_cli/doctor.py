@@ -233,12 +233,10 @@ async def _list_models(client: httpx.AsyncClient, ch: ChannelConfig
                        ) -> tuple[dict[str, dict[str, Any]] | None, str]:
     """The models the provider lists (`GET …/models`, every page), by id, or None and why
     not. A Gemini id `models/gemini-…` counts as `gemini-…`."""
-    from orca_cli.proxy.transport import anthropic_version_header, auth_headers, models_list_url
+    from orca_cli.proxy.transport import models_list_url
 
     api = channel_apis(ch)[0]
-    headers = dict(auth_headers(api, ch.keys[0].reveal())) if ch.keys else {}
-    if api == "anthropic":
-        headers.update(anthropic_version_header(()))
+    headers = _headers(ch, api)
     ids: dict[str, dict[str, Any]] = {}
     params: dict[str, str | int] = {"limit": 1000} if api == "anthropic" else {}
     for _ in range(_LIST_PAGES):
@@ -261,18 +259,12 @@ async def _list_models(client: httpx.AsyncClient, ch: ChannelConfig
 async def _probe_one(client: httpx.AsyncClient, ch: ChannelConfig, name: str, api: Api,
                      model: str) -> Check | int:
     """The success status, or the failed check."""
-    from orca_cli.proxy.transport import (
-        anthropic_version_header,
-        auth_headers,
-        upstream_url,
-    )
+    from orca_cli.proxy.transport import upstream_url
 
     path, body = _probe_request(ch, api, model)
-    headers = dict(auth_headers(api, ch.keys[0].reveal())) if ch.keys else {}
-    if api == "anthropic":
-        headers.update(anthropic_version_header(()))
     try:
-        r = await client.post(upstream_url(ch, api, path), json=body, headers=headers)
+        r = await client.post(upstream_url(ch, api, path), json=body,
+                              headers=_headers(ch, api))
     except httpx.HTTPError as exc:
         return Check(name, "fail", f"{api} probe failed: {type(exc).__name__}",
                      "check the network")
@@ -282,6 +274,17 @@ async def _probe_one(client: httpx.AsyncClient, ch: ChannelConfig, name: str, ap
            404: f"the model {model!r} or the {path} endpoint is unknown upstream: check "
                 f"models / model_map / api"}.get(r.status_code, "see the provider's status page")
     return Check(name, "fail", f"{api} probe of {model} answered {r.status_code}", fix)
+
+
+def _headers(ch: ChannelConfig, api: Api) -> dict[str, str]:
+    """The channel's first key in format `api`'s own header (and Anthropic's version), what
+    every doctor request to the provider carries."""
+    from orca_cli.proxy.transport import anthropic_version_header, auth_headers
+
+    headers = dict(auth_headers(api, ch.keys[0].reveal())) if ch.keys else {}
+    if api == "anthropic":
+        headers.update(anthropic_version_header(()))
+    return headers
 
 
 def _port_check(cfg: Config) -> Check:

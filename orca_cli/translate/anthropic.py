@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from orca_cli.translate.anthropic_marks import marker, place_marks
-from orca_cli.translate.claude import relax_tool_choice, takes_sampling, thinking_for
+from orca_cli.translate.claude import forces_tool, relax_tool_choice, takes_sampling, thinking_for
 from orca_cli.translate.common import (
     custom_args,
     custom_schema,
@@ -424,7 +424,7 @@ def encode_request(
     output_config: dict[str, Any] = {}
     thinking, effort = thinking_for(model, req.reasoning_effort, req.thinking_budget,
                                     body["max_tokens"])
-    forced = body.get("tool_choice", {}).get("type") in ("any", "tool")  # thinking refuses it
+    forced = forces_tool(body.get("tool_choice"))  # thinking never goes beside a forced call
     if thinking is not None and not forced and thinking_fits(messages):
         body["thinking"] = thinking
         if effort is not None:

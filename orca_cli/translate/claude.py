@@ -30,8 +30,8 @@ from typing import Any, Literal, NamedTuple
 from orca_cli.translate.common import budget_effort
 
 __all__ = ["EFFORT_BUDGET", "SAMPLING_KEYS", "ClaudeTraits", "ThinkingForm", "budget_for",
-           "claude_traits", "relax_tool_choice", "relaxed_choice", "takes_sampling",
-           "thinking_for"]
+           "claude_traits", "forces_tool", "relax_tool_choice", "relaxed_choice",
+           "takes_sampling", "thinking_for"]
 
 ThinkingForm = Literal["budget", "adaptive", "both"]
 
@@ -120,7 +120,12 @@ def relax_tool_choice(model: str, choice: dict[str, Any] | None) -> dict[str, An
 
 def relaxed_choice(traits: ClaudeTraits | None, choice: Any) -> Any:
     """`relax_tool_choice` for a model of `traits`."""
-    if (not isinstance(choice, dict) or traits is None or traits.forced_tools
-            or choice.get("type") not in ("any", "tool")):
+    if traits is None or traits.forced_tools or not forces_tool(choice):
         return choice
     return {**{k: v for k, v in choice.items() if k != "name"}, "type": "auto"}
+
+
+def forces_tool(choice: object) -> bool:
+    """Whether a Messages `tool_choice` forces a call (`any`, or `tool` with its name): what
+    extended thinking never goes beside, and what the latest models refuse."""
+    return isinstance(choice, dict) and choice.get("type") in ("any", "tool")
