@@ -17,6 +17,7 @@ from pathlib import Path
 from orca_cli.testing.upstream import Act, Seen
 from tests.agents.kit import agent_binary, agent_env, run_agent, serving
 from tests.agents.test_agent_loops import reply, scripted_upstream
+from tests.e2e.translation.kit import two_tier
 
 HAIKU, SONNET = "claude-haiku-4-5", "claude-sonnet-5-5"
 NO_ADAPTIVE = "adaptive thinking is not supported on this model"
@@ -55,17 +56,9 @@ output = 10.0
 [workspace]
 share_cap = 1.0
 
-[routers.claude]
-strategy = "cheapest"
-allowed_models = ["{HAIKU}", "{SONNET}"]
-strong_pool = ["{SONNET}"]
-[routers.claude.escalation]
-share_cap = 1.0
-warmup_requests = 0
-
 [aliases]
 "claude-*" = "orca/claude"
-"""
+""" + two_tier("claude", HAIKU, SONNET)
 
 
 def test_claude_code_is_served_on_claude_models_of_the_other_thinking_form(

@@ -15,6 +15,7 @@ from orca_cli.testing.upstream import Act, Seen
 from tests.agents.kit import agent_binary, agent_env, run_agent, serving
 from tests.agents.test_agent_loops import reply, scripted_upstream
 from tests.agents.test_codex import codex_config
+from tests.e2e.translation.kit import two_tier
 
 PLAIN, REASONING = "gpt-4.1-mini", "gpt-5.4"
 
@@ -50,15 +51,7 @@ output = 10.0
 
 [workspace]
 share_cap = 1.0
-
-[routers.coding]
-strategy = "cheapest"
-allowed_models = ["{PLAIN}", "{REASONING}"]
-strong_pool = ["{REASONING}"]
-[routers.coding.escalation]
-share_cap = 1.0
-warmup_requests = 0
-"""
+""" + two_tier("coding", PLAIN, REASONING)
 
 
 def test_codex_is_served_on_a_model_that_does_not_reason_then_on_one_that_does(

@@ -7,9 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from rich.console import Console
 
-from orca_cli.cli.explain import render_trace
 from orca_cli.clock import FakeClock
 from orca_cli.proxy.runtime import Runtime
 from orca_cli.proxy.sim.transport import SimResponse
@@ -27,6 +25,7 @@ from tests.e2e.tier_kit import (
     ok,
     tier_config,
 )
+from tests.e2e.translation.kit import explained
 from tests.routing.bodies import HARD_PROSE, goroutine_dump, python_traceback
 
 WINDOW_S = 300  # the sim channels' cache window (cache_ttl_s)
@@ -130,9 +129,8 @@ async def test_a_sub_agent_of_a_strong_session_is_served_from_base_with_its_cont
     assert cont.tier_header == "base; reason=sub_agent" and cont.model == first.model
     trace = await st.trace(cont)
     assert evals(trace)["sub_agent"]["known"] is True
-    console = Console(record=True, width=200)
-    console.print(render_trace(trace))  # what `orca explain` prints
-    assert "sub-agent: a conversation already served from base" in console.export_text()
+    text = explained(trace)  # what `orca explain` prints
+    assert "sub-agent: a conversation already served from base" in text
 
     back = await _trivial(st, main, 0, sid)
     assert back.tier_header == "strong; reason=difficulty" and back.model == STRONG_MODEL

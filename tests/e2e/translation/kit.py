@@ -8,7 +8,9 @@ from typing import Any
 import anthropic
 import httpx2
 import openai
+from rich.console import Console
 
+from orca_cli.cli.explain import render_trace
 from orca_cli.testing import Sidecar
 from orca_cli.types import Api
 
@@ -129,3 +131,27 @@ async def trace_of(st: Sidecar) -> dict[str, Any]:
     return dict(trace)
 
 
+
+
+def explained(trace: dict[str, Any]) -> str:
+    """What `orca explain` prints of `trace`, as plain text."""
+    console = Console(record=True, width=200)
+    console.print(render_trace(trace))
+    return console.export_text()
+
+
+def two_tier(router: str, base: str, strong: str) -> str:
+    """A session router's config: one base and one strong model, its caps lifted."""
+    return f"""
+[routers.{router}]
+strategy = "cheapest"
+mode = "price"
+session_aware = true
+allowed_models = ["{base}", "{strong}"]
+strong_pool = ["{strong}"]
+[routers.{router}.escalation]
+mode = "auto"
+share_cap = 1.0
+warmup_requests = 0
+max_per_session = 5
+"""

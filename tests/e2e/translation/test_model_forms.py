@@ -19,31 +19,13 @@ from typing import Any
 import orjson
 import pytest
 import pytest_asyncio
-from rich.console import Console
 
-from orca_cli.cli.explain import render_trace
 from orca_cli.config.load import loads
 from orca_cli.testing import Act, FakeUpstream, Sidecar
 from orca_cli.testing.upstream import Script, Seen
+from tests.e2e.translation.kit import explained, two_tier
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-def two_tier(router: str, base: str, strong: str) -> str:
-    """A session router with one base and one strong model, its caps lifted."""
-    return f"""
-[routers.{router}]
-strategy = "cheapest"
-mode = "price"
-session_aware = true
-allowed_models = ["{base}", "{strong}"]
-strong_pool = ["{strong}"]
-[routers.{router}.escalation]
-mode = "auto"
-share_cap = 1.0
-warmup_requests = 0
-max_per_session = 5
-"""
-
 
 @contextlib.asynccontextmanager
 async def serving(server: Sidecar, provider: FakeUpstream, config: str, prefix: str,
@@ -158,9 +140,8 @@ async def test_claude_codes_adaptive_thinking_becomes_a_budget_on_haiku_and_stay
     assert "output_config" not in seen.body
     assert seen.body["context_management"] == body["context_management"]
     assert trace["translation"]["thinking_form"] == "enabled"
-    console = Console(record=True, width=200)
-    console.print(render_trace(trace))
-    assert "thinking written in the enabled form the model takes" in console.export_text()
+    text = explained(trace)
+    assert "thinking written in the enabled form the model takes" in text
 
     provider.seen.clear()
     status, trace = await post(forms, "/v1/messages", body,
@@ -282,9 +263,8 @@ async def test_codexs_reasoning_is_left_out_for_a_model_that_does_not_reason(
     assert not {"reasoning", "include", "text"} & seen.body.keys()
     assert trace["translation"]["params_dropped"] == [
         "reasoning", "text.verbosity", "include:reasoning.encrypted_content"]
-    console = Console(record=True, width=200)
-    console.print(render_trace(trace))
-    assert "parameters the model refuses dropped: reasoning" in console.export_text()
+    text = explained(trace)
+    assert "parameters the model refuses dropped: reasoning" in text
     provider.seen.clear()
     status, trace = await post(openai_models, "/v1/responses", codex,
                                {**session, "x-orcarouter-tier": "strong"})

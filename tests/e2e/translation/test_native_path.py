@@ -13,13 +13,11 @@ from typing import Any
 import orjson
 import pytest
 import pytest_asyncio
-from rich.console import Console
 
-from orca_cli.cli.explain import render_trace
 from orca_cli.config.load import loads
 from orca_cli.testing import Act, FakeUpstream, Sidecar
 from orca_cli.testing.upstream import Seen
-from tests.e2e.translation.kit import CONFIG, an, oa, trace_of
+from tests.e2e.translation.kit import CONFIG, an, explained, oa, trace_of
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -200,9 +198,8 @@ async def test_an_escalation_inside_a_tool_loop_takes_extended_thinking_off(
     trace = await trace_of(native)
     assert trace["selected"]["channel"] == "an" and trace["status"] == 200
     assert trace["translation"]["thinking_off"] is True
-    console = Console(record=True, width=200)
-    console.print(render_trace(trace))
-    assert "extended thinking off" in console.export_text()
+    text = explained(trace)
+    assert "extended thinking off" in text
 
 
 @pytest.mark.parametrize(("path", "body", "key", "cap"), [

@@ -16,7 +16,7 @@ import pytest
 
 from orca_cli.testing import Act, FakeUpstream, Sidecar, sse_events
 from orca_cli.types import Api
-from tests.e2e.translation.kit import CROSS, TARGETS, ask, oa, trace_of
+from tests.e2e.translation.kit import CROSS, TARGETS, ask, explained, oa, trace_of
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -183,14 +183,8 @@ async def test_a_channel_that_cannot_express_the_request_is_skipped_for_one_that
 
 
 async def test_explain_shows_the_translation(stack: Sidecar, provider: FakeUpstream) -> None:
-    from rich.console import Console
-
-    from orca_cli.cli.explain import render_trace
-
     await ask(stack, "responses", "claude-t", stream=False)
-    console = Console(record=True, width=200)
-    console.print(render_trace(await trace_of(stack)))
-    out = console.export_text()
+    out = explained(await trace_of(stack))
     assert "translation: responses → anthropic · cache breakpoints added" in out
     assert "reasoning dropped 0" in out
 

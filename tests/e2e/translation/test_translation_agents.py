@@ -13,12 +13,10 @@ from typing import Any
 import orjson
 import pytest
 import pytest_asyncio
-from rich.console import Console
 
-from orca_cli.cli.explain import render_trace
 from orca_cli.config.load import loads
 from orca_cli.testing import Act, FakeUpstream, Sidecar, event
-from tests.e2e.translation.kit import CONFIG, CROSS, an, oa, trace_of
+from tests.e2e.translation.kit import CONFIG, CROSS, an, explained, oa, trace_of
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -218,9 +216,8 @@ async def test_codex_namespaced_and_hosted_tools_on_an_anthropic_channel(
     trace = await trace_of(stack)
     assert trace["selected"]["channel"] == "an"
     assert trace["translation"]["dropped_tools"] == ["web_search"]
-    console = Console(record=True, width=200)
-    console.print(render_trace(trace))
-    assert "hosted tools dropped: web_search" in console.export_text()
+    text = explained(trace)
+    assert "hosted tools dropped: web_search" in text
 
     more = (call.model_dump(exclude_none=True),
             {"type": "function_call_output", "call_id": "toolu_ns", "output": "agent a1 started"},
