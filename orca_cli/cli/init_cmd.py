@@ -53,9 +53,10 @@ def register(app: typer.Typer) -> None:
                                             help="Claude Code settings file to edit (default "
                                                  "~/.claude/settings.json)."),
     ) -> None:
-        """Write a commented orca.toml that serves offline (sim channels) out of the box;
-        with --agent, print that agent's set-up instead (--write: write it, and the config
-        when there is none).
+        """Write a commented orca.toml, or an agent's set-up (--agent).
+
+        The config serves offline (sim channels) out of the box. With --agent, print that
+        agent's set-up instead (--write: write it, and the config when there is none).
 
         \b
         Example:

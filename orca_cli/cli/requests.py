@@ -47,8 +47,10 @@ def register(app: typer.Typer) -> None:
         token: str | None = token_option(),
         config: str | None = config_option(),
     ) -> None:
-        """List recent requests, newest first: time, request id, session, router, tier and
-        reason, model@channel#key, status, latency, cached share, cost.
+        """List recent requests, newest first.
+
+        Each: time, request id, session, router, tier and reason, model@channel#key,
+        status, latency, cached share, cost.
 
         The short request id works with `orca explain`; `--json` carries the full ids.
 

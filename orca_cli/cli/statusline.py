@@ -19,9 +19,10 @@ def register(app: typer.Typer) -> None:
         url: str | None = typer.Option(None, "--url", help="The sidecar's base URL."),
         token: str | None = typer.Option(None, "--token", help="The admin token."),
     ) -> None:
-        """One line for an agent's status bar: tier and reason, model, session cost, cache
-        hit share and cache clock, streak and strikes, caps left. Never fails: prints
-        "orca: not running" and exits 0 when no sidecar answers.
+        """One line for an agent's status bar (never fails).
+
+        Tier and reason, model, session cost, cache hit share and cache clock, streak and
+        strikes, caps left. Prints "orca: not running" and exits 0 when no sidecar answers.
 
         \b
         Example:

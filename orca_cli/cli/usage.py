@@ -10,6 +10,7 @@ do (exit codes, Abort, the value an `Exit` carries).
 
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +23,7 @@ try:  # typer vendors click from 0.2x on; before, it used click itself
 except ImportError:  # pragma: no cover - older typer
     from click.exceptions import ClickException, UsageError  # type: ignore[assignment]
 
-__all__ = ["OrcaGroup", "usage_line"]
+__all__ = ["OrcaGroup", "reflow", "usage_line"]
 
 EXIT_ABORT = 1
 
@@ -36,6 +37,23 @@ def usage_line(exc: ClickException) -> str:
     return f"orca: {message}"
 
 
+def reflow(text: str) -> str:
+    """A docstring's paragraphs each on one line, so the help wraps them to the terminal
+    (the framework keeps a docstring's own line breaks, which a narrower or wider terminal
+    then breaks again mid-line). A paragraph marked `\\b` (an example block) is kept as
+    written."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(p if p.startswith("\b") else " ".join(p.split())
+                         for p in paragraphs)
+
+
+def _reflow_help(group: Any) -> None:
+    for cmd in getattr(group, "commands", {}).values():
+        if cmd.help:
+            cmd.help = reflow(cmd.help)
+        _reflow_help(cmd)
+
+
 class OrcaGroup(TyperGroup):
     """The root `orca` group: usage errors (bad values, unknown options or commands) are one
     line on stderr with exit 2; everything else behaves as the framework's standalone mode."""
@@ -43,6 +61,8 @@ class OrcaGroup(TyperGroup):
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True,
              windows_expand_args: bool = True, **extra: Any) -> Any:
+        _reflow_help(self)
+
         def run() -> Any:
             return super(OrcaGroup, self).main(args, prog_name, complete_var,
                                                standalone_mode=False,
