@@ -11,8 +11,18 @@ another:
   `"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and
   "output_config.effort"`), and refuse `temperature`, `top_p` and `top_k`.
 - Sonnet 5.5, Opus 5.5 and Fable 5.1 and later also refuse a forced tool call (`tool_choice`
-  `any` or `tool`); they, Haiku 5.5 (adaptive thinking only, on by default) and Mythos refuse
-  `thinking: {type: "disabled"}` (Sonnet 5.5 asks for `between_tools` instead).
+  `any` or `tool`); they, Haiku 5.5 (adaptive thinking only, on by default), every Fable and
+  Mythos refuse `thinking: {type: "disabled"}` (Sonnet 5.5 asks for `between_tools` instead).
+
+What a conversation may hold changed too. A `role: "system"` message inside `messages` (a
+mid-conversation system message) is taken from Opus 4.8 on (every Claude 5 model, Fable and
+Mythos); earlier models answer 400. Tool definitions added or removed there
+(`tool_addition` / `tool_removal` blocks of such a message) are taken by Opus 4.8, Opus 5,
+Fable and the 5.5 generation; a message's own `output_config` (a per-turn effort) by the 5.5
+generation and Fable 5.1+; `thinking.display: "updates"` by Sonnet and Opus 5.5 and Fable.
+Claude Code 2.1.332 writes all four for its default `claude-opus-5-5` and none of them for
+`claude-haiku-4-5` or `claude-sonnet-4-6`, whose environment notes go as `<system-reminder>`
+text in the user turn instead (its own model table, captured requests).
 
 An agent writes the form of the model it asked for: Claude Code 2.1.332 sends `{type:
 "adaptive"}` with `output_config.effort` for `claude-opus-5-5` and a budget for
@@ -46,6 +56,10 @@ class ClaudeTraits(NamedTuple):
     sampling: bool  # takes temperature, top_p and top_k
     forced_tools: bool = True  # takes tool_choice `any` / `tool`
     thinking_off: bool = True  # takes thinking {type: "disabled"}
+    mid_system: bool = False  # takes `role: "system"` messages inside `messages`
+    tool_changes: bool = False  # takes `tool_addition` / `tool_removal` blocks there
+    turn_effort: bool = False  # takes a message's own `output_config`
+    display_updates: bool = False  # takes `thinking.display: "updates"`
 
 
 # `claude-<family>-<major>[-<minor>]` (a dated snapshot's 8 digits are no minor), the older
@@ -68,7 +82,14 @@ def claude_traits(model: str) -> ClaudeTraits | None:
     forcing = not latest or family == "haiku"  # Haiku 5.5's migration guide names no forcing
     if family in ("fable", "mythos") or version >= (5, 0) or (
             family == "opus" and version >= (4, 7)):
-        return ClaudeTraits("adaptive", False, forcing, not latest and family != "mythos")
+        opus48 = family == "opus" and version >= (4, 8)
+        return ClaudeTraits(
+            "adaptive", False, forcing,
+            thinking_off=not latest and family not in ("fable", "mythos"),
+            mid_system=opus48 or family in ("fable", "mythos") or version >= (5, 0),
+            tool_changes=opus48 or latest or family == "fable",
+            turn_effort=latest,
+            display_updates=family == "fable" or (latest and family != "haiku"))
     if version >= (4, 6):
         return ClaudeTraits("both", True)
     return ClaudeTraits("budget", True)

@@ -120,8 +120,13 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
     - **Sampling**: `temperature`, `top_p` and `top_k` go for a model that refuses them.
     - **The latest models** (`claude.ClaudeTraits`): a forced tool call (`tool_choice` `any`
       or `tool`) goes as `auto` where it is refused (Sonnet and Opus 5.5, Fable 5.1+), and
-      `thinking: {type: "disabled"}` is left out where it is refused (those, Haiku 5.5 and
-      Mythos: their default is adaptive thinking); `params_dropped` names them."""
+      `thinking: {type: "disabled"}` is left out where it is refused (those, Haiku 5.5, Fable
+      and Mythos: their default is adaptive thinking); `thinking.display: "updates"` is left
+      out (the model's default display) where it is refused; `params_dropped` names them.
+    - **The conversation** (`_fit_turns`): what an agent writes for the newest models into
+      `messages` — a mid-conversation `role: "system"` message, tool definitions added or
+      removed there, a message's own `output_config` — is written the way an earlier model
+      takes it (`params_renamed`, `params_dropped`)."""
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     form = traits.thinking if traits is not None else "both"
@@ -130,12 +135,24 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
     choice = body.get("tool_choice")
     relaxed = relaxed_choice(traits, choice)
     unasked = kind == "disabled" and traits is not None and not traits.thinking_off
+    display = (traits is not None and not traits.display_updates
+               and isinstance(thinking, dict) and thinking.get("display") == "updates")
+    turns = _fit_turns(body, traits) if traits is not None and not (
+        traits.mid_system and traits.tool_changes and traits.turn_effort) else None
     if not (sampling or kind == "enabled" or (kind == "adaptive" and form == "budget")
-            or relaxed is not choice or unasked):
+            or relaxed is not choice or unasked or display or turns is not None):
         return None
     assert thinking is None or isinstance(thinking, dict)
     out = {k: v for k, v in body.items() if k not in sampling}
     notes: tuple[str, ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+    if turns is not None:
+        out.update(turns.fields)
+        notes, renamed = turns.dropped, turns.renamed
+    if display:
+        assert thinking is not None
+        thinking = out["thinking"] = {k: v for k, v in thinking.items() if k != "display"}
+        notes = (*notes, "thinking.display")
     if relaxed is not choice:
         out["tool_choice"], notes = relaxed, ("tool_choice.forced",)
     if unasked:  # thinking cannot be turned off: left out, the model's default (adaptive)
@@ -168,9 +185,110 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
     off = thinking is not None and "thinking" not in out
     if off:
         _without_clear_thinking(out)
-    if not (sampling or written or off or notes):
+    if not (sampling or written or off or notes or renamed):
         return None
-    return Resolved(out, 0, 0, off, written, sampling, notes)
+    return Resolved(out, 0, 0, off, written, sampling, notes, renamed)
+
+
+@dataclass(frozen=True, slots=True)
+class _Turns:
+    fields: dict[str, Any]  # `messages` (and `tools`) as the model takes them
+    dropped: tuple[str, ...]
+    renamed: tuple[tuple[str, str], ...]
+
+
+REMINDER = "<system-reminder>\n{}\n</system-reminder>"
+
+
+def _fit_turns(body: dict[str, Any], traits: ClaudeTraits) -> _Turns | None:
+    """`messages` written for a model that takes what `traits` lacks, or None when they hold
+    nothing of it (one pass over the messages' keys; their blocks are read only in a system
+    message, or when it is rewritten).
+
+    - A `role: "system"` message goes as a user message whose text blocks are each wrapped in
+      `<system-reminder>` (what Claude Code writes for such a model itself); the API joins it
+      to the user turn before it. A cache breakpoint on the message goes on its last block.
+    - Its `tool_addition` blocks go to `tools` (after those there, replacing one of the same
+      name) and its `tool_removal` blocks take theirs out, in the order they came; a system
+      message left with no text goes.
+    - A message's own `output_config` (a per-turn effort) goes; the request's stays.
+
+    The result depends only on the body, so each turn of a conversation writes its earlier
+    messages the same way and the prompt cache still matches them."""
+    messages = body.get("messages")
+    if messages.__class__ is not list:
+        return None
+    system_ok, tools_ok, effort_ok = traits.mid_system, traits.tool_changes, traits.turn_effort
+    for msg in messages:
+        if msg.__class__ is dict and (
+                (not effort_ok and "output_config" in msg)
+                or (msg.get("role") == "system" and not (system_ok and tools_ok))):
+            break
+    else:
+        return None
+    out: list[Any] = []
+    added: dict[str, Any] = {}  # name -> definition, in order; None: removed
+    dropped: list[str] = []
+    renamed: list[tuple[str, str]] = []
+    for msg in messages:
+        if msg.__class__ is not dict:
+            out.append(msg)
+            continue
+        if not effort_ok and "output_config" in msg:
+            msg = {k: v for k, v in msg.items() if k != "output_config"}
+            _note(dropped, "messages.output_config")
+        if msg.get("role") != "system" or (system_ok and tools_ok):
+            out.append(msg)
+            continue
+        content = msg.get("content")
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (
+            content if isinstance(content, list) else [])
+        kept = blocks if tools_ok else [b for b in blocks if not _tool_change(b, added)]
+        if len(kept) < len(blocks):
+            _note(renamed, ("messages.tool_addition", "tools"))
+        if not kept:
+            continue
+        if system_ok:
+            out.append(msg if len(kept) == len(blocks) else {**msg, "content": kept})
+            continue
+        wrapped = [{**b, "text": REMINDER.format(b["text"])}
+                   if isinstance(b, dict) and isinstance(b.get("text"), str) else b
+                   for b in kept]
+        mark = msg.get("cache_control")
+        if mark is not None and isinstance(wrapped[-1], dict):
+            wrapped[-1] = {**wrapped[-1], "cache_control": mark}
+        out.append({"role": "user", "content": wrapped})
+        _note(renamed, ("messages.role:system", "user <system-reminder> text"))
+    if not (dropped or renamed):
+        return None
+    fields: dict[str, Any] = {"messages": out}
+    if added:
+        tools = body.get("tools")
+        listed = [t for t in tools if not (isinstance(t, dict) and t.get("name") in added)] if (
+            isinstance(tools, list)) else []
+        fields["tools"] = listed + [d for d in added.values() if d is not None]
+    return _Turns(fields, tuple(dropped), tuple(renamed))
+
+
+def _tool_change(block: Any, added: dict[str, Any]) -> bool:
+    """Whether `block` adds or removes a tool definition (recorded in `added`)."""
+    if not isinstance(block, dict) or block.get("type") not in ("tool_addition", "tool_removal"):
+        return False
+    tool = block.get("tool")
+    if block["type"] == "tool_addition":
+        definition = tool.get("definition") if isinstance(tool, dict) else None
+        if isinstance(definition, dict) and isinstance(definition.get("name"), str):
+            added.pop(definition["name"], None)  # a later definition goes last
+            added[definition["name"]] = definition
+    elif isinstance(tool, dict) and isinstance(tool.get("name"), str):
+        added.pop(tool["name"], None)
+        added[tool["name"]] = None
+    return True
+
+
+def _note(notes: list[Any], note: Any) -> None:
+    if note not in notes:
+        notes.append(note)
 
 
 def fit_openai(body: dict[str, Any], api: Api, reasoning: bool) -> Resolved | None:

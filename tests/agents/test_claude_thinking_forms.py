@@ -17,20 +17,13 @@ from pathlib import Path
 from orca_cli.testing.upstream import Act, Seen
 from tests.agents.kit import agent_binary, agent_env, run_agent, serving
 from tests.agents.test_agent_loops import reply, scripted_upstream
-from tests.e2e.translation.kit import two_tier
+from tests.e2e.translation.kit import HAIKU_45, SONNET_55, messages_refusal, two_tier
 
-HAIKU, SONNET = "claude-haiku-4-5", "claude-sonnet-5-5"
-NO_ADAPTIVE = "adaptive thinking is not supported on this model"
-NO_BUDGET = ('"thinking.type.enabled" is not supported for this model. Use '
-             '"thinking.type.adaptive" and "output_config.effort" to control thinking behavior.')
+HAIKU, SONNET = HAIKU_45, SONNET_55
 
 
 def messages_api(seen: Seen) -> Act:
-    model = str(seen.body.get("model", ""))
-    kind = (seen.body.get("thinking") or {}).get("type")
-    refusal = (NO_ADAPTIVE if model == HAIKU and (
-        kind == "adaptive" or "effort" in (seen.body.get("output_config") or {}))
-        else NO_BUDGET if model == SONNET and kind == "enabled" else None)
+    refusal = messages_refusal(seen.body)
     if refusal is not None:
         return Act(status=400, body=json.dumps({"type": "error", "error": {
             "type": "invalid_request_error", "message": refusal}}).encode())

@@ -20,7 +20,11 @@ from orca_cli.translate.policy import TranslationOptions
 BUDGET = ClaudeTraits("budget", True)
 BOTH = ClaudeTraits("both", True)
 ADAPTIVE = ClaudeTraits("adaptive", False)
-LATEST = ClaudeTraits("adaptive", False, False, False)  # no forced tool call, no thinking off
+# Opus 4.8 on: mid-conversation system messages (Sonnet 5 without their tool changes)
+OPUS48 = ClaudeTraits("adaptive", False, mid_system=True, tool_changes=True)
+SONNET5 = ClaudeTraits("adaptive", False, mid_system=True)
+# the 5.5 generation: no forced tool call, no thinking off, a per-turn effort, display updates
+LATEST = ClaudeTraits("adaptive", False, False, False, True, True, True, True)
 
 
 @pytest.mark.parametrize(("model", "traits"), [
@@ -29,11 +33,13 @@ LATEST = ClaudeTraits("adaptive", False, False, False)  # no forced tool call, n
     ("claude-opus-4-1", BUDGET), ("claude-opus-4-5", BUDGET), ("claude-opus-4-20250514", BUDGET),
     ("claude-3-7-sonnet-20250219", BUDGET), ("claude-3-5-haiku-latest", BUDGET),
     ("claude-sonnet-4-6", BOTH), ("claude-opus-4-6", BOTH), ("anthropic.claude-opus-4-6-v1", BOTH),
-    ("claude-opus-4-7", ADAPTIVE), ("claude-opus-4-8", ADAPTIVE), ("claude-sonnet-5", ADAPTIVE),
+    ("claude-opus-4-7", ADAPTIVE), ("claude-opus-4-8", OPUS48), ("claude-sonnet-5", SONNET5),
+    ("claude-opus-5", OPUS48),
     ("claude-sonnet-5-5", LATEST), ("claude-opus-5-5", LATEST),
-    ("claude-haiku-5-5", ClaudeTraits("adaptive", False, True, False)),
-    ("claude-fable-5", ADAPTIVE), ("claude-fable-5-1", LATEST),
-    ("claude-mythos-5", ClaudeTraits("adaptive", False, True, False)),
+    ("claude-haiku-5-5", LATEST._replace(forced_tools=True, display_updates=False)),
+    ("claude-fable-5", OPUS48._replace(thinking_off=False, display_updates=True)),
+    ("claude-fable-5-1", LATEST),
+    ("claude-mythos-5", SONNET5._replace(thinking_off=False)),
     ("anthropic/claude-sonnet-4.5", BUDGET), ("anthropic/claude-sonnet-5.5", LATEST),
 ])
 def test_the_traits_of_a_claude_id(model: str, traits: ClaudeTraits) -> None:
@@ -243,8 +249,9 @@ def test_the_latest_claude_gets_a_forced_tool_call_as_auto_and_no_disabled_think
     assert got.body["context_management"] == body["context_management"]
     # Opus 4.8 takes both (only adaptive thinking, but forcing and turning thinking off)
     assert fit_messages(body, claude_traits("claude-opus-4-8")) is None
-    assert claude_traits("claude-fable-5-1") == ClaudeTraits("adaptive", False, False, False)
-    assert claude_traits("claude-mythos-5") == ClaudeTraits("adaptive", False, True, False)
+    assert claude_traits("claude-fable-5-1")[:4] == ("adaptive", False, False, False)
+    assert claude_traits("claude-mythos-5")[:4] == ("adaptive", False, True, False)
+    assert claude_traits("claude-fable-5")[:4] == ("adaptive", False, True, False)
     translated = _translated({**AIDER, "reasoning_effort": None, "tools": [
         {"type": "function", "function": {"name": "edit", "parameters": {"type": "object"}}}],
         "tool_choice": "required"}, "openai", "claude-opus-5-5")
@@ -253,3 +260,89 @@ def test_the_latest_claude_gets_a_forced_tool_call_as_auto_and_no_disabled_think
         {"type": "function", "function": {"name": "edit", "parameters": {"type": "object"}}}],
         "tool_choice": "required"}, "openai", "claude-opus-4-8")
     assert kept["tool_choice"] == {"type": "any"}
+
+
+def _opus55_turn() -> dict[str, Any]:
+    """The shape of Claude Code 2.1.332's opening request for its default `claude-opus-5-5`
+    (captured): environment notes as a mid-conversation system message after the user's,
+    with a per-turn effort and a cache breakpoint, and `display` on its thinking."""
+    return {"model": "claude-opus-5-5", "max_tokens": 128000, "stream": True,
+            "system": [{"type": "text", "text": "You are a Claude agent."}],
+            "tools": [{"name": "Bash", "input_schema": {"type": "object"}}],
+            "thinking": {"type": "adaptive", "display": "updates"},
+            "output_config": {"effort": "medium"},
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Rename the helper"}]},
+                {"role": "system", "output_config": {"effort": "medium"}, "content": [
+                    {"type": "text", "text": "# Environment\nPlatform: linux",
+                     "cache_control": {"type": "ephemeral"}}]}]}
+
+
+def test_a_mid_conversation_system_message_goes_as_user_text_before_opus_4_8() -> None:
+    body = _opus55_turn()
+    before = copy.deepcopy(body)
+    fitted = fit_messages(body, claude_traits("claude-sonnet-4-6"))
+    assert fitted is not None and body == before
+    messages = fitted.body["messages"]
+    assert [m["role"] for m in messages] == ["user", "user"]
+    assert messages[1] == {"role": "user", "content": [
+        {"type": "text", "text": "<system-reminder>\n# Environment\nPlatform: linux\n"
+                                 "</system-reminder>", "cache_control": {"type": "ephemeral"}}]}
+    assert fitted.params_renamed == (("messages.role:system", "user <system-reminder> text"),)
+    # the per-turn effort goes, the request's stays; so does `display: updates`
+    assert fitted.params_dropped == ("messages.output_config", "thinking.display")
+    assert fitted.body["output_config"] == {"effort": "medium"}
+    assert fitted.body["thinking"] == {"type": "adaptive"}
+    # the same body, fitted again (the next turn re-sends it), is written the same way
+    assert fit_messages(copy.deepcopy(before), claude_traits("claude-sonnet-4-6")) == fitted
+
+
+def test_a_string_system_message_and_a_breakpoint_on_the_message_are_kept() -> None:
+    body = _opus55_turn()
+    body["messages"][1] = {"role": "system", "content": "Be terse.",
+                           "cache_control": {"type": "ephemeral"}}
+    fitted = fit_messages(body, claude_traits("claude-haiku-4-5"))
+    assert fitted is not None
+    assert fitted.body["messages"][1] == {"role": "user", "content": [
+        {"type": "text", "text": "<system-reminder>\nBe terse.\n</system-reminder>",
+         "cache_control": {"type": "ephemeral"}}]}
+
+
+def test_opus_4_8_keeps_the_system_message_and_loses_only_the_per_turn_effort() -> None:
+    fitted = fit_messages(_opus55_turn(), claude_traits("claude-opus-4-8"))
+    assert fitted is not None
+    system = fitted.body["messages"][1]
+    assert system["role"] == "system" and "output_config" not in system
+    assert system["content"] == _opus55_turn()["messages"][1]["content"]
+    assert fitted.params_renamed == ()
+
+
+def test_tool_changes_move_to_tools_for_a_model_that_does_not_take_them() -> None:
+    body = _opus55_turn()
+    grep = {"name": "Grep", "input_schema": {"type": "object"}}
+    body["messages"] += [
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+        {"role": "user", "content": [{"type": "text", "text": "go on"}]},
+        {"role": "system", "content": [
+            {"type": "tool_addition", "tool": {"type": "tool_definition", "definition": grep}},
+            {"type": "tool_removal", "tool": {"type": "tool_reference", "name": "Bash"}}]}]
+    for model in ("claude-sonnet-5", "claude-haiku-4-5"):
+        fitted = fit_messages(body, claude_traits(model))
+        assert fitted is not None
+        assert fitted.body["tools"] == [grep], model
+        # the message that only changed tools is gone
+        assert [m["role"] for m in fitted.body["messages"]][-1] == "user", model
+        assert ("messages.tool_addition", "tools") in fitted.params_renamed
+    # a model that takes tool changes keeps them where they were
+    kept = fit_messages(body, claude_traits("claude-opus-4-8"))
+    assert kept is not None and kept.body["messages"][-1] == body["messages"][-1]
+    assert kept.body["tools"] == body["tools"]
+
+
+def test_the_body_written_for_the_newest_models_goes_as_it_is_there() -> None:
+    for model in ("claude-opus-5-5", "claude-sonnet-5-5", "claude-fable-5-1"):
+        assert fit_messages(_opus55_turn(), claude_traits(model)) is None, model
+    plain = _opus55_turn()
+    del plain["messages"][1], plain["thinking"]["display"]
+    # nothing of the newest models in it: Opus 4.8 takes it as it is
+    assert fit_messages(plain, claude_traits("claude-opus-4-8")) is None

@@ -155,3 +155,44 @@ share_cap = 1.0
 warmup_requests = 0
 max_per_session = 5
 """
+
+
+HAIKU_45, SONNET_55 = "claude-haiku-4-5", "claude-sonnet-5-5"
+THINKING_ENABLED_REFUSED = (
+    '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" '
+    'and "output_config.effort" to control thinking behavior.')
+
+
+def messages_refusal(body: dict[str, Any]) -> str | None:
+    """What the Messages API refuses of Claude Haiku 4.5 and Claude Sonnet 5.5, in its own
+    words (the models' documentation and migration guides), or None.
+
+    Haiku 4.5 knows only a thinking budget, no `role: "system"` message inside `messages`
+    (from Opus 4.8 on), no message's own `output_config` (a per-turn effort, the 5.5
+    generation) and no `thinking.display: "updates"`. Sonnet 5.5 knows only adaptive
+    thinking, no sampling parameters, no forced tool call and no disabled thinking."""
+    model = body.get("model")
+    thinking = body.get("thinking") or {}
+    kind = thinking.get("type")
+    if model == HAIKU_45:
+        if kind == "adaptive" or "effort" in (body.get("output_config") or {}):
+            return "adaptive thinking is not supported on this model"
+        if thinking.get("display") == "updates":
+            return 'thinking.display: "updates" is not supported on this model'
+        for i, msg in enumerate(body.get("messages") or []):
+            if msg.get("role") == "system":
+                return f"messages.{i}.role: 'system' is not supported on this model"
+            if "output_config" in msg:
+                return f"messages.{i}.output_config: Extra inputs are not permitted"
+    if model == SONNET_55:
+        if kind == "enabled":
+            return THINKING_ENABLED_REFUSED
+        for key in ("temperature", "top_p", "top_k"):
+            if key in body:
+                return f"{key} is deprecated for this model."
+        if (body.get("tool_choice") or {}).get("type") in ("any", "tool"):
+            return "Forced tool use is not supported for this model. Use tool_choice auto."
+        if kind == "disabled":
+            return ('thinking.type "disabled" is not supported for this model. Use '
+                    '"between_tools".')
+    return None

@@ -23,7 +23,7 @@ import pytest_asyncio
 from orca_cli.config.load import loads
 from orca_cli.testing import Act, FakeUpstream, Sidecar
 from orca_cli.testing.upstream import Script, Seen
-from tests.e2e.translation.kit import explained, two_tier
+from tests.e2e.translation.kit import explained, messages_refusal, two_tier
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -79,26 +79,8 @@ def _refuse(message: str) -> Act:
 
 def messages_api(seen: Seen) -> Act:
     """What the Messages API refuses of these two models, in its own words."""
-    body, model = seen.body, seen.body.get("model")
-    kind = (body.get("thinking") or {}).get("type")
-    if model == "claude-haiku-4-5" and (kind == "adaptive" or "effort" in (
-            body.get("output_config") or {})):
-        return _refuse("adaptive thinking is not supported on this model")
-    if model == "claude-sonnet-5-5":
-        if kind == "enabled":
-            return _refuse('"thinking.type.enabled" is not supported for this model. Use '
-                           '"thinking.type.adaptive" and "output_config.effort" to control '
-                           "thinking behavior.")
-        for key in ("temperature", "top_p", "top_k"):
-            if key in body:
-                return _refuse(f"{key} is deprecated for this model.")
-        if (body.get("tool_choice") or {}).get("type") in ("any", "tool"):
-            return _refuse("Forced tool use is not supported for this model. Use "
-                           "tool_choice auto.")
-        if kind == "disabled":
-            return _refuse('thinking.type "disabled" is not supported for this model. Use '
-                           '"between_tools".')
-    return Act()
+    refusal = messages_refusal(seen.body)
+    return Act() if refusal is None else _refuse(refusal)
 
 
 @pytest_asyncio.fixture(loop_scope="module")
@@ -151,6 +133,44 @@ async def test_claude_codes_adaptive_thinking_becomes_a_budget_on_haiku_and_stay
     assert seen.body["model"] == "claude-sonnet-5-5"
     assert {k: v for k, v in seen.body.items() if k != "model"} == {
         k: v for k, v in body.items() if k != "model"}, "sent as the client wrote it"
+    assert trace.get("translation") is None
+
+
+async def test_claude_codes_system_message_and_per_turn_effort_reach_haiku_as_it_takes_them(
+        forms: Sidecar, provider: FakeUpstream) -> None:
+    """Claude Code 2.1.332's opening request for `claude-opus-5-5` (captured shape): its
+    environment notes are a mid-conversation system message with its own effort, and
+    interactive Claude Code asks for `display: "updates"`. Haiku 4.5 refuses all three."""
+    provider.seen.clear()
+    note = "# Environment\nPrimary working directory: /work"
+    body = claude_code({"type": "adaptive", "display": "updates"},
+                       output_config={"effort": "medium"})
+    body["messages"] = [
+        {"role": "user", "content": [{"type": "text", "text": "rename the helper"}]},
+        {"role": "system", "output_config": {"effort": "medium"}, "content": [
+            {"type": "text", "text": note, "cache_control": {"type": "ephemeral"}}]}]
+    status, trace = await post(forms, "/v1/messages", body, {"x-orca-session": "forms-cc-3"})
+    assert status == 200, trace
+    (seen,) = provider.calls("an")
+    assert seen.body["model"] == "claude-haiku-4-5"
+    assert seen.body["messages"] == [body["messages"][0], {"role": "user", "content": [
+        {"type": "text", "text": f"<system-reminder>\n{note}\n</system-reminder>",
+         "cache_control": {"type": "ephemeral"}}]}]
+    assert seen.body["thinking"] == {"type": "enabled", "budget_tokens": 8192}
+    tr = trace["translation"]
+    assert tr["params_renamed"] == {"messages.role:system": "user <system-reminder> text"}
+    assert tr["params_dropped"] == ["messages.output_config", "thinking.display"]
+    text = explained(trace)
+    assert "messages.role:system sent as user <system-reminder> text" in text
+    assert "messages.output_config, thinking.display" in text
+
+    provider.seen.clear()  # escalated: Sonnet 5.5 takes the body as Claude Code wrote it
+    status, trace = await post(forms, "/v1/messages", body,
+                               {"x-orca-session": "forms-cc-3", "x-orcarouter-tier": "strong"})
+    assert status == 200, trace
+    (seen,) = provider.calls("an")
+    assert seen.body["model"] == "claude-sonnet-5-5"
+    assert seen.body["messages"] == body["messages"]
     assert trace.get("translation") is None
 
 
