@@ -256,11 +256,17 @@ def note_dropped(body: dict[str, object], names: tuple[str, ...], dropped: list[
     dropped.extend(n for n in names if body.get(n) is not None)
 
 
-def openai_effort(effort: str | None) -> str | None:
-    """A reasoning effort as OpenAI's APIs take it: Anthropic's `max` (Claude Code's `/effort
-    max`) is not among OpenAI's levels (none, minimal, low, medium, high, xhigh) and becomes
-    their highest, `xhigh`."""
-    return "xhigh" if effort == "max" else effort
+# OpenAI models whose reasoning effort goes up to `max` (GPT-6 Astra, Sol and Luna: none to max)
+_TAKES_MAX = re.compile(r"(?:^|/)gpt-(?:[6-9]|[1-9]\d)")
+
+
+def openai_effort(effort: str | None, model: str) -> str | None:
+    """A reasoning effort as the OpenAI model `model` takes it: Anthropic's `max` (Claude
+    Code's `/effort max`) stays for GPT-6 and later, whose levels run from none to max, and
+    becomes `xhigh` for the GPT-5 family, whose highest that is."""
+    if effort == "max" and _TAKES_MAX.search(model.lower()) is None:
+        return "xhigh"
+    return effort
 
 
 def budget_effort(budget: int | None) -> str | None:

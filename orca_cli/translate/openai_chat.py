@@ -403,7 +403,7 @@ def encode_request(
         body["response_format"] = {"type": "json_schema", "json_schema": req.json_schema}
     elif req.json_object:
         body["response_format"] = {"type": "json_object"}
-    effort = openai_effort(req.reasoning_effort) or budget_effort(req.thinking_budget)
+    effort = openai_effort(req.reasoning_effort, model) or budget_effort(req.thinking_budget)
     if reasoning and effort:
         body["reasoning_effort"] = effort
     if req.user:

@@ -44,11 +44,12 @@ class TranslationOptions:
     max_tokens_cap: int | None = None  # the target model's output limit (a larger ask is cut)
 
 
-# Reasoning models by id, where `[models] reasoning` does not say: OpenAI's o-series and GPT-5
-# (not its `-chat` variants), DeepSeek's reasoner, Gemini 2.5 and later. They reject or ignore
-# sampling parameters and take a reasoning effort.
+# Reasoning models by id, where `[models] reasoning` does not say: OpenAI's o-series, GPT-5
+# and later (GPT-6 Astra, Sol and Luna; not GPT-5's `-chat` variants), DeepSeek's reasoner,
+# Gemini 2.5 and later. They reject or ignore sampling parameters and take a reasoning effort.
 _REASONING_IDS = re.compile(
-    r"(?:^|/)(?:o[134](?:-|$)|gpt-5(?![.\d]*-chat)|deepseek-reasoner|gemini-(?:2\.5|[3-9]))")
+    r"(?:^|/)(?:o[134](?:-|$)|gpt-(?:[5-9]|[1-9]\d)(?![.\d]*-chat)|deepseek-reasoner"
+    r"|gemini-(?:2\.5|[3-9]))")
 
 
 def is_reasoning_model(model: str, declared: bool | None = None) -> bool:

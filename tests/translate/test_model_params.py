@@ -15,7 +15,7 @@ import pytest
 from orca_cli.translate.api import translate_request
 from orca_cli.translate.claude import ClaudeTraits, budget_for, claude_traits
 from orca_cli.translate.native import fit_messages, fit_openai
-from orca_cli.translate.policy import TranslationOptions
+from orca_cli.translate.policy import TranslationOptions, is_reasoning_model
 
 BUDGET = ClaudeTraits("budget", True)
 BOTH = ClaudeTraits("both", True)
@@ -173,6 +173,29 @@ def test_claude_codes_max_effort_reaches_openai_as_its_highest_level(dst: str,
         high, "anthropic", dst, model=model,  # type: ignore[arg-type]
         target_model_family="openai", options=TranslationOptions(target_reasoning=True)).body)
     assert (out["reasoning_effort"] if dst == "openai" else out["reasoning"]["effort"]) == "high"
+
+
+def test_gpt_6_keeps_claude_codes_max_effort() -> None:
+    """GPT-6 Astra, Sol and Luna run reasoning effort from none to max."""
+    body = _claude_code({"type": "adaptive"}, output_config={"effort": "max"})
+    for dst in ("openai", "responses"):
+        out = orjson.loads(translate_request(
+            body, "anthropic", dst, model="gpt-6.2-sol",  # type: ignore[arg-type]
+            target_model_family="openai", options=TranslationOptions(target_reasoning=True)).body)
+        assert (out["reasoning_effort"] if dst == "openai" else out["reasoning"]["effort"]) \
+            == "max", dst
+
+
+@pytest.mark.parametrize(("model", "reasons"), [
+    ("gpt-6.2-sol", True), ("gpt-6-luna", True), ("gpt-6-astra", True), ("gpt-6.1-sol", True),
+    ("openai/gpt-6-sol", True), ("gpt-5.4", True), ("gpt-5.6-terra", True), ("o3", True),
+    ("gpt-5-chat-latest", False), ("gpt-5.1-chat-latest", False), ("gpt-4.1-mini", False),
+    ("gpt-4o", False), ("deepseek-chat", False), ("deepseek-reasoner", True),
+])
+def test_which_models_reason_by_id(model: str, reasons: bool) -> None:
+    """Codex 0.171's default, `gpt-6.2-sol`, reasons: it refuses Chat Completions'
+    `max_tokens` and takes Codex's reasoning effort and encrypted reasoning."""
+    assert is_reasoning_model(model) is reasons
 
 
 # Codex 0.171's top-level fields (captured from the real client), its input cut short

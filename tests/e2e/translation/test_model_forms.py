@@ -149,7 +149,7 @@ async def test_claude_codes_system_message_and_per_turn_effort_reach_haiku_as_it
         {"role": "user", "content": [{"type": "text", "text": "rename the helper"}]},
         {"role": "system", "output_config": {"effort": "medium"}, "content": [
             {"type": "text", "text": note, "cache_control": {"type": "ephemeral"}}]}]
-    status, trace = await post(forms, "/v1/messages", body, {"x-orca-session": "forms-cc-3"})
+    status, trace = await post(forms, "/v1/messages", body, {"x-orca-session": "forms-cc-4"})
     assert status == 200, trace
     (seen,) = provider.calls("an")
     assert seen.body["model"] == "claude-haiku-4-5"
@@ -166,7 +166,7 @@ async def test_claude_codes_system_message_and_per_turn_effort_reach_haiku_as_it
 
     provider.seen.clear()  # escalated: Sonnet 5.5 takes the body as Claude Code wrote it
     status, trace = await post(forms, "/v1/messages", body,
-                               {"x-orca-session": "forms-cc-3", "x-orcarouter-tier": "strong"})
+                               {"x-orca-session": "forms-cc-4", "x-orcarouter-tier": "strong"})
     assert status == 200, trace
     (seen,) = provider.calls("an")
     assert seen.body["model"] == "claude-sonnet-5-5"
@@ -217,7 +217,7 @@ type = "openai"
 api = ["responses", "openai"]
 base_url = "{up}/rs/v1"
 keys = ["sk-rs-0"]
-models = ["gpt-4.1-mini", "gpt-5.4"]
+models = ["gpt-4.1-mini", "gpt-5.4", "gpt-6.2-sol"]
 
 [models."gpt-4.1-mini"]
 input = 0.4
@@ -249,7 +249,7 @@ def openai_api(seen: Seen) -> Act:
         if "verbosity" in (body.get("text") or {}):
             return _openai_refuse("text.verbosity", "Unsupported parameter: 'text.verbosity' "
                                   "is not supported with this model.")
-    if model == "gpt-5.4":
+    if model in ("gpt-5.4", "gpt-6.2-sol"):
         if "max_tokens" in body:
             return _openai_refuse("max_tokens", "Unsupported parameter: 'max_tokens' is not "
                                   "supported with this model. Use 'max_completion_tokens' "
@@ -308,6 +308,28 @@ async def test_a_chat_request_fits_the_reasoning_model_it_escalates_to(
     assert "max_tokens" not in seen.body and "temperature" not in seen.body
     assert trace["translation"]["params_renamed"] == {"max_tokens": "max_completion_tokens"}
     assert trace["translation"]["sampling_dropped"] == ["temperature"]
+
+
+async def test_codexs_default_gpt_6_model_is_sent_what_a_reasoning_model_takes(
+        openai_models: Sidecar, provider: FakeUpstream) -> None:
+    """Codex 0.171 asks for `gpt-6.2-sol` when its config names no model; GPT-6 reasons."""
+    provider.seen.clear()
+    codex = {"model": "gpt-6.2-sol", "instructions": "You are Codex.", "stream": False,
+             "reasoning": {"effort": "high", "context": "all_turns"}, "store": False,
+             "include": ["reasoning.encrypted_content"], "text": {"verbosity": "low"},
+             "input": [{"type": "message", "role": "user",
+                        "content": [{"type": "input_text", "text": "fix the build"}]}]}
+    status, trace = await post(openai_models, "/v1/responses", codex, {})
+    assert status == 200, trace
+    chat = {"model": "gpt-6.2-sol", "max_tokens": 300,
+            "messages": [{"role": "user", "content": "fix the build"}]}
+    status, chat_trace = await post(openai_models, "/v1/chat/completions", chat, {})
+    assert status == 200, chat_trace
+    native, renamed = provider.calls("rs")
+    assert {k: v for k, v in native.body.items() if k != "model"} == {
+        k: v for k, v in codex.items() if k != "model"}, "Codex's reasoning goes as it was"
+    assert trace.get("translation") is None
+    assert renamed.body["max_completion_tokens"] == 300 and "max_tokens" not in renamed.body
 
 
 async def test_a_forced_tool_call_and_thinking_off_fit_sonnet_5_5(
