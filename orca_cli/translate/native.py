@@ -154,7 +154,7 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
         thinking = out["thinking"] = {k: v for k, v in thinking.items() if k != "display"}
         notes = (*notes, "thinking.display")
     if relaxed is not choice:
-        out["tool_choice"], notes = relaxed, ("tool_choice.forced",)
+        out["tool_choice"], notes = relaxed, (*notes, "tool_choice.forced")
     if unasked:  # thinking cannot be turned off: left out, the model's default (adaptive)
         del out["thinking"]
         thinking, notes = None, (*notes, "thinking.disabled")
@@ -197,7 +197,7 @@ class _Turns:
     renamed: tuple[tuple[str, str], ...]
 
 
-REMINDER = "<system-reminder>\n{}\n</system-reminder>"
+_REMINDER = "<system-reminder>\n{}\n</system-reminder>"
 
 
 def _fit_turns(body: dict[str, Any], traits: ClaudeTraits) -> _Turns | None:
@@ -251,7 +251,7 @@ def _fit_turns(body: dict[str, Any], traits: ClaudeTraits) -> _Turns | None:
         if system_ok:
             out.append(msg if len(kept) == len(blocks) else {**msg, "content": kept})
             continue
-        wrapped = [{**b, "text": REMINDER.format(b["text"])}
+        wrapped = [{**b, "text": _REMINDER.format(b["text"])}
                    if isinstance(b, dict) and isinstance(b.get("text"), str) else b
                    for b in kept]
         mark = msg.get("cache_control")
