@@ -152,7 +152,7 @@ def render_trace(t: Mapping[str, Any]) -> Any:
             dropped += (" · sampling dropped (the model refuses it): "
                         f"{_e(', '.join(map(str, tr['sampling_dropped'])))}")
         if tr.get("params_dropped"):
-            dropped += (" · parameters the model refuses dropped: "
+            dropped += (" · parameters the target does not take dropped: "
                         f"{_e(', '.join(map(str, tr['params_dropped'])))}")
         for old, new in (tr.get("params_renamed") or {}).items():
             dropped += f" · {_e(old)} sent as {_e(new)}"

@@ -66,6 +66,7 @@ from orca_cli.proxy.xlate import (
     Crossing,
     cross,
     native_report,
+    responses_first,
     same_format,
     translated_error,
     untranslatable_message,
@@ -355,7 +356,12 @@ def _crossing(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig,
     once per channel and model of a request), else None: the raw-bytes fast path."""
     key = (att.channel, att.model)
     if key not in seen:
-        seen[key] = None if ch.accepts(inb.api) else cross(rt.translations, inb, ch, att.model)
+        if responses_first(rt.cfg, inb, ch, att.model):
+            seen[key] = cross(rt.translations, inb, ch, att.model, "responses")
+        elif ch.accepts(inb.api):
+            seen[key] = None
+        else:
+            seen[key] = cross(rt.translations, inb, ch, att.model)
     return seen[key]
 
 

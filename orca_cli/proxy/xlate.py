@@ -71,7 +71,7 @@ from orca_cli.translate.native import (
     fit_openai,
     resolve_wrappers,
 )
-from orca_cli.translate.policy import is_reasoning_model
+from orca_cli.translate.policy import ChatToolsEffort, chat_tools_effort, is_reasoning_model
 from orca_cli.translate.responses import request_echo
 from orca_cli.types import Api
 
@@ -79,7 +79,8 @@ if TYPE_CHECKING:
     from orca_cli.proxy.forward import Inbound
 
 __all__ = ["MALFORMED", "Crossing", "Target", "Translations", "cross", "model_family",
-           "native_report", "same_format", "translated_error", "untranslatable_message"]
+           "native_report", "responses_first", "same_format", "tools_effort",
+           "translated_error", "untranslatable_message"]
 
 _FIRST_PARTY = {"anthropic": "anthropic", "openai": "openai", "deepseek": "deepseek",
                 "gemini": "gemini"}
@@ -125,10 +126,13 @@ class Crossing:
     def report(self) -> dict[str, Any]:
         """The trace's `translation` block (SPEC §13.2 rule 9)."""
         r = self.translated.report
-        return {"from": r["from"], "to": r["to"],
-                "cache_breakpoints_added": r["cache_breakpoints_added"],
-                "dropped_reasoning": r["dropped_reasoning"], "rewritten_ids": r["rewritten_ids"],
-                "dropped_tools": r["dropped_tools"]}
+        out = {"from": r["from"], "to": r["to"],
+               "cache_breakpoints_added": r["cache_breakpoints_added"],
+               "dropped_reasoning": r["dropped_reasoning"], "rewritten_ids": r["rewritten_ids"],
+               "dropped_tools": r["dropped_tools"]}
+        if r.get("dropped_params"):
+            out["params_dropped"] = list(r["dropped_params"])
+        return out
 
     def url(self, ch: ChannelConfig) -> str:
         return upstream_url(ch, self.dst, API_PATHS[self.dst])
@@ -177,16 +181,18 @@ class Translations:
         self.cfg = cfg
         self.units = units if units is not None else UnitCache()
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self._targets: dict[tuple[str, str, str], Target] = {}
+        self._targets: dict[tuple[str, str, str, Api], Target] = {}
 
-    def target(self, ch: ChannelConfig, model: str, src: Api) -> Target:
-        key = (ch.name, model, src)
+    def target(self, ch: ChannelConfig, model: str, src: Api, dst: Api | None = None) -> Target:
+        """The target of `src` requests for `model` on `ch`, in `dst` (default: the
+        channel's first format)."""
+        key = (ch.name, model, src, dst or ch.api)
         found = self._targets.get(key)
         if found is None:
-            found = self._targets[key] = self._target(ch, model, src)
+            found = self._targets[key] = self._target(ch, model, src, dst or ch.api)
         return found
 
-    def _target(self, ch: ChannelConfig, model: str, src: Api) -> Target:
+    def _target(self, ch: ChannelConfig, model: str, src: Api, dst: Api) -> Target:
         upstream = ch.upstream_model(model)
         family = model_family(ch, upstream)
         tc = self.cfg.translation
@@ -198,15 +204,17 @@ class Translations:
                                   target_reasoning=is_reasoning_model(
                                       upstream, facts.reasoning if facts is not None else None),
                                   max_tokens_cap=cap,
-                                  anthropic_max_tokens=min(cap, 8192) if cap else 8192)
-        scope = self.units.scope((src, ch.api, family, upstream, opts))
-        return Target(ch.api, upstream, family, opts, scope)
+                                  anthropic_max_tokens=min(cap, 8192) if cap else 8192,
+                                  chat_tools_effort=tools_effort(ch, upstream))
+        scope = self.units.scope((src, dst, family, upstream, opts))
+        return Target(dst, upstream, family, opts, scope)
 
 
 def cross(translations: Translations, inb: Inbound, ch: ChannelConfig,
-          model: str) -> Crossing:
-    """The translation of `inb` for `model` on `ch` (a channel of another format)."""
-    t = translations.target(ch, model, inb.api)
+          model: str, dst: Api | None = None) -> Crossing:
+    """The translation of `inb` for `model` on `ch` into `dst` (default: the channel's first
+    format; a channel of another format, or one `responses_first` sends to Responses)."""
+    t = translations.target(ch, model, inb.api, dst)
     try:
         tr = translate_request(inb.body, inb.api, t.dst, model=t.upstream_model,
                                target_model_family=t.family, options=t.options, memo=t.memo)
@@ -215,6 +223,31 @@ def cross(translations: Translations, inb: Inbound, ch: ChannelConfig,
                               "dropped_reasoning": 0, "rewritten_ids": 0, "dropped_tools": [],
                               "untranslatable": [MALFORMED]})
     return Crossing(inb.api, t.dst, t.upstream_model, t.family, tr, translations.clock)
+
+
+def responses_first(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> bool:
+    """Whether a request that would reach `ch` as Chat Completions goes to its Responses API
+    instead: it carries tools, the channel speaks both, and the OpenAI model reasons but
+    refuses function tools beside a reasoning effort on Chat Completions
+    (`policy.chat_tools_effort`) — OpenAI's own advice, which keeps the effort."""
+    if "responses" not in ch.apis or inb.api == "responses" or not inb.body.get("tools"):
+        return False
+    if inb.api != "openai" and ch.api != "openai":
+        return False  # translated into the channel's first format, which is not Chat
+    upstream = ch.upstream_model(model)
+    facts = cfg.models.get(model)
+    return tools_effort(ch, upstream) != "any" and bool(
+        _openai_reasons(ch.type, upstream, facts.reasoning if facts else None))
+
+
+# Channel types that reach OpenAI's own Chat Completions (or Azure's): their reasoning models
+# refuse function tools beside an effort. A router (OpenRouter) answers by its own rules.
+_OPENAI_API_TYPES = frozenset({"openai", "openai-compatible"})
+
+
+def tools_effort(ch: ChannelConfig, upstream: str) -> ChatToolsEffort:
+    """`policy.chat_tools_effort` of `upstream` on `ch` ("any" off OpenAI's own API)."""
+    return chat_tools_effort(upstream) if ch.type in _OPENAI_API_TYPES else "any"
 
 
 def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Resolved | None:
@@ -237,7 +270,8 @@ def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Res
         facts = cfg.models.get(model)
         reasons = _openai_reasons(ch.type, upstream,
                                   facts.reasoning if facts is not None else None)
-        fitted = None if reasons is None else fit_openai(body, inb.api, reasons)
+        fitted = None if reasons is None else fit_openai(body, inb.api, reasons,
+                                                         tools_effort(ch, upstream))
     if fitted is None or resolved is None:
         return fitted or resolved
     return replace(fitted, dropped=resolved.dropped, restored=resolved.restored)

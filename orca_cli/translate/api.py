@@ -151,7 +151,8 @@ def encode_request(
         )
         return body, 0
     body = openai_chat.encode_request(
-        req, model=model, family=family, reasoning=options.target_reasoning, pieces=pieces
+        req, model=model, family=family, reasoning=options.target_reasoning, pieces=pieces,
+        tools_effort=options.chat_tools_effort,
     )
     return body, 0
 
@@ -190,10 +191,21 @@ def translate_request(
         "dropped_reasoning": conv.dropped,
         "rewritten_ids": len(set(conv.rewritten)),
         "untranslatable": result.untranslatable,
-        "dropped_params": list(dict.fromkeys(req.dropped)),
+        "dropped_params": list(dict.fromkeys(req.dropped + _tools_effort_dropped(req, dst,
+                                                                                  options))),
         "dropped_tools": list(req.dropped_tools),
     }
     return Translated(raw, report, tool_origins(req) if dst != "responses" else {})
+
+
+def _tools_effort_dropped(req: Request, dst: Api, options: TranslationOptions) -> list[str]:
+    """`reasoning_effort`, when the client's effort did not go as asked because the Chat
+    Completions target refuses it beside function tools (`policy.chat_tools_effort`)."""
+    asked = req.reasoning_effort or req.thinking_budget
+    if (dst == "openai" and options.target_reasoning and req.tools and asked
+            and options.chat_tools_effort != "any"):
+        return ["reasoning_effort"]
+    return []
 
 
 def encode_error(api: Api, status: int, message: str, etype: str | None = None,

@@ -291,7 +291,8 @@ def _note(notes: list[Any], note: Any) -> None:
         notes.append(note)
 
 
-def fit_openai(body: dict[str, Any], api: Api, reasoning: bool) -> Resolved | None:
+def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
+               tools_effort: str = "any") -> Resolved | None:
     """A Chat Completions or Responses body sent in its own format to an OpenAI model, fitted
     to whether that model reasons (`policy.is_reasoning_model`), or None when it fits as it
     is. A router serves a request on a model the client did not name, and OpenAI refuses what
@@ -303,16 +304,28 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool) -> Resolved | No
       `text.verbosity` (Responses) or `reasoning_effort` and `verbosity` (Chat Completions)
       go, with that `include` entry;
     - a reasoning model refuses `temperature` and `top_p`, which go, and on Chat Completions
-      `max_tokens` ("use 'max_completion_tokens' instead"), which is renamed."""
+      `max_tokens` ("use 'max_completion_tokens' instead"), which is renamed;
+    - beside function tools on Chat Completions, GPT-5.2 to 5.5 refuse a `reasoning_effort`,
+      which goes, and GPT-5.6 and GPT-6 take only `"none"`, which it becomes
+      (`tools_effort`: `policy.chat_tools_effort` of the model; `proxy.xlate` sends such a
+      request to the channel's Responses API instead when it speaks it)."""
     dropped: tuple[str, ...]
     renamed: tuple[tuple[str, str], ...] = ()
     include = body.get("include") if api == "responses" else None
     encrypted = not reasoning and isinstance(include, list) and _ENCRYPTED in include
+    effort_to: str | None = None  # reasoning_effort's new value beside function tools
     if reasoning:
         dropped = ()
         sampling = tuple(k for k in ("temperature", "top_p") if k in body)
         if api == "openai" and "max_tokens" in body and "max_completion_tokens" not in body:
             renamed = (("max_tokens", "max_completion_tokens"),)
+        if api == "openai" and tools_effort != "any" and body.get("tools"):
+            if tools_effort == "omit" and "reasoning_effort" in body:
+                dropped = ("reasoning_effort",)
+            elif tools_effort == "none" and body.get("reasoning_effort") != "none":
+                effort_to = "none"
+                renamed += ((f"reasoning_effort: {body.get('reasoning_effort') or 'unset'}",
+                             "reasoning_effort: none"),)
     else:
         sampling = ()
         keys = ("reasoning",) if api == "responses" else ("reasoning_effort", "verbosity")
@@ -322,8 +335,11 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool) -> Resolved | No
     if not (dropped or sampling or renamed or encrypted or verbose):
         return None
     out = {k: v for k, v in body.items() if k not in dropped and k not in sampling}
+    if effort_to is not None:
+        out["reasoning_effort"] = effort_to
     for old, new in renamed:
-        out[new] = out.pop(old)
+        if old in out:
+            out[new] = out.pop(old)
     if verbose:
         assert isinstance(text, dict)
         _set_or_drop(out, "text", {k: v for k, v in text.items() if k != "verbosity"})

@@ -29,8 +29,9 @@ from orca_cli.immutable import immutable
 from orca_cli.translate.model import Document, Message, Part, Reasoning, Request, Text
 from orca_cli.types import Api
 
-__all__ = ["PolicyResult", "TranslationOptions", "apply_head", "apply_messages", "apply_policy",
-           "is_reasoning_model", "keep_reasoning", "thinking_text"]
+__all__ = ["ChatToolsEffort", "PolicyResult", "TranslationOptions", "apply_head",
+           "apply_messages", "apply_policy", "chat_tools_effort", "is_reasoning_model",
+           "keep_reasoning", "thinking_text"]
 
 
 @immutable
@@ -42,6 +43,9 @@ class TranslationOptions:
     anthropic_max_tokens: int = 8192  # Messages requires max_tokens; used when none was set
     inbound_family: str | None = None  # who made raw reasoning in the client's history
     max_tokens_cap: int | None = None  # the target model's output limit (a larger ask is cut)
+    # what a Chat Completions body with function tools may carry as reasoning_effort
+    # (`chat_tools_effort`; "any" where the target is not OpenAI's own API)
+    chat_tools_effort: Literal["any", "omit", "none"] = "any"
 
 
 # Reasoning models by id, where `[models] reasoning` does not say: OpenAI's o-series, GPT-5
@@ -57,6 +61,26 @@ def is_reasoning_model(model: str, declared: bool | None = None) -> bool:
     if declared is not None:
         return declared
     return _REASONING_IDS.search(model.lower()) is not None
+
+
+ChatToolsEffort = Literal["any", "omit", "none"]
+# OpenAI's recent reasoning models refuse function tools beside a reasoning effort on Chat
+# Completions (400 "Function tools with reasoning_effort are not supported for gpt-5.4 in
+# /v1/chat/completions. Please use /v1/responses instead."): GPT-5.2 to 5.5 (not their mini
+# and nano) take the tools when the effort is left out; GPT-5.6 and GPT-6, which apply a
+# default effort, only with `reasoning_effort: "none"` ("… or set reasoning_effort to
+# 'none'"). The Responses API takes both together.
+_CHAT_TOOLS_OMIT = re.compile(r"(?:^|/)gpt-5\.[2-5](?!\d)(?!-(?:mini|nano))")
+_CHAT_TOOLS_NONE = re.compile(r"(?:^|/)gpt-(?:5\.(?:[6-9]|[1-9]\d)|[6-9]|[1-9]\d)")
+
+
+def chat_tools_effort(model: str) -> ChatToolsEffort:
+    """What a Chat Completions request with function tools may carry as `reasoning_effort` to
+    the OpenAI model `model`: any (`any`), none at all (`omit`) or only `"none"` (`none`)."""
+    low = model.lower()
+    if _CHAT_TOOLS_NONE.search(low):
+        return "none"
+    return "omit" if _CHAT_TOOLS_OMIT.search(low) else "any"
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ import pytest
 from orca_cli.translate.api import translate_request
 from orca_cli.translate.claude import ClaudeTraits, budget_for, claude_traits
 from orca_cli.translate.native import fit_messages, fit_openai
-from orca_cli.translate.policy import TranslationOptions, is_reasoning_model
+from orca_cli.translate.policy import TranslationOptions, chat_tools_effort, is_reasoning_model
 
 BUDGET = ClaudeTraits("budget", True)
 BOTH = ClaudeTraits("both", True)
@@ -369,3 +369,53 @@ def test_the_body_written_for_the_newest_models_goes_as_it_is_there() -> None:
     del plain["messages"][1], plain["thinking"]["display"]
     # nothing of the newest models in it: Opus 4.8 takes it as it is
     assert fit_messages(plain, claude_traits("claude-opus-4-8")) is None
+
+
+@pytest.mark.parametrize(("model", "rule"), [
+    ("gpt-5.2", "omit"), ("gpt-5.4", "omit"), ("gpt-5.5", "omit"), ("openai/gpt-5.4", "omit"),
+    ("gpt-5.6-luna", "none"), ("gpt-5.6-terra", "none"), ("gpt-6.2-sol", "none"),
+    ("gpt-6-luna", "none"), ("gpt-5", "any"), ("gpt-5.1", "any"), ("gpt-5.4-mini", "any"),
+    ("o3", "any"), ("gpt-4.1", "any"),
+])
+def test_what_chat_completions_takes_beside_function_tools(model: str, rule: str) -> None:
+    """OpenAI: "Function tools with reasoning_effort are not supported for gpt-5.4 in
+    /v1/chat/completions" (left out, the request passes); GPT-5.6 and GPT-6 "… or set
+    reasoning_effort to 'none'" (left out, they still refuse)."""
+    assert chat_tools_effort(model) == rule
+
+
+CHAT_TOOLS = {"model": "orca/coding", "reasoning_effort": "high", "max_tokens": 400,
+              "messages": [{"role": "user", "content": "fix the build"}],
+              "tools": [{"type": "function", "function": {"name": "edit", "parameters": {
+                  "type": "object"}}}]}
+
+
+def test_a_chat_body_with_tools_fits_what_the_reasoning_model_takes_beside_them() -> None:
+    omitted = fit_openai(CHAT_TOOLS, "openai", reasoning=True, tools_effort="omit")
+    assert omitted is not None and "reasoning_effort" not in omitted.body
+    assert omitted.params_dropped == ("reasoning_effort",)
+    assert omitted.body["max_completion_tokens"] == 400
+    nothing = fit_openai(CHAT_TOOLS, "openai", reasoning=True, tools_effort="none")
+    assert nothing is not None and nothing.body["reasoning_effort"] == "none"
+    assert ("reasoning_effort: high", "reasoning_effort: none") in nothing.params_renamed
+    unset = {k: v for k, v in CHAT_TOOLS.items() if k not in ("reasoning_effort", "max_tokens")}
+    got = fit_openai(unset, "openai", reasoning=True, tools_effort="none")
+    assert got is not None and got.body["reasoning_effort"] == "none"
+    # without tools, or where the model takes both, the effort stays
+    no_tools = {k: v for k, v in CHAT_TOOLS.items() if k != "tools"}
+    assert fit_openai(no_tools, "openai", reasoning=True, tools_effort="omit").body[
+        "reasoning_effort"] == "high"  # type: ignore[union-attr]
+    assert fit_openai(CHAT_TOOLS, "openai", reasoning=True).body[  # type: ignore[union-attr]
+        "reasoning_effort"] == "high"
+
+
+def test_a_translated_chat_request_with_tools_fits_the_same_rule() -> None:
+    body = {**_claude_code({"type": "adaptive"}, output_config={"effort": "high"}),
+            "tools": [{"name": "edit", "input_schema": {"type": "object"}}]}
+    for rule, want in (("omit", None), ("none", "none"), ("any", "high")):
+        tr = translate_request(body, "anthropic", "openai", model="gpt-5.4",
+                               target_model_family="openai",
+                               options=TranslationOptions(target_reasoning=True,
+                                                          chat_tools_effort=rule))  # type: ignore[arg-type]
+        assert orjson.loads(tr.body).get("reasoning_effort") == want, rule
+        assert ("reasoning_effort" in tr.report["dropped_params"]) is (rule != "any"), rule

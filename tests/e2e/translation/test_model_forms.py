@@ -284,7 +284,7 @@ async def test_codexs_reasoning_is_left_out_for_a_model_that_does_not_reason(
     assert trace["translation"]["params_dropped"] == [
         "reasoning", "text.verbosity", "include:reasoning.encrypted_content"]
     text = explained(trace)
-    assert "parameters the model refuses dropped: reasoning" in text
+    assert "parameters the target does not take dropped: reasoning" in text
     provider.seen.clear()
     status, trace = await post(openai_models, "/v1/responses", codex,
                                {**session, "x-orcarouter-tier": "strong"})
@@ -330,6 +330,102 @@ async def test_codexs_default_gpt_6_model_is_sent_what_a_reasoning_model_takes(
         k: v for k, v in codex.items() if k != "model"}, "Codex's reasoning goes as it was"
     assert trace.get("translation") is None
     assert renamed.body["max_completion_tokens"] == 300 and "max_tokens" not in renamed.body
+
+
+TOOLS_CONFIG = """
+[[channels]]
+name = "both"
+type = "openai"
+api = ["openai", "responses"]
+base_url = "{up}/both/v1"
+keys = ["sk-both-0"]
+models = ["gpt-5.4"]
+
+[[channels]]
+name = "chat"
+type = "openai"
+base_url = "{up}/chat/v1"
+keys = ["sk-chat-0"]
+models = ["gpt-5.2", "gpt-6-luna"]
+
+[aliases]
+"claude-*" = "gpt-6-luna"
+"""
+
+
+def chat_tools_api(seen: Seen) -> Act:
+    """OpenAI's Chat Completions beside function tools, in its own words: GPT-5.2 and 5.4
+    refuse a reasoning effort there; GPT-6 takes only "none" (its default effort counts)."""
+    body, model = seen.body, str(seen.body.get("model"))
+    if not seen.path.endswith("/chat/completions") or not body.get("tools"):
+        return Act()
+    effort = body.get("reasoning_effort")
+    refused = f"Function tools with reasoning_effort are not supported for {model} in " \
+              "/v1/chat/completions."
+    if model in ("gpt-5.2", "gpt-5.4") and effort is not None:
+        refused += " Please use /v1/responses instead."
+    elif model.startswith("gpt-6") and effort != "none":
+        refused += " To use function tools, use /v1/responses or set reasoning_effort to 'none'."
+    else:
+        return Act()
+    return Act(status=400, body=orjson.dumps({"error": {
+        "message": refused, "type": "invalid_request_error", "param": "reasoning_effort",
+        "code": None}}))
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def tool_models(server: Sidecar, provider: FakeUpstream) -> AsyncIterator[Sidecar]:
+    provider.always["chat"] = chat_tools_api
+    try:
+        async with serving(server, provider, TOOLS_CONFIG, "both", chat_tools_api) as st:
+            yield st
+    finally:
+        provider.always.pop("chat", None)
+
+
+def _chat_with_tools(model: str) -> dict[str, Any]:
+    return {"model": model, "reasoning_effort": "high", "stream": False,
+            "messages": [{"role": "user", "content": "fix the build"}],
+            "tools": [{"type": "function", "function": {
+                "name": "edit", "parameters": {"type": "object"}}}]}
+
+
+async def test_chat_with_tools_goes_to_the_responses_api_where_the_channel_speaks_it(
+        tool_models: Sidecar, provider: FakeUpstream) -> None:
+    status, trace = await post(tool_models, "/v1/chat/completions",
+                               _chat_with_tools("gpt-5.4"), {})
+    assert status == 200, trace
+    (seen,) = provider.calls("both")
+    assert seen.path.endswith("/responses")
+    assert seen.body["reasoning"]["effort"] == "high" and seen.body["tools"]
+    assert trace["translation"]["from"] == "openai" and trace["translation"]["to"] == "responses"
+
+
+async def test_chat_with_tools_loses_only_the_effort_a_chat_only_channel_refuses(
+        tool_models: Sidecar, provider: FakeUpstream) -> None:
+    provider.seen.clear()
+    status, trace = await post(tool_models, "/v1/chat/completions",
+                               _chat_with_tools("gpt-5.2"), {})
+    assert status == 200, trace
+    assert trace["translation"]["params_dropped"] == ["reasoning_effort"]
+    status, luna = await post(tool_models, "/v1/chat/completions",
+                              _chat_with_tools("gpt-6-luna"), {})
+    assert status == 200, luna
+    assert luna["translation"]["params_renamed"] == {
+        "reasoning_effort: high": "reasoning_effort: none"}
+    # Claude Code, translated for GPT-6 on Chat Completions
+    claude = {**claude_code({"type": "adaptive"}, output_config={"effort": "high"}),
+              "model": "claude-opus-5-5",
+              "tools": [{"name": "edit", "input_schema": {"type": "object"}}]}
+    status, translated = await post(tool_models, "/v1/messages", claude, {})
+    assert status == 200, translated
+    five, six, cc = provider.calls("chat")
+    assert "reasoning_effort" not in five.body
+    assert six.body["reasoning_effort"] == "none" and cc.body["reasoning_effort"] == "none"
+    # with what only Anthropic's API has (`context_management`)
+    assert translated["translation"]["params_dropped"] == ["context_management",
+                                                           "reasoning_effort"]
+    assert "dropped: context_management, reasoning_effort" in explained(translated)
 
 
 async def test_a_forced_tool_call_and_thinking_off_fit_sonnet_5_5(
