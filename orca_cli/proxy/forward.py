@@ -353,15 +353,19 @@ async def forward(rt: Runtime, inb: Inbound, attempts: Sequence[Attempt], send: 
 def _crossing(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig,
               seen: dict[tuple[str, str], Crossing | None]) -> Crossing | None:
     """The attempt's translation when its channel does not speak the inbound format (built
-    once per channel and model of a request), else None: the raw-bytes fast path."""
+    once per channel and model of a request), else None: the raw-bytes fast path. A request
+    `xlate.responses_first` sends to the channel's Responses API goes translated there, unless
+    it holds what that API cannot express."""
     key = (att.channel, att.model)
     if key not in seen:
+        found = None
         if responses_first(rt.cfg, inb, ch, att.model):
-            seen[key] = cross(rt.translations, inb, ch, att.model, "responses")
-        elif ch.accepts(inb.api):
-            seen[key] = None
-        else:
-            seen[key] = cross(rt.translations, inb, ch, att.model)
+            found = cross(rt.translations, inb, ch, att.model, "responses")
+            if found.untranslatable is not None:
+                found = None
+        if found is None and not ch.accepts(inb.api):
+            found = cross(rt.translations, inb, ch, att.model)
+        seen[key] = found
     return seen[key]
 
 

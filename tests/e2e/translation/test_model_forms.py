@@ -401,6 +401,18 @@ async def test_chat_with_tools_goes_to_the_responses_api_where_the_channel_speak
     assert trace["translation"]["from"] == "openai" and trace["translation"]["to"] == "responses"
 
 
+async def test_chat_with_what_responses_cannot_express_stays_on_chat_completions(
+        tool_models: Sidecar, provider: FakeUpstream) -> None:
+    provider.seen.clear()
+    status, trace = await post(tool_models, "/v1/chat/completions",
+                               {**_chat_with_tools("gpt-5.4"), "n": 2}, {})
+    assert status == 200, trace
+    (seen,) = provider.calls("both")
+    assert seen.path.endswith("/chat/completions") and seen.body["n"] == 2
+    assert "reasoning_effort" not in seen.body
+    assert trace["translation"]["params_dropped"] == ["reasoning_effort"]
+
+
 async def test_chat_with_tools_loses_only_the_effort_a_chat_only_channel_refuses(
         tool_models: Sidecar, provider: FakeUpstream) -> None:
     provider.seen.clear()
