@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from orca_cli.config.schema import Config
+from orca_cli.config.schema import ChannelConfig, Config
 from orca_cli.config.walk import join_key
 from orca_cli.config.xref import known_models, unknown_model
 from orca_cli.immutable import immutable
+from orca_cli.translate.policy import chat_tools_effort, is_reasoning_model
 
 __all__ = ["ConfigIssue", "check"]
 
@@ -78,6 +79,13 @@ def check(cfg: Config) -> list[ConfigIssue]:
         keyless_ok = ch.pass_through_auth or ch.type in ("sim", "openai-compatible")
         if ch.enabled and not ch.keys and not keyless_ok:
             add("warning", f"channels[{i}].keys", f'channel "{ch.name}" is enabled but has no keys')
+        chat_only = _tools_lose_effort(cfg, ch) if ch.enabled else []
+        if chat_only:
+            add("warning", f"channels[{i}].api",
+                f'channel "{ch.name}" speaks only Chat Completions, where {", ".join(chat_only)} '
+                f"refuse{'s' if len(chat_only) == 1 else ''} a reasoning effort beside function "
+                "tools, so an agent's tool turns go "
+                'there without it; OpenAI\'s API speaks both: api = ["responses", "openai"]')
     for m in sorted(served - set(cfg.models)):
         add("warning", join_key("models", m), "has no [models] table: its cost counts as 0")
     features = dataclasses.fields(cfg.difficulty)
@@ -86,3 +94,18 @@ def check(cfg: Config) -> list[ConfigIssue]:
         add("warning", "difficulty", f"feature weights sum to {total:.3f} > 1: scores can exceed 1")
     return out
 
+
+
+def _tools_lose_effort(cfg: Config, ch: ChannelConfig) -> list[str]:
+    """The reasoning models `ch` serves on OpenAI's own Chat Completions only, whose function
+    tools go without a reasoning effort there (`translate.policy.chat_tools_effort`)."""
+    if ch.type not in ("openai", "openai-compatible") or "responses" in ch.apis:
+        return []
+    out = []
+    for m in ch.models:
+        upstream = ch.upstream_model(m)
+        facts = cfg.models.get(m)
+        if is_reasoning_model(upstream, facts.reasoning if facts else None) and (
+                chat_tools_effort(upstream) != "any"):
+            out.append(m)
+    return out

@@ -111,3 +111,19 @@ def test_a_tier_of_models_that_read_no_images_warns() -> None:
                          "router")]
     doc["models"] = {"cheap": {}, "big": {}}
     assert _issues(doc) == []
+
+
+def test_an_openai_channel_of_chat_completions_only_warns_of_tool_turns_losing_their_effort(
+        ) -> None:
+    doc = _two_format_doc()
+    doc["channels"].append({"name": "oa", "type": "openai", "keys": ["k"],
+                            "models": ["gpt-5.4", "gpt-4.1-mini", "gpt-5.1"]})
+    doc["models"].update({m: {"input": 1.0} for m in ("gpt-5.4", "gpt-4.1-mini", "gpt-5.1")})
+    (warning,) = [i for i in _issues(doc) if i[1] == "channels[2].api"]
+    assert warning[0] == "warning"
+    assert "where gpt-5.4 refuses a reasoning effort beside function tools" in warning[2]
+    assert 'api = ["responses", "openai"]' in warning[2]
+    doc["channels"][2]["api"] = ["openai", "responses"]  # the Responses API takes both
+    assert [i for i in _issues(doc) if i[1] == "channels[2].api"] == []
+    doc["channels"][2] = {**doc["channels"][2], "type": "openrouter", "api": "openai"}
+    assert [i for i in _issues(doc) if i[1] == "channels[2].api"] == []
