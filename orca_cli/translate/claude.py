@@ -20,6 +20,8 @@ Mythos); earlier models answer 400. Tool definitions added or removed there
 (`tool_addition` / `tool_removal` blocks of such a message) are taken by Opus 4.8, Opus 5,
 Fable and the 5.5 generation; a message's own `output_config` (a per-turn effort) by the 5.5
 generation and Fable 5.1+; `thinking.display: "updates"` by Sonnet and Opus 5.5 and Fable.
+Fast mode (`speed: "fast"`) is taken by Opus 5 and 5.5 and Fable and Mythos 5.2 (Opus 4.8's
+was removed on 2026-11-30); other models refuse the field.
 Claude Code 2.1.332 writes all four for its default `claude-opus-5-5` and none of them for
 `claude-haiku-4-5` or `claude-sonnet-4-6`, whose environment notes go as `<system-reminder>`
 text in the user turn instead (its own model table, captured requests).
@@ -60,6 +62,7 @@ class ClaudeTraits(NamedTuple):
     tool_changes: bool = False  # takes `tool_addition` / `tool_removal` blocks there
     turn_effort: bool = False  # takes a message's own `output_config`
     display_updates: bool = False  # takes `thinking.display: "updates"`
+    fast_mode: bool = False  # takes `speed: "fast"` (Opus 5 and 5.5, Fable and Mythos 5.2+)
 
 
 # `claude-<family>-<major>[-<minor>]` (a dated snapshot's 8 digits are no minor), the older
@@ -89,7 +92,9 @@ def claude_traits(model: str) -> ClaudeTraits | None:
             mid_system=opus48 or family in ("fable", "mythos") or version >= (5, 0),
             tool_changes=opus48 or latest or family == "fable",
             turn_effort=latest,
-            display_updates=family == "fable" or (latest and family != "haiku"))
+            display_updates=family == "fable" or (latest and family != "haiku"),
+            fast_mode=(family == "opus" and version >= (5, 0)) or (
+                family in ("fable", "mythos") and version >= (5, 2)))
     if version >= (4, 6):
         return ClaudeTraits("both", True)
     return ClaudeTraits("budget", True)

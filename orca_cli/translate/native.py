@@ -122,7 +122,8 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
       or `tool`) goes as `auto` where it is refused (Sonnet and Opus 5.5, Fable 5.1+), and
       `thinking: {type: "disabled"}` is left out where it is refused (those, Haiku 5.5, Fable
       and Mythos: their default is adaptive thinking); `thinking.display: "updates"` is left
-      out (the model's default display) where it is refused; `params_dropped` names them.
+      out (the model's default display) where it is refused, and so is fast mode (`speed`);
+      `params_dropped` names them.
     - **The conversation** (`_fit_turns`): what an agent writes for the newest models into
       `messages` — a mid-conversation `role: "system"` message, tool definitions added or
       removed there, a message's own `output_config` — is written the way an earlier model
@@ -137,18 +138,19 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
     unasked = kind == "disabled" and traits is not None and not traits.thinking_off
     display = (traits is not None and not traits.display_updates
                and isinstance(thinking, dict) and thinking.get("display") == "updates")
+    slow = traits is not None and not traits.fast_mode and "speed" in body
     turns = _fit_turns(body, traits) if traits is not None and not (
         traits.mid_system and traits.tool_changes and traits.turn_effort) else None
     if not (sampling or kind == "enabled" or (kind == "adaptive" and form == "budget")
-            or relaxed is not choice or unasked or display or turns is not None):
+            or relaxed is not choice or unasked or display or slow or turns is not None):
         return None
     assert thinking is None or isinstance(thinking, dict)
-    out = {k: v for k, v in body.items() if k not in sampling}
-    notes: tuple[str, ...] = ()
+    out = {k: v for k, v in body.items() if k not in sampling and not (slow and k == "speed")}
+    notes: tuple[str, ...] = ("speed",) if slow else ()
     renamed: tuple[tuple[str, str], ...] = ()
     if turns is not None:
         out.update(turns.fields)
-        notes, renamed = turns.dropped, turns.renamed
+        notes, renamed = (*notes, *turns.dropped), turns.renamed
     if display:
         assert thinking is not None
         thinking = out["thinking"] = {k: v for k, v in thinking.items() if k != "display"}

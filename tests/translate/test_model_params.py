@@ -34,8 +34,9 @@ LATEST = ClaudeTraits("adaptive", False, False, False, True, True, True, True)
     ("claude-3-7-sonnet-20250219", BUDGET), ("claude-3-5-haiku-latest", BUDGET),
     ("claude-sonnet-4-6", BOTH), ("claude-opus-4-6", BOTH), ("anthropic.claude-opus-4-6-v1", BOTH),
     ("claude-opus-4-7", ADAPTIVE), ("claude-opus-4-8", OPUS48), ("claude-sonnet-5", SONNET5),
-    ("claude-opus-5", OPUS48),
-    ("claude-sonnet-5-5", LATEST), ("claude-opus-5-5", LATEST),
+    ("claude-opus-5", OPUS48._replace(fast_mode=True)),
+    ("claude-sonnet-5-5", LATEST), ("claude-opus-5-5", LATEST._replace(fast_mode=True)),
+    ("claude-fable-5-2", LATEST._replace(fast_mode=True)),
     ("claude-haiku-5-5", LATEST._replace(forced_tools=True, display_updates=False)),
     ("claude-fable-5", OPUS48._replace(thinking_off=False, display_updates=True)),
     ("claude-fable-5-1", LATEST),
@@ -360,6 +361,17 @@ def test_tool_changes_move_to_tools_for_a_model_that_does_not_take_them() -> Non
     kept = fit_messages(body, claude_traits("claude-opus-4-8"))
     assert kept is not None and kept.body["messages"][-1] == body["messages"][-1]
     assert kept.body["tools"] == body["tools"]
+
+
+def test_fast_mode_goes_where_the_model_has_none() -> None:
+    """Claude Code's `/fast` writes `speed: "fast"` (Opus 5.5); Sonnet, Haiku and Opus 4.8
+    (whose fast mode was removed) refuse it."""
+    body = {**_opus55_turn(), "speed": "fast"}
+    for model in ("claude-sonnet-5-5", "claude-opus-4-8", "claude-haiku-4-5"):
+        fitted = fit_messages(body, claude_traits(model))
+        assert fitted is not None and "speed" not in fitted.body, model
+        assert fitted.params_dropped[0] == "speed", model
+    assert fit_messages(body, claude_traits("claude-opus-5-5")) is None
 
 
 def test_the_body_written_for_the_newest_models_goes_as_it_is_there() -> None:
