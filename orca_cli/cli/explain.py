@@ -163,6 +163,7 @@ def render_trace(t: Mapping[str, Any]) -> Any:
     u = t.get("usage")
     usage = (f"prompt {_e(u.get('prompt_tokens'))} (cached {_e(u.get('cached_tokens'))}, cache write "
              f"{_e(u.get('cache_write_tokens'))}) · output {_e(u.get('output_tokens'))}"
+             + (" · fast mode" if u.get("speed") == "fast" else "")
              if u else "no usage reported")
     root.add(f"usage: {usage} · cost ${_num(t.get('cost_usd'), 6)} · cache "
              f"{_e(t.get('cache') or '-')}")

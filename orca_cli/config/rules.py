@@ -67,6 +67,7 @@ RANGES: dict[type, dict[str, Range]] = {
     ModelConfig: {
         "input": _NONNEG, "output": _NONNEG, "cache_read": _NONNEG, "cache_write": _NONNEG,
         "quality": _UNIT, "context_window": _ONE_UP, "max_output_tokens": _ONE_UP,
+        "fast": _ONE_UP,
     },
     EscalationConfig: {
         "t2": _UNIT, "t1": _UNIT, "percentile": _OPEN_UNIT, "streak": _ONE_UP,

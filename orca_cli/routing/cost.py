@@ -97,6 +97,8 @@ def request_cost(usage: Usage, api: Api, model: ModelConfig) -> float:
         + model.cache_write * p_in * t.cache_write
         + model.output * t.output
     )
+    if usage.fast:  # served in fast mode: every price times the model's `fast`
+        dollars *= model.fast
     return dollars * _PER_TOKEN
 
 

@@ -229,9 +229,7 @@ def _trace(turn: Turn, sv: Served, *, committed: bool, latency_ms: float) -> Tra
         ({"model": att.model, "channel": att.channel, "key_index": att.key_index,
           "key_fp": sv.key_fp} if att else None),  # selected
         tuple(out.attempts),  # attempts
-        ({"prompt_tokens": usage.prompt_tokens, "cached_tokens": usage.cached_tokens,
-          "cache_write_tokens": usage.cache_write_tokens,
-          "output_tokens": usage.output_tokens} if usage else None),  # usage
+        (_usage_doc(usage) if usage else None),  # usage
         sv.cost,  # cost_usd
         committed,  # committed
         turn.degraded,  # degraded
@@ -380,3 +378,14 @@ def _with_dropped_pins(batch: CommitBatch, plan: RoutePlan, out: Outcome,
     return replace(batch, writes=(first, *rest))
 
 
+
+
+def _usage_doc(usage: Usage) -> dict[str, Any]:
+    """The trace's `usage`: the token counts, and `speed: "fast"` for a fast-mode answer."""
+    doc: dict[str, Any] = {"prompt_tokens": usage.prompt_tokens,
+                           "cached_tokens": usage.cached_tokens,
+                           "cache_write_tokens": usage.cache_write_tokens,
+                           "output_tokens": usage.output_tokens}
+    if usage.fast:
+        doc["speed"] = "fast"
+    return doc

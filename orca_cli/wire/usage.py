@@ -47,6 +47,7 @@ class Usage:
     cached_tokens: int = 0
     cache_write_tokens: int = 0
     output_tokens: int = 0
+    fast: bool = False  # served in fast mode (Anthropic's `usage.speed: "fast"`)
 
 
 def _int(obj: Any, key: str) -> int:
@@ -362,6 +363,8 @@ class ResponseTap:
             value = u.get(src)
             if isinstance(value, int):
                 merged[dst] = value
+        if u.get("speed") == "fast":  # fast mode, billed at the model's `fast` multiplier
+            merged["fast"] = 1
         merged["prompt_tokens"] = (
             merged.get("input", 0)
             + merged.get("cached_tokens", 0)
@@ -423,6 +426,7 @@ class ResponseTap:
             u.get("cached_tokens", 0),  # cached_tokens
             u.get("cache_write_tokens", 0),  # cache_write_tokens
             u.get("output_tokens", 0),  # output_tokens
+            bool(u.get("fast")),  # fast
         )
 
     def response_head(self) -> dict[str, Any]:

@@ -457,3 +457,61 @@ async def test_a_forced_tool_call_and_thinking_off_fit_sonnet_5_5(
     assert native.body["tool_choice"] == {"type": "auto"} and "thinking" not in native.body
     assert trace["translation"]["params_dropped"] == ["tool_choice.forced", "thinking.disabled"]
     assert translated.body["tool_choice"] == {"type": "auto"}
+
+
+FAST_CONFIG = """
+[[channels]]
+name = "fast"
+type = "anthropic"
+base_url = "{up}/fast"
+keys = ["sk-fast-0"]
+models = ["claude-opus-5-5", "claude-sonnet-5-5"]
+
+[models."claude-opus-5-5"]
+input = 5.0
+output = 25.0
+fast = 2.0
+
+[models."claude-sonnet-5-5"]
+input = 2.0
+output = 10.0
+"""
+
+
+def fast_api(seen: Seen) -> Act:
+    """Anthropic's fast mode: Sonnet refuses `speed`; Opus 5.5 answers in fast mode and says
+    so in its usage."""
+    model = seen.body.get("model")
+    if "speed" in seen.body and model == "claude-sonnet-5-5":
+        return _refuse("speed: fast mode is not supported for this model")
+    speed = {"speed": "fast"} if seen.body.get("speed") == "fast" else {}
+    return Act(body=orjson.dumps({
+        "id": "msg_fast", "type": "message", "role": "assistant", "model": model,
+        "content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn",
+        "stop_sequence": None, "usage": {"input_tokens": 1000, "output_tokens": 100,
+                                         "cache_read_input_tokens": 0,
+                                         "cache_creation_input_tokens": 0, **speed}}))
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def fast(server: Sidecar, provider: FakeUpstream) -> AsyncIterator[Sidecar]:
+    async with serving(server, provider, FAST_CONFIG, "fast", fast_api) as st:
+        yield st
+
+
+async def test_fast_mode_is_priced_at_its_multiplier_and_goes_where_the_model_has_none(
+        fast: Sidecar, provider: FakeUpstream) -> None:
+    """Claude Code's `/fast` sends `speed: "fast"`; Anthropic bills it at a premium."""
+    body = {"model": "claude-opus-5-5", "max_tokens": 1000, "speed": "fast",
+            "messages": [{"role": "user", "content": "rename the helper"}]}
+    status, trace = await post(fast, "/v1/messages", body, {})
+    assert status == 200, trace
+    assert trace["usage"]["speed"] == "fast"
+    # (1,000 × $5 + 100 × $25) / 1M, twice over
+    assert trace["cost_usd"] == pytest.approx(2 * (1000 * 5.0 + 100 * 25.0) / 1e6)
+    assert "fast mode" in explained(trace)
+    status, slow = await post(fast, "/v1/messages", {**body, "model": "claude-sonnet-5-5"}, {})
+    assert status == 200, slow
+    assert "speed" not in provider.calls("fast")[-1].body
+    assert slow["translation"]["params_dropped"] == ["speed"]
+    assert slow["cost_usd"] == pytest.approx((1000 * 2.0 + 100 * 10.0) / 1e6)
