@@ -95,17 +95,16 @@ def check(cfg: Config) -> list[ConfigIssue]:
     return out
 
 
-
 def _tools_lose_effort(cfg: Config, ch: ChannelConfig) -> list[str]:
     """The reasoning models `ch` serves on OpenAI's own Chat Completions only, whose function
     tools go without a reasoning effort there (`translate.policy.chat_tools_effort`)."""
-    if ch.type not in ("openai", "openai-compatible") or "responses" in ch.apis:
+    if "responses" in ch.apis:
         return []
     out = []
     for m in ch.models:
         upstream = ch.upstream_model(m)
         facts = cfg.models.get(m)
-        if is_reasoning_model(upstream, facts.reasoning if facts else None) and (
-                chat_tools_effort(upstream) != "any"):
+        if chat_tools_effort(upstream, ch.type) != "any" and is_reasoning_model(
+                upstream, facts.reasoning if facts else None):
             out.append(m)
     return out

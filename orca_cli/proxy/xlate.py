@@ -71,7 +71,7 @@ from orca_cli.translate.native import (
     fit_openai,
     resolve_wrappers,
 )
-from orca_cli.translate.policy import ChatToolsEffort, chat_tools_effort, is_reasoning_model
+from orca_cli.translate.policy import chat_tools_effort, is_reasoning_model
 from orca_cli.translate.responses import request_echo
 from orca_cli.types import Api
 
@@ -79,8 +79,8 @@ if TYPE_CHECKING:
     from orca_cli.proxy.forward import Inbound
 
 __all__ = ["MALFORMED", "Crossing", "Target", "Translations", "cross", "model_family",
-           "native_report", "responses_first", "same_format", "tools_effort",
-           "translated_error", "untranslatable_message"]
+           "native_report", "responses_first", "same_format", "translated_error",
+           "untranslatable_message"]
 
 _FIRST_PARTY = {"anthropic": "anthropic", "openai": "openai", "deepseek": "deepseek",
                 "gemini": "gemini"}
@@ -205,7 +205,7 @@ class Translations:
                                       upstream, facts.reasoning if facts is not None else None),
                                   max_tokens_cap=cap,
                                   anthropic_max_tokens=min(cap, 8192) if cap else 8192,
-                                  chat_tools_effort=tools_effort(ch, upstream))
+                                  chat_tools_effort=chat_tools_effort(upstream, ch.type))
         scope = self.units.scope((src, dst, family, upstream, opts))
         return Target(dst, upstream, family, opts, scope)
 
@@ -236,18 +236,8 @@ def responses_first(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) ->
         return False  # translated into the channel's first format, which is not Chat
     upstream = ch.upstream_model(model)
     facts = cfg.models.get(model)
-    return tools_effort(ch, upstream) != "any" and bool(
+    return chat_tools_effort(upstream, ch.type) != "any" and bool(
         _openai_reasons(ch.type, upstream, facts.reasoning if facts else None))
-
-
-# Channel types that reach OpenAI's own Chat Completions (or Azure's): their reasoning models
-# refuse function tools beside an effort. A router (OpenRouter) answers by its own rules.
-_OPENAI_API_TYPES = frozenset({"openai", "openai-compatible"})
-
-
-def tools_effort(ch: ChannelConfig, upstream: str) -> ChatToolsEffort:
-    """`policy.chat_tools_effort` of `upstream` on `ch` ("any" off OpenAI's own API)."""
-    return chat_tools_effort(upstream) if ch.type in _OPENAI_API_TYPES else "any"
 
 
 def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Resolved | None:
@@ -270,8 +260,8 @@ def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Res
         facts = cfg.models.get(model)
         reasons = _openai_reasons(ch.type, upstream,
                                   facts.reasoning if facts is not None else None)
-        fitted = None if reasons is None else fit_openai(body, inb.api, reasons,
-                                                         tools_effort(ch, upstream))
+        fitted = None if reasons is None else fit_openai(
+            body, inb.api, reasons, chat_tools_effort(upstream, ch.type))
     if fitted is None or resolved is None:
         return fitted or resolved
     return replace(fitted, dropped=resolved.dropped, restored=resolved.restored)

@@ -29,7 +29,7 @@ from orca_cli.immutable import immutable
 from orca_cli.translate.model import Document, Message, Part, Reasoning, Request, Text
 from orca_cli.types import Api
 
-__all__ = ["ChatToolsEffort", "PolicyResult", "TranslationOptions", "apply_head",
+__all__ = ["OPENAI_API_TYPES", "ChatToolsEffort", "PolicyResult", "TranslationOptions", "apply_head",
            "apply_messages", "apply_policy", "chat_tools_effort", "is_reasoning_model",
            "keep_reasoning", "thinking_text"]
 
@@ -74,9 +74,17 @@ _CHAT_TOOLS_OMIT = re.compile(r"(?:^|/)gpt-5\.[2-5](?!\d)(?!-(?:mini|nano))")
 _CHAT_TOOLS_NONE = re.compile(r"(?:^|/)gpt-(?:5\.(?:[6-9]|[1-9]\d)|[6-9]|[1-9]\d)")
 
 
-def chat_tools_effort(model: str) -> ChatToolsEffort:
+# Channel types that reach OpenAI's own Chat Completions (or Azure's, which answers alike). A
+# router (OpenRouter) answers by its own rules.
+OPENAI_API_TYPES = frozenset({"openai", "openai-compatible"})
+
+
+def chat_tools_effort(model: str, channel_type: str = "openai") -> ChatToolsEffort:
     """What a Chat Completions request with function tools may carry as `reasoning_effort` to
-    the OpenAI model `model`: any (`any`), none at all (`omit`) or only `"none"` (`none`)."""
+    the OpenAI model `model` on a channel of `channel_type`: any (`any`), none at all
+    (`omit`) or only `"none"` (`none`)."""
+    if channel_type not in OPENAI_API_TYPES:
+        return "any"
     low = model.lower()
     if _CHAT_TOOLS_NONE.search(low):
         return "none"
