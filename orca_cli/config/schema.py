@@ -246,8 +246,9 @@ class ModelConfig:
     # variant `image_url`"), and a session pinned there would fail on every later turn,
     # since the history carries the image on.
     vision: bool = True
-    # The multiplier on every price of a request the provider served in fast mode (Anthropic's
-    # `speed: "fast"`, reported as `usage.speed`): 2.0 on Opus 5 (Anthropic's pricing page).
+    # The multiplier on every price of a request the provider served in fast mode, as its
+    # answer reports it: Anthropic's `usage.speed: "fast"` (2.0 on Opus 5, Anthropic's pricing
+    # page), OpenAI's `service_tier` "priority" or "fast".
     fast: float = 1.0
 
 

@@ -27,6 +27,7 @@ from orca_cli.types import Api
 from orca_cli.wire.errors import stream_error_event
 from orca_cli.wire.sse import Pair, SSEDecoder
 from orca_cli.wire.usage_responses import (
+    FAST_TIERS,
     next_sequence_number,
     responses_body,
     responses_event,
@@ -211,7 +212,7 @@ class ResponseTap:
             return
         usage = obj.get("usage")
         if isinstance(usage, dict):
-            self._openai_usage(usage)
+            self._openai_usage(usage, obj.get("service_tier"))
         choices = obj.get("choices")
         if not isinstance(choices, list):
             return
@@ -246,7 +247,7 @@ class ResponseTap:
             if isinstance(args, str) and args:
                 parts.append(args)
 
-    def _openai_usage(self, u: dict[str, Any]) -> None:
+    def _openai_usage(self, u: dict[str, Any], tier: object) -> None:
         details = u.get("prompt_tokens_details")
         cached = _int(details, "cached_tokens") or _int(u, "prompt_cache_hit_tokens")
         self._usage = {
@@ -254,6 +255,7 @@ class ResponseTap:
             "cached_tokens": cached,
             "cache_write_tokens": _int(details, "cache_write_tokens"),
             "output_tokens": _int(u, "completion_tokens"),
+            "fast": tier in FAST_TIERS,
         }
 
     def _openai_body(self, obj: dict[str, Any]) -> None:
@@ -262,7 +264,7 @@ class ResponseTap:
             return
         usage = obj.get("usage")
         if isinstance(usage, dict):
-            self._openai_usage(usage)
+            self._openai_usage(usage, obj.get("service_tier"))
         choices = obj.get("choices")
         if not isinstance(choices, list):
             return
@@ -364,7 +366,7 @@ class ResponseTap:
             if isinstance(value, int):
                 merged[dst] = value
         if u.get("speed") == "fast":  # fast mode, billed at the model's `fast` multiplier
-            merged["fast"] = 1
+            merged["fast"] = True
         merged["prompt_tokens"] = (
             merged.get("input", 0)
             + merged.get("cached_tokens", 0)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from orca_cli.wire.usage import ResponseTap
 
-__all__ = ["next_sequence_number", "responses_body", "responses_event"]
+__all__ = ["FAST_TIERS", "next_sequence_number", "responses_body", "responses_event"]
 
 _SEQ = re.compile(r'"sequence_number"\s*:\s*(\d+)')
 _TOOL_ITEMS = frozenset({"function_call", "custom_tool_call"})
@@ -43,6 +43,11 @@ _SKIP = frozenset(
     }
 )
 
+
+# The response's `service_tier` when OpenAI served it in fast mode ("priority" until GPT-5.6,
+# then "fast"), billed at the model's `fast` multiplier; a request asked fast but served at
+# standard speed says "default" and is billed so.
+FAST_TIERS = frozenset({"priority", "fast"})
 
 def next_sequence_number(last_data: str | None) -> int:
     """The sequence number after the last event's (0 before any)."""
@@ -144,6 +149,7 @@ def _final(tap: ResponseTap, response: Any) -> None:
             "cached_tokens": _int(details, "cached_tokens"),
             "cache_write_tokens": _int(details, "cache_write_tokens"),
             "output_tokens": _int(usage, "output_tokens"),
+            "fast": response.get("service_tier") in FAST_TIERS,
         }
     status = response.get("status")
     if status == "completed":
