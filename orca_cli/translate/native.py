@@ -24,7 +24,7 @@ from orca_cli.translate import anthropic, responses
 from orca_cli.translate.claude import SAMPLING_KEYS, ClaudeTraits, budget_for, relaxed_choice
 from orca_cli.translate.common import TAG, budget_effort, untag
 from orca_cli.translate.model import Reasoning, Text
-from orca_cli.translate.policy import keep_reasoning, thinking_text
+from orca_cli.translate.policy import ChatToolsEffort, keep_reasoning, thinking_text
 from orca_cli.types import Api
 
 __all__ = ["MARKER", "Resolved", "carries_tag", "fit_messages", "fit_openai",
@@ -294,7 +294,7 @@ def _note(notes: list[Any], note: Any) -> None:
 
 
 def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
-               tools_effort: str = "any") -> Resolved | None:
+               tools_effort: ChatToolsEffort = "any") -> Resolved | None:
     """A Chat Completions or Responses body sent in its own format to an OpenAI model, fitted
     to whether that model reasons (`policy.is_reasoning_model`), or None when it fits as it
     is. A router serves a request on a model the client did not name, and OpenAI refuses what

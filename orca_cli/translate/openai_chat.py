@@ -52,6 +52,7 @@ from orca_cli.translate.model import (
     ToolResult,
     Usage,
 )
+from orca_cli.translate.policy import ChatToolsEffort
 
 __all__ = [
     "STOP_FROM",
@@ -385,7 +386,7 @@ def encode_request(
     family: str = "openai",
     reasoning: bool = True,
     pieces: list[list[dict[str, Any]]] | None = None,
-    tools_effort: str = "any",
+    tools_effort: ChatToolsEffort = "any",
 ) -> bytes:
     """The Chat Completions body for `req` (deterministic). `family` picks the token-limit
     key and whether OpenAI-only fields go out; `reasoning` (the target is a reasoning model)

@@ -29,9 +29,13 @@ from orca_cli.immutable import immutable
 from orca_cli.translate.model import Document, Message, Part, Reasoning, Request, Text
 from orca_cli.types import Api
 
-__all__ = ["OPENAI_API_TYPES", "ChatToolsEffort", "PolicyResult", "TranslationOptions", "apply_head",
-           "apply_messages", "apply_policy", "chat_tools_effort", "is_reasoning_model",
-           "keep_reasoning", "thinking_text"]
+__all__ = ["OPENAI_API_TYPES", "ChatToolsEffort", "PolicyResult", "TranslationOptions",
+           "apply_head", "apply_messages", "apply_policy", "chat_tools_effort",
+           "is_reasoning_model", "keep_reasoning", "thinking_text"]
+
+# What a Chat Completions body with function tools may carry as `reasoning_effort`
+# (`chat_tools_effort`): any, none at all, or only "none".
+ChatToolsEffort = Literal["any", "omit", "none"]
 
 
 @immutable
@@ -43,9 +47,8 @@ class TranslationOptions:
     anthropic_max_tokens: int = 8192  # Messages requires max_tokens; used when none was set
     inbound_family: str | None = None  # who made raw reasoning in the client's history
     max_tokens_cap: int | None = None  # the target model's output limit (a larger ask is cut)
-    # what a Chat Completions body with function tools may carry as reasoning_effort
-    # (`chat_tools_effort`; "any" where the target is not OpenAI's own API)
-    chat_tools_effort: Literal["any", "omit", "none"] = "any"
+    # `chat_tools_effort` of the target ("any" where it is not OpenAI's own API)
+    chat_tools_effort: ChatToolsEffort = "any"
 
 
 # Reasoning models by id, where `[models] reasoning` does not say: OpenAI's o-series, GPT-5
@@ -63,7 +66,6 @@ def is_reasoning_model(model: str, declared: bool | None = None) -> bool:
     return _REASONING_IDS.search(model.lower()) is not None
 
 
-ChatToolsEffort = Literal["any", "omit", "none"]
 # OpenAI's recent reasoning models refuse function tools beside a reasoning effort on Chat
 # Completions (400 "Function tools with reasoning_effort are not supported for gpt-5.4 in
 # /v1/chat/completions. Please use /v1/responses instead."): GPT-5.2 to 5.5 (not their mini

@@ -304,7 +304,8 @@ def _request_fields(req: Request, body: dict[str, Any], reasoning: bool) -> None
                 body[key] = value
     if req.max_tokens is not None:
         body["max_output_tokens"] = req.max_tokens
-    effort = openai_effort(req.reasoning_effort, body["model"]) or budget_effort(req.thinking_budget)
+    effort = (openai_effort(req.reasoning_effort, body["model"])
+              or budget_effort(req.thinking_budget))
     if reasoning:
         body["reasoning"] = {"effort": effort or "medium", "summary": "auto"}
         body["include"] = ["reasoning.encrypted_content"]
