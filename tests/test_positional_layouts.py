@@ -103,7 +103,7 @@ LAYOUTS: dict[type, tuple[str, ...]] = {
         "host", "hosts_seen", "origin", "content_type", "content_length", "bearer", "tokens",
     ),
     Timeouts: ("connect_s", "first_byte_s", "idle_s", "deadline_monotonic"),
-    Usage: ("prompt_tokens", "cached_tokens", "cache_write_tokens", "output_tokens"),
+    Usage: ("prompt_tokens", "cached_tokens", "cache_write_tokens", "output_tokens", "fast"),
 }
 
 
