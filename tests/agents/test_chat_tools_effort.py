@@ -1,0 +1,108 @@
+"""The real OpenCode, a Chat Completions client with tools, served on GPT-6 (`xlate.
+responses_first`, `policy.chat_tools_effort`).
+
+OpenAI's Chat Completions takes function tools on GPT-5.6 and GPT-6 only beside
+`reasoning_effort: "none"` (400 "Function tools with reasoning_effort are not supported for
+gpt-6.2-sol in /v1/chat/completions. To use function tools, use /v1/responses or set
+reasoning_effort to 'none'."); leaving the effort out still applies the model's default. OpenCode
+(`@ai-sdk/openai-compatible`) sends every turn with its tools and no effort. On a channel that
+speaks both of OpenAI's formats orca sends the turn to the Responses API, which takes both; on
+one that speaks only Chat Completions, with `reasoning_effort: "none"`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from orca_cli.testing.upstream import Act, Seen
+from tests.agents.kit import agent_env, agents_dir, run_agent, serving
+from tests.agents.test_agent_loops import reply, scripted_upstream
+from tests.unavailable import unavailable
+
+MODEL = "gpt-6.2-sol"
+
+
+def openai_api(seen: Seen) -> Act:
+    body = seen.body
+    if (seen.path.endswith("/chat/completions") and body.get("tools")
+            and body.get("reasoning_effort") != "none"):
+        return Act(status=400, body=json.dumps({"error": {
+            "message": f"Function tools with reasoning_effort are not supported for {MODEL} in "
+                       "/v1/chat/completions. To use function tools, use /v1/responses or set "
+                       "reasoning_effort to 'none'.",
+            "type": "invalid_request_error", "param": "reasoning_effort", "code": None}}).encode())
+    return reply(seen, "The parser tests check ids.")
+
+
+def _config(fake_url: str) -> str:
+    return f"""
+[[channels]]
+name = "both"
+type = "openai"
+api = ["openai", "responses"]
+base_url = "{fake_url}/a/v1"
+keys = ["both-key"]
+models = ["{MODEL}"]
+
+[[channels]]
+name = "chat"
+type = "openai"
+base_url = "{fake_url}/r/v1"
+keys = ["chat-key"]
+models = ["{MODEL}"]
+
+[models."{MODEL}"]
+input = 2.0
+output = 10.0
+
+[routers.coding]
+strategy = "cheapest"
+allowed_models = ["{MODEL}"]
+providers_allow = ["both"]
+[routers.coding.escalation]
+mode = "off"
+
+[routers.chatonly]
+strategy = "cheapest"
+allowed_models = ["{MODEL}"]
+providers_allow = ["chat"]
+[routers.chatonly.escalation]
+mode = "off"
+"""
+
+
+def _opencode_json(base: str) -> str:
+    return json.dumps({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"orca": {"npm": "@ai-sdk/openai-compatible", "name": "orca",
+                              "options": {"baseURL": f"{base}/v1", "apiKey": "orca"},
+                              "models": {"orca/coding": {"name": "coding"},
+                                         "orca/chatonly": {"name": "chat only"}}}},
+        "model": "orca/orca/coding"})
+
+
+def test_opencode_with_tools_is_served_on_gpt_6(tmp_path: Path) -> None:
+    opencode = agents_dir() / "npm" / "node_modules" / ".bin" / "opencode"
+    if not os.access(opencode, os.X_OK):
+        unavailable(f"OpenCode is not installed at {opencode}; install the agents with "
+                    ".ci/install-agents")
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    with scripted_upstream(openai_api) as fake, \
+            serving(tmp_path, _config(fake.url("", versioned=False).rstrip("/"))) as orca:
+        (work / "opencode.json").write_text(_opencode_json(orca.base))
+        env = agent_env(home)
+        both = run_agent([opencode, "run", "Explain the parser tests"], env, work)
+        chat = run_agent([opencode, "run", "--model", "orca/orca/chatonly",
+                          "Explain the parser tests"], env, work)
+        responses = [s for s in fake.calls("a") if s.body.get("tools")]
+        completions = [s for s in fake.calls("r") if s.body.get("tools")]
+    for run in (both, chat):
+        assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-2000:])
+        assert "not supported" not in run.stdout + run.stderr
+    assert responses and all(s.path.endswith("/responses") for s in responses)
+    assert all(s.body["reasoning"]["effort"] for s in responses)
+    assert completions and all(s.body["reasoning_effort"] == "none" for s in completions)
