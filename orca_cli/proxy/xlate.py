@@ -71,7 +71,11 @@ from orca_cli.translate.native import (
     fit_openai,
     resolve_wrappers,
 )
-from orca_cli.translate.policy import chat_tools_effort, is_reasoning_model
+from orca_cli.translate.policy import (
+    chat_tools_effort,
+    is_reasoning_model,
+    takes_reasoning_context,
+)
 from orca_cli.translate.responses import request_echo
 from orca_cli.types import Api
 
@@ -261,7 +265,8 @@ def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Res
         reasons = _openai_reasons(ch.type, upstream,
                                   facts.reasoning if facts is not None else None)
         fitted = None if reasons is None else fit_openai(
-            body, inb.api, reasons, chat_tools_effort(upstream, ch.type))
+            body, inb.api, reasons, chat_tools_effort(upstream, ch.type),
+            takes_reasoning_context(upstream))
     if fitted is None or resolved is None:
         return fitted or resolved
     return replace(fitted, dropped=resolved.dropped, restored=resolved.restored)

@@ -294,7 +294,7 @@ def _note(notes: list[Any], note: Any) -> None:
 
 
 def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
-               tools_effort: ChatToolsEffort = "any") -> Resolved | None:
+               tools_effort: ChatToolsEffort = "any", context: bool = True) -> Resolved | None:
     """A Chat Completions or Responses body sent in its own format to an OpenAI model, fitted
     to whether that model reasons (`policy.is_reasoning_model`), or None when it fits as it
     is. A router serves a request on a model the client did not name, and OpenAI refuses what
@@ -310,7 +310,9 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
     - beside function tools on Chat Completions, GPT-5.2 to 5.5 refuse a `reasoning_effort`,
       which goes, and GPT-5.6 and GPT-6 take only `"none"`, which it becomes
       (`tools_effort`: `policy.chat_tools_effort` of the model; `proxy.xlate` sends such a
-      request to the channel's Responses API instead when it speaks it)."""
+      request to the channel's Responses API instead when it speaks it);
+    - a reasoning model before GPT-5.6 has no `reasoning.context` (Codex sends
+      `"all_turns"`), which goes (`context`: `policy.takes_reasoning_context`)."""
     dropped: tuple[str, ...]
     renamed: tuple[tuple[str, str], ...] = ()
     include = body.get("include") if api == "responses" else None
@@ -334,7 +336,9 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
         dropped = tuple(k for k in keys if k in body)
     text = body.get("text") if api == "responses" and not reasoning else None
     verbose = isinstance(text, dict) and "verbosity" in text
-    if not (dropped or sampling or renamed or encrypted or verbose):
+    thought = body.get("reasoning") if api == "responses" and reasoning and not context else None
+    unread = isinstance(thought, dict) and "context" in thought
+    if not (dropped or sampling or renamed or encrypted or verbose or unread):
         return None
     out = {k: v for k, v in body.items() if k not in dropped and k not in sampling}
     if effort_to is not None:
@@ -346,6 +350,10 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
         assert isinstance(text, dict)
         _set_or_drop(out, "text", {k: v for k, v in text.items() if k != "verbosity"})
         dropped += ("text.verbosity",)
+    if unread:
+        assert isinstance(thought, dict)
+        _set_or_drop(out, "reasoning", {k: v for k, v in thought.items() if k != "context"})
+        dropped += ("reasoning.context",)
     if encrypted:
         assert isinstance(include, list)
         _set_or_drop(out, "include", [i for i in include if i != _ENCRYPTED])

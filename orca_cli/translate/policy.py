@@ -31,7 +31,7 @@ from orca_cli.types import Api
 
 __all__ = ["OPENAI_API_TYPES", "ChatToolsEffort", "PolicyResult", "TranslationOptions",
            "apply_head", "apply_messages", "apply_policy", "chat_tools_effort",
-           "is_reasoning_model", "keep_reasoning", "thinking_text"]
+           "is_reasoning_model", "keep_reasoning", "takes_reasoning_context", "thinking_text"]
 
 # What a Chat Completions body with function tools may carry as `reasoning_effort`
 # (`chat_tools_effort`): any, none at all, or only "none".
@@ -73,7 +73,7 @@ def is_reasoning_model(model: str, declared: bool | None = None) -> bool:
 # default effort, only with `reasoning_effort: "none"` ("… or set reasoning_effort to
 # 'none'"). The Responses API takes both together.
 _CHAT_TOOLS_OMIT = re.compile(r"(?:^|/)gpt-5\.[2-5](?!\d)(?!-(?:mini|nano))")
-_CHAT_TOOLS_NONE = re.compile(r"(?:^|/)gpt-(?:5\.(?:[6-9]|[1-9]\d)|[6-9]|[1-9]\d)")
+_GPT56_ON = re.compile(r"(?:^|/)gpt-(?:5\.(?:[6-9]|[1-9]\d)|[6-9]|[1-9]\d)")  # GPT-5.6, GPT-6, …
 
 
 # Channel types that reach OpenAI's own Chat Completions (or Azure's, which answers alike). A
@@ -88,9 +88,16 @@ def chat_tools_effort(model: str, channel_type: str = "openai") -> ChatToolsEffo
     if channel_type not in OPENAI_API_TYPES:
         return "any"
     low = model.lower()
-    if _CHAT_TOOLS_NONE.search(low):
+    if _GPT56_ON.search(low):
         return "none"
     return "omit" if _CHAT_TOOLS_OMIT.search(low) else "any"
+
+
+def takes_reasoning_context(model: str) -> bool:
+    """Whether the OpenAI model `model` takes the Responses API's `reasoning.context` (which
+    earlier turns' reasoning it reads; Codex 0.171 sends `"all_turns"`): GPT-5.6 and later
+    only."""
+    return _GPT56_ON.search(model.lower()) is not None
 
 
 @dataclass(slots=True)

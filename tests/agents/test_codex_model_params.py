@@ -3,7 +3,9 @@
 Codex 0.171 sends `reasoning: {effort, context}` and `text: {verbosity}` and includes
 `reasoning.encrypted_content` on every request, written for the reasoning model it asked
 for. Its router's base tier is `gpt-4.1-mini`, which refuses each of them with OpenAI's own
-400; escalated, the turn goes to a reasoning model, which takes them as Codex wrote them.
+400; escalated, the turn goes to a reasoning model, GPT-5.4, which takes them but for
+`reasoning.context`, which only GPT-5.6 and later read. Codex asks for its default,
+`gpt-6.2-sol`, which the config's alias (the example's) sends to the router.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from tests.agents.test_codex import codex_config
 from tests.e2e.translation.kit import two_tier
 
 PLAIN, REASONING = "gpt-4.1-mini", "gpt-5.4"
+CODEX_DEFAULT = "gpt-6.2-sol"  # what Codex 0.171 asks for with no `model` line
 
 
 def openai_api(seen: Seen) -> Act:
@@ -28,6 +31,11 @@ def openai_api(seen: Seen) -> Act:
         return Act(status=400, body=json.dumps({"error": {
             "message": "Unsupported parameter: 'reasoning.effort' is not supported with this "
                        "model.", "type": "invalid_request_error", "param": "reasoning.effort",
+            "code": "unsupported_parameter"}}).encode())
+    if model == REASONING and "context" in (body.get("reasoning") or {}):  # GPT-5.6 and later
+        return Act(status=400, body=json.dumps({"error": {
+            "message": "Unsupported parameter: 'reasoning.context' is not supported with this "
+                       "model.", "type": "invalid_request_error", "param": "reasoning.context",
             "code": "unsupported_parameter"}}).encode())
     return reply(seen, "The parser tests check ids.")
 
@@ -51,6 +59,9 @@ output = 10.0
 
 [workspace]
 share_cap = 1.0
+
+[aliases]
+"gpt-6*" = "orca/coding"  # Codex's default, as in the example config
 """ + two_tier("coding", PLAIN, REASONING)
 
 
@@ -62,13 +73,13 @@ def test_codex_is_served_on_a_model_that_does_not_reason_then_on_one_that_does(
     work.mkdir()
     with scripted_upstream(openai_api) as fake, \
             serving(tmp_path, _config(fake.url("r"))) as orca:
-        (home / "config.toml").write_text(codex_config(orca))
+        (home / "config.toml").write_text(codex_config(orca, CODEX_DEFAULT))
         env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key",
                         ORCA_TEST_REQUEST_ID="params-1")
         first = run_agent([codex, "exec", "--skip-git-repo-check",
                            "Explain what the parser tests check"], env, work)
         (home / "config.toml").write_text(
-            codex_config(orca) + '\n[model_providers.orca.http_headers]\n'
+            codex_config(orca, CODEX_DEFAULT) + '\n[model_providers.orca.http_headers]\n'
                                  '"X-OrcaRouter-Tier" = "strong"\n')
         second = run_agent([codex, "exec", "--skip-git-repo-check", "resume", "--last",
                             "Now the hard part"], {**env, "ORCA_TEST_REQUEST_ID": "params-2"},
@@ -85,5 +96,8 @@ def test_codex_is_served_on_a_model_that_does_not_reason_then_on_one_that_does(
     on_plain = [b for b in sent if b["model"] == PLAIN]
     assert on_plain and not any("reasoning" in b for b in on_plain)
     on_reasoning = [b for b in sent if b["model"] == REASONING]
-    assert on_reasoning and all("reasoning" in b for b in on_reasoning)  # as Codex wrote it
+    assert on_reasoning and all("reasoning" in b for b in on_reasoning)
+    # Codex writes `reasoning.context` for gpt-6.2-sol; GPT-5.4 reads none (GPT-5.6 and later do)
+    assert all("context" not in b["reasoning"] for b in on_reasoning)
+    assert "reasoning.context" in traces[1]["translation"]["params_dropped"]
     assert all("reasoning.encrypted_content" in b["include"] for b in on_reasoning)

@@ -15,7 +15,12 @@ import pytest
 from orca_cli.translate.api import translate_request
 from orca_cli.translate.claude import ClaudeTraits, budget_for, claude_traits
 from orca_cli.translate.native import fit_messages, fit_openai
-from orca_cli.translate.policy import TranslationOptions, chat_tools_effort, is_reasoning_model
+from orca_cli.translate.policy import (
+    TranslationOptions,
+    chat_tools_effort,
+    is_reasoning_model,
+    takes_reasoning_context,
+)
 
 BUDGET = ClaudeTraits("budget", True)
 BOTH = ClaudeTraits("both", True)
@@ -228,6 +233,12 @@ def test_codexs_reasoning_goes_for_an_openai_model_that_does_not_reason() -> Non
         "type": "text"}}}, "responses", reasoning=False)
     assert formatted is not None and formatted.body["text"] == {"format": {"type": "text"}}
     assert fit_openai(CODEX_NATIVE, "responses", reasoning=True) is None
+    # a reasoning model before GPT-5.6 has no `reasoning.context`; the effort stays
+    older = fit_openai(CODEX_NATIVE, "responses", reasoning=True, context=False)
+    assert older is not None and older.body["reasoning"] == {"effort": "low"}
+    assert older.params_dropped == ("reasoning.context",)
+    assert [m for m in ("gpt-5.4", "gpt-5.5", "o3", "gpt-5.6-sol", "gpt-6.2-sol")
+            if takes_reasoning_context(m)] == ["gpt-5.6-sol", "gpt-6.2-sol"]
 
 
 def test_a_chat_body_fits_a_reasoning_model_and_one_that_does_not_reason() -> None:

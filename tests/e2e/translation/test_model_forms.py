@@ -290,8 +290,9 @@ async def test_codexs_reasoning_is_left_out_for_a_model_that_does_not_reason(
                                {**session, "x-orcarouter-tier": "strong"})
     assert status == 200, trace
     (seen,) = provider.calls("rs")
-    assert seen.body["model"] == "gpt-5.4" and seen.body["reasoning"] == codex["reasoning"]
-    assert trace.get("translation") is None
+    # GPT-5.4 reasons, but reads no `reasoning.context` (GPT-5.6 and later do)
+    assert seen.body["model"] == "gpt-5.4" and seen.body["reasoning"] == {"effort": "low"}
+    assert trace["translation"]["params_dropped"] == ["reasoning.context"]
 
 
 async def test_a_chat_request_fits_the_reasoning_model_it_escalates_to(
