@@ -19,21 +19,16 @@ from pathlib import Path
 from orca_cli.testing.upstream import Act, Seen
 from tests.agents.kit import agent_env, agents_dir, run_agent, serving
 from tests.agents.test_agent_loops import reply, scripted_upstream
+from tests.e2e.translation.kit import chat_tools_refusal
 from tests.unavailable import unavailable
 
 MODEL = "gpt-6.2-sol"
 
 
 def openai_api(seen: Seen) -> Act:
-    body = seen.body
-    if (seen.path.endswith("/chat/completions") and body.get("tools")
-            and body.get("reasoning_effort") != "none"):
-        return Act(status=400, body=json.dumps({"error": {
-            "message": f"Function tools with reasoning_effort are not supported for {MODEL} in "
-                       "/v1/chat/completions. To use function tools, use /v1/responses or set "
-                       "reasoning_effort to 'none'.",
-            "type": "invalid_request_error", "param": "reasoning_effort", "code": None}}).encode())
-    return reply(seen, "The parser tests check ids.")
+    refused = chat_tools_refusal(seen.path, seen.body)
+    return reply(seen, "The parser tests check ids.") if refused is None else Act(
+        status=400, body=refused)
 
 
 def _config(fake_url: str) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 import anthropic
 import httpx2
 import openai
+import orjson
 from rich.console import Console
 
 from orca_cli.cli.explain import render_trace
@@ -196,3 +197,23 @@ def messages_refusal(body: dict[str, Any]) -> str | None:
             return ('thinking.type "disabled" is not supported for this model. Use '
                     '"between_tools".')
     return None
+
+
+def chat_tools_refusal(path: str, body: dict[str, Any]) -> bytes | None:
+    """OpenAI's 400 body for a Chat Completions request with function tools and a reasoning
+    effort the model refuses beside them, in its own words (quoted in public issues), or
+    None: GPT-5.2 and 5.4 take no effort there; GPT-6 only "none" (its default counts)."""
+    model = str(body.get("model"))
+    if not path.endswith("/chat/completions") or not body.get("tools"):
+        return None
+    effort = body.get("reasoning_effort")
+    refused = (f"Function tools with reasoning_effort are not supported for {model} in "
+               "/v1/chat/completions.")
+    if model in ("gpt-5.2", "gpt-5.4") and effort is not None:
+        refused += " Please use /v1/responses instead."
+    elif model.startswith("gpt-6") and effort != "none":
+        refused += " To use function tools, use /v1/responses or set reasoning_effort to 'none'."
+    else:
+        return None
+    return orjson.dumps({"error": {"message": refused, "type": "invalid_request_error",
+                                   "param": "reasoning_effort", "code": None}})

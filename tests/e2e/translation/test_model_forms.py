@@ -23,7 +23,12 @@ import pytest_asyncio
 from orca_cli.config.load import loads
 from orca_cli.testing import Act, FakeUpstream, Sidecar
 from orca_cli.testing.upstream import Script, Seen
-from tests.e2e.translation.kit import explained, messages_refusal, two_tier
+from tests.e2e.translation.kit import (
+    chat_tools_refusal,
+    explained,
+    messages_refusal,
+    two_tier,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -355,23 +360,8 @@ models = ["gpt-5.2", "gpt-6-luna"]
 
 
 def chat_tools_api(seen: Seen) -> Act:
-    """OpenAI's Chat Completions beside function tools, in its own words: GPT-5.2 and 5.4
-    refuse a reasoning effort there; GPT-6 takes only "none" (its default effort counts)."""
-    body, model = seen.body, str(seen.body.get("model"))
-    if not seen.path.endswith("/chat/completions") or not body.get("tools"):
-        return Act()
-    effort = body.get("reasoning_effort")
-    refused = f"Function tools with reasoning_effort are not supported for {model} in " \
-              "/v1/chat/completions."
-    if model in ("gpt-5.2", "gpt-5.4") and effort is not None:
-        refused += " Please use /v1/responses instead."
-    elif model.startswith("gpt-6") and effort != "none":
-        refused += " To use function tools, use /v1/responses or set reasoning_effort to 'none'."
-    else:
-        return Act()
-    return Act(status=400, body=orjson.dumps({"error": {
-        "message": refused, "type": "invalid_request_error", "param": "reasoning_effort",
-        "code": None}}))
+    refused = chat_tools_refusal(seen.path, seen.body)
+    return Act() if refused is None else Act(status=400, body=refused)
 
 
 @pytest_asyncio.fixture(loop_scope="module")
