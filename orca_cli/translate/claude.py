@@ -42,8 +42,8 @@ from typing import Any, Literal, NamedTuple
 from orca_cli.translate.common import budget_effort
 
 __all__ = ["EFFORT_BUDGET", "SAMPLING_KEYS", "ClaudeTraits", "ThinkingForm", "budget_for",
-           "claude_traits", "forces_tool", "relax_tool_choice", "relaxed_choice",
-           "takes_sampling", "thinking_for"]
+           "claude_traits", "forces_tool", "lowered_effort", "relax_tool_choice",
+           "relaxed_choice", "takes_sampling", "thinking_for"]
 
 ThinkingForm = Literal["budget", "adaptive", "both"]
 
@@ -128,6 +128,16 @@ def thinking_for(model: str, effort: str | None, budget: int | None, max_tokens:
     if wanted and wanted < max_tokens:
         return {"type": "enabled", "budget_tokens": max(wanted, 1024)}, None
     return None, None
+
+
+# The efforts a model of a thinking form does not take: `max` came with the 4.6 generation,
+# `xhigh` with Opus 4.7 (Anthropic's effort docs; Claude Code sends `high` for either there).
+_LACKS: dict[str, tuple[str, ...]] = {"budget": ("max", "xhigh"), "both": ("xhigh",)}
+
+
+def lowered_effort(form: ThinkingForm, effort: object) -> str | None:
+    """`high` when a model of `form` lacks the `output_config.effort` asked, else None."""
+    return "high" if effort in _LACKS.get(form, ()) else None
 
 
 def takes_sampling(model: str) -> bool:

@@ -21,7 +21,15 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from orca_cli.translate import anthropic, responses
-from orca_cli.translate.claude import SAMPLING_KEYS, ClaudeTraits, budget_for, relaxed_choice
+from orca_cli.translate.claude import (
+    SAMPLING_KEYS,
+    ClaudeTraits,
+    ThinkingForm,
+    budget_for,
+    lowered_effort,
+    relaxed_choice,
+)
+from orca_cli.translate.claude_turns import fit_turns
 from orca_cli.translate.common import TAG, budget_effort, untag
 from orca_cli.translate.model import Reasoning, Text
 from orca_cli.translate.policy import ChatToolsEffort, keep_reasoning, thinking_text
@@ -124,7 +132,7 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
       and Mythos: their default is adaptive thinking); `thinking.display: "updates"` is left
       out (the model's default display) where it is refused, and so is fast mode (`speed`);
       `params_dropped` names them.
-    - **The conversation** (`_fit_turns`): what an agent writes for the newest models into
+    - **The conversation** (`claude_turns.fit_turns`): what an agent writes for the newest models into
       `messages` — a mid-conversation `role: "system"` message, tool definitions added or
       removed there, a message's own `output_config` — is written the way an earlier model
       takes it (`params_renamed`, `params_dropped`)."""
@@ -139,10 +147,14 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
     display = (traits is not None and not traits.display_updates
                and isinstance(thinking, dict) and thinking.get("display") == "updates")
     slow = traits is not None and not traits.fast_mode and "speed" in body
-    turns = _fit_turns(body, traits) if traits is not None and not (
+    turns = fit_turns(body, traits) if traits is not None and not (
         traits.mid_system and traits.tool_changes and traits.turn_effort) else None
+    config = body.get("output_config")
+    lofty = traits is not None and isinstance(config, dict) and lowered_effort(
+        form, config.get("effort")) is not None
     if not (sampling or kind == "enabled" or (kind == "adaptive" and form == "budget")
-            or relaxed is not choice or unasked or display or slow or turns is not None):
+            or relaxed is not choice or unasked or display or slow or lofty
+            or turns is not None):
         return None
     assert thinking is None or isinstance(thinking, dict)
     out = {k: v for k, v in body.items() if k not in sampling and not (slow and k == "speed")}
@@ -178,6 +190,9 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
         out["output_config"] = {"effort": budget_effort(_int(thinking.get("budget_tokens")))
                                 or "high", **(config if isinstance(config, dict) else {})}
         written = "adaptive"
+    effort_note = _fit_effort(out, form)
+    if effort_note is not None:
+        renamed = (*renamed, effort_note)
     now = out.get("thinking")
     if isinstance(now, dict) and now.get("type") == "enabled":
         messages = out.get("messages")
@@ -192,105 +207,17 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
     return Resolved(out, 0, 0, off, written, sampling, notes, renamed)
 
 
-@dataclass(frozen=True, slots=True)
-class _Turns:
-    fields: dict[str, Any]  # `messages` (and `tools`) as the model takes them
-    dropped: tuple[str, ...]
-    renamed: tuple[tuple[str, str], ...]
-
-
-_REMINDER = "<system-reminder>\n{}\n</system-reminder>"
-
-
-def _fit_turns(body: dict[str, Any], traits: ClaudeTraits) -> _Turns | None:
-    """`messages` written for a model that takes what `traits` lacks, or None when they hold
-    nothing of it (one pass over the messages' keys; their blocks are read only in a system
-    message, or when it is rewritten).
-
-    - A `role: "system"` message goes as a user message whose text blocks are each wrapped in
-      `<system-reminder>` (what Claude Code writes for such a model itself); the API joins it
-      to the user turn before it. A cache breakpoint on the message goes on its last block.
-    - Its `tool_addition` blocks go to `tools` (after those there, replacing one of the same
-      name) and its `tool_removal` blocks take theirs out, in the order they came; a system
-      message left with no text goes.
-    - A message's own `output_config` (a per-turn effort) goes; the request's stays.
-
-    The result depends only on the body, so each turn of a conversation writes its earlier
-    messages the same way and the prompt cache still matches them."""
-    messages = body.get("messages")
-    if messages.__class__ is not list:
+def _fit_effort(out: dict[str, Any], form: ThinkingForm) -> tuple[str, str] | None:
+    """`output_config.effort` in `out` lowered where the model's form lacks it
+    (`claude.lowered_effort`); the change as a `params_renamed` note, or None."""
+    config = out.get("output_config")
+    effort = config.get("effort") if isinstance(config, dict) else None
+    lowered = lowered_effort(form, effort)
+    if lowered is None:
         return None
-    system_ok, tools_ok, effort_ok = traits.mid_system, traits.tool_changes, traits.turn_effort
-    for msg in messages:
-        if msg.__class__ is dict and (
-                (not effort_ok and "output_config" in msg)
-                or (msg.get("role") == "system" and not (system_ok and tools_ok))):
-            break
-    else:
-        return None
-    out: list[Any] = []
-    added: dict[str, Any] = {}  # name -> definition, in order; None: removed
-    dropped: list[str] = []
-    renamed: list[tuple[str, str]] = []
-    for msg in messages:
-        if msg.__class__ is not dict:
-            out.append(msg)
-            continue
-        if not effort_ok and "output_config" in msg:
-            msg = {k: v for k, v in msg.items() if k != "output_config"}
-            _note(dropped, "messages.output_config")
-        if msg.get("role") != "system" or (system_ok and tools_ok):
-            out.append(msg)
-            continue
-        content = msg.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else (
-            content if isinstance(content, list) else [])
-        kept = blocks if tools_ok else [b for b in blocks if not _tool_change(b, added)]
-        if len(kept) < len(blocks):
-            _note(renamed, ("messages.tool_addition", "tools"))
-        if not kept:
-            continue
-        if system_ok:
-            out.append(msg if len(kept) == len(blocks) else {**msg, "content": kept})
-            continue
-        wrapped = [{**b, "text": _REMINDER.format(b["text"])}
-                   if isinstance(b, dict) and isinstance(b.get("text"), str) else b
-                   for b in kept]
-        mark = msg.get("cache_control")
-        if mark is not None and isinstance(wrapped[-1], dict):
-            wrapped[-1] = {**wrapped[-1], "cache_control": mark}
-        out.append({"role": "user", "content": wrapped})
-        _note(renamed, ("messages.role:system", "user <system-reminder> text"))
-    if not (dropped or renamed):
-        return None
-    fields: dict[str, Any] = {"messages": out}
-    if added:
-        tools = body.get("tools")
-        listed = [t for t in tools if not (isinstance(t, dict) and t.get("name") in added)] if (
-            isinstance(tools, list)) else []
-        fields["tools"] = listed + [d for d in added.values() if d is not None]
-    return _Turns(fields, tuple(dropped), tuple(renamed))
-
-
-def _tool_change(block: Any, added: dict[str, Any]) -> bool:
-    """Whether `block` adds or removes a tool definition (recorded in `added`)."""
-    if not isinstance(block, dict) or block.get("type") not in ("tool_addition", "tool_removal"):
-        return False
-    tool = block.get("tool")
-    if block["type"] == "tool_addition":
-        definition = tool.get("definition") if isinstance(tool, dict) else None
-        if isinstance(definition, dict) and isinstance(definition.get("name"), str):
-            added.pop(definition["name"], None)  # a later definition goes last
-            added[definition["name"]] = definition
-    elif isinstance(tool, dict) and isinstance(tool.get("name"), str):
-        added.pop(tool["name"], None)
-        added[tool["name"]] = None
-    return True
-
-
-def _note(notes: list[Any], note: Any) -> None:
-    if note not in notes:
-        notes.append(note)
+    assert isinstance(config, dict)
+    out["output_config"] = {**config, "effort": lowered}
+    return (f"output_config.effort: {effort}", f"output_config.effort: {lowered}")
 
 
 def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,

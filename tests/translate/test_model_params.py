@@ -442,3 +442,21 @@ def test_a_translated_chat_request_with_tools_fits_the_same_rule() -> None:
                                                           chat_tools_effort=rule))  # type: ignore[arg-type]
         assert orjson.loads(tr.body).get("reasoning_effort") == want, rule
         assert ("reasoning_effort" in tr.report["dropped_params"]) is (rule != "any"), rule
+
+
+def test_an_effort_the_model_lacks_goes_as_high() -> None:
+    """`xhigh` came with Opus 4.7 and `max` with the 4.6 generation (Anthropic's effort docs);
+    Claude Code sends `high` for either where the model lacks it, and so does orca."""
+    body = _claude_code({"type": "adaptive"}, output_config={"effort": "xhigh"})
+    fitted = fit_messages(body, claude_traits("claude-sonnet-4-6"))
+    assert fitted is not None and fitted.body["output_config"] == {"effort": "high"}
+    assert fitted.params_renamed == (("output_config.effort: xhigh", "output_config.effort: high"),)
+    assert fitted.body["thinking"] == {"type": "adaptive"}
+    top = _claude_code({"type": "adaptive"}, output_config={"effort": "max"})
+    assert fit_messages(top, claude_traits("claude-sonnet-4-6")) is None  # 4.6 has max
+    for model in ("claude-opus-4-8", "claude-sonnet-5", "claude-opus-5-5"):
+        assert fit_messages(body, claude_traits(model)) is None, model
+    budget = _claude_code({"type": "enabled", "budget_tokens": 4000},
+                          output_config={"effort": "max"})
+    older = fit_messages(budget, claude_traits("claude-opus-4-5"))
+    assert older is not None and older.body["output_config"] == {"effort": "high"}
