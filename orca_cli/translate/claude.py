@@ -22,9 +22,10 @@ Fable and the 5.5 generation; a message's own `output_config` (a per-turn effort
 generation and Fable 5.1+; `thinking.display: "updates"` by Sonnet and Opus 5.5 and Fable.
 Fast mode (`speed: "fast"`) is taken by Opus 5 and 5.5 and Fable and Mythos 5.2 (Opus 4.8's
 was removed on 2026-11-30); other models refuse the field.
-Claude Code 2.1.332 writes all four for its default `claude-opus-5-5` and none of them for
-`claude-haiku-4-5` or `claude-sonnet-4-6`, whose environment notes go as `<system-reminder>`
-text in the user turn instead (its own model table, captured requests).
+Claude Code 2.1.332 writes these for its default `claude-opus-5-5` (fast mode after `/fast`)
+and none of them for `claude-haiku-4-5` or `claude-sonnet-4-6`, whose environment notes go as
+`<system-reminder>` text in the user turn instead (its own model table, captured requests).
+`output_config.effort` `max` came with the 4.6 generation and `xhigh` with Opus 4.7.
 
 An agent writes the form of the model it asked for: Claude Code 2.1.332 sends `{type:
 "adaptive"}` with `output_config.effort` for `claude-opus-5-5` and a budget for

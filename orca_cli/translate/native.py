@@ -132,10 +132,12 @@ def fit_messages(body: dict[str, Any], traits: ClaudeTraits | None) -> Resolved 
       and Mythos: their default is adaptive thinking); `thinking.display: "updates"` is left
       out (the model's default display) where it is refused, and so is fast mode (`speed`);
       `params_dropped` names them.
-    - **The conversation** (`claude_turns.fit_turns`): what an agent writes for the newest models into
-      `messages` — a mid-conversation `role: "system"` message, tool definitions added or
-      removed there, a message's own `output_config` — is written the way an earlier model
-      takes it (`params_renamed`, `params_dropped`)."""
+    - **The conversation** (`claude_turns.fit_turns`): what an agent writes for the newest
+      models into `messages` — a mid-conversation `role: "system"` message, tool definitions
+      added or removed there, a message's own `output_config` — is written the way an earlier
+      model takes it (`params_renamed`, `params_dropped`).
+    - **Effort**: an `output_config.effort` the model lacks goes as `high`
+      (`claude.lowered_effort`)."""
     thinking = body.get("thinking")
     kind = thinking.get("type") if isinstance(thinking, dict) else None
     form = traits.thinking if traits is not None else "both"
