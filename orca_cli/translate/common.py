@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
+from typing import NamedTuple
 
 import orjson
 
@@ -256,16 +258,35 @@ def note_dropped(body: dict[str, object], names: tuple[str, ...], dropped: list[
     dropped.extend(n for n in names if body.get(n) is not None)
 
 
-# OpenAI models whose reasoning effort goes up to `max` (GPT-6 Astra, Sol and Luna: none to max)
-_TAKES_MAX = re.compile(r"(?:^|/)gpt-(?:[6-9]|[1-9]\d)")
+class GptVersion(NamedTuple):
+    """An OpenAI GPT id's version: `gpt-5.4-mini` is (5, 4, "-mini")."""
+
+    major: int
+    minor: int  # 0 when the id names none (`gpt-5`)
+    rest: str  # what follows the version
+
+
+_GPT = re.compile(r"(?:^|/)gpt-(\d+)(?:\.(\d+))?(.*)")
+
+
+@functools.lru_cache(maxsize=512)
+def gpt_version(model: str) -> GptVersion | None:
+    """The version of an OpenAI GPT id (`gpt-6.2-sol`, `openai/gpt-5.4`), or None for an id
+    that names none: what the per-generation rules of OpenAI's models are judged by."""
+    m = _GPT.search(model.lower())
+    if m is None:
+        return None
+    return GptVersion(int(m.group(1)), int(m.group(2) or 0), m.group(3))
 
 
 def openai_effort(effort: str | None, model: str) -> str | None:
     """A reasoning effort as the OpenAI model `model` takes it: Anthropic's `max` (Claude
-    Code's `/effort max`) stays for GPT-6 and later, whose levels run from none to max, and
+    Code's `/effort max`) stays for GPT-6 and later (Astra, Sol and Luna: none to max), and
     becomes `xhigh` for the GPT-5 family, whose highest that is."""
-    if effort == "max" and _TAKES_MAX.search(model.lower()) is None:
-        return "xhigh"
+    if effort == "max":
+        v = gpt_version(model)
+        if v is None or v.major < 6:
+            return "xhigh"
     return effort
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from orca_cli.immutable import immutable
+from orca_cli.translate.common import gpt_version
 from orca_cli.translate.model import Document, Message, Part, Reasoning, Request, Text
 from orca_cli.types import Api
 
@@ -66,16 +67,6 @@ def is_reasoning_model(model: str, declared: bool | None = None) -> bool:
     return _REASONING_IDS.search(model.lower()) is not None
 
 
-# OpenAI's recent reasoning models refuse function tools beside a reasoning effort on Chat
-# Completions (400 "Function tools with reasoning_effort are not supported for gpt-5.4 in
-# /v1/chat/completions. Please use /v1/responses instead."): GPT-5.2 to 5.5 (not their mini
-# and nano) take the tools when the effort is left out; GPT-5.6 and GPT-6, which apply a
-# default effort, only with `reasoning_effort: "none"` ("… or set reasoning_effort to
-# 'none'"). The Responses API takes both together.
-_CHAT_TOOLS_OMIT = re.compile(r"(?:^|/)gpt-5\.[2-5](?!\d)(?!-(?:mini|nano))")
-_GPT56_ON = re.compile(r"(?:^|/)gpt-(?:5\.(?:[6-9]|[1-9]\d)|[6-9]|[1-9]\d)")  # GPT-5.6, GPT-6, …
-
-
 # Channel types that reach OpenAI's own Chat Completions (or Azure's, which answers alike). A
 # router (OpenRouter) answers by its own rules.
 OPENAI_API_TYPES = frozenset({"openai", "openai-compatible"})
@@ -84,20 +75,29 @@ OPENAI_API_TYPES = frozenset({"openai", "openai-compatible"})
 def chat_tools_effort(model: str, channel_type: str = "openai") -> ChatToolsEffort:
     """What a Chat Completions request with function tools may carry as `reasoning_effort` to
     the OpenAI model `model` on a channel of `channel_type`: any (`any`), none at all
-    (`omit`) or only `"none"` (`none`)."""
-    if channel_type not in OPENAI_API_TYPES:
+    (`omit`) or only `"none"` (`none`).
+
+    OpenAI's recent reasoning models refuse function tools beside a reasoning effort on Chat
+    Completions (400 "Function tools with reasoning_effort are not supported for gpt-5.4 in
+    /v1/chat/completions. Please use /v1/responses instead."): GPT-5.2 to 5.5 (not their mini
+    and nano) take the tools when the effort is left out; GPT-5.6 and GPT-6, which apply a
+    default effort, only with `reasoning_effort: "none"` ("… or set reasoning_effort to
+    'none'"). The Responses API takes both together."""
+    v = gpt_version(model) if channel_type in OPENAI_API_TYPES else None
+    if v is None:
         return "any"
-    low = model.lower()
-    if _GPT56_ON.search(low):
+    if v[:2] >= (5, 6):
         return "none"
-    return "omit" if _CHAT_TOOLS_OMIT.search(low) else "any"
+    return "omit" if (5, 2) <= v[:2] <= (5, 5) and not v.rest.startswith(
+        ("-mini", "-nano")) else "any"
 
 
 def takes_reasoning_context(model: str) -> bool:
     """Whether the OpenAI model `model` takes the Responses API's `reasoning.context` (which
     earlier turns' reasoning it reads; Codex 0.171 sends `"all_turns"`): GPT-5.6 and later
     only."""
-    return _GPT56_ON.search(model.lower()) is not None
+    v = gpt_version(model)
+    return v is not None and v[:2] >= (5, 6)
 
 
 @dataclass(slots=True)
