@@ -152,6 +152,8 @@ def _item_part(item: dict[str, Any], req: Request, family: str) -> tuple[Role, P
         return "assistant", _reasoning_item(item, family)
     if kind == "web_search_call":
         return "assistant", Text(web_search_note(item))
+    if kind == "additional_tools":  # its tools are read by `decode_tools`
+        return None
     req.untranslatable.append(f"item:{kind}")
     return None
 

@@ -14,6 +14,11 @@ Decoding (towards another format):
   call carrying a `namespace` refers to the flat name, and an answer's call of a flat name
   goes back to the client as a `function_call` (`custom_tool_call`) with `name` = member and
   `namespace` = namespace (`ToolOrigin`, the same mapping that brings custom tools back).
+- The tools of `additional_tools` input items, which Codex 0.171 sends in place of `tools`
+  for a model of its catalog (its code mode: namespaces `functions`, holding the `exec`
+  custom tool that runs JavaScript, `clock` and `collaboration`), are decoded as if they
+  were top-level ones (`decode_tools`); the item itself carries nothing else and is not a
+  message.
 - OpenAI's built-in tools (`web_search*`, `file_search`, `code_interpreter`,
   `image_generation`, `computer_use*`, `mcp`) have no analogue in another format: they are
   left out and each one is reported (`dropped_tools` in the trace's `translation` block);
@@ -32,6 +37,7 @@ import hashlib
 from typing import Any
 
 from orca_cli.translate.model import Request, Tool, ToolCall, ToolOrigin
+from orca_cli.wire.responses_input import declared_tools
 
 __all__ = [
     "HOSTED_TOOLS",
@@ -102,27 +108,56 @@ def _tool_choice(body: dict[str, Any], req: Request) -> None:
 
 
 def decode_tools(body: dict[str, Any], req: Request) -> None:
-    """`tools`, `tool_choice` and `parallel_tool_calls` of a Responses body into `req`."""
-    for tool in body.get("tools") or ():
-        kind = str(tool.get("type"))
-        if kind == "function":
-            req.tools.append(_function(tool, tool.get("name", "")))
-        elif kind == "custom":
-            name = tool.get("name", "")
-            req.tools.append(_custom(tool, name, ToolOrigin(name, "custom")))
-        elif kind == "namespace":
-            _namespace(tool, req)
-        elif _hosted(kind):
-            req.dropped_tools.append(kind)
-        else:
-            req.untranslatable.append(f"tool:{kind}")
-    names = [t.name for t in req.tools]
-    if len(set(names)) != len(names):  # a flat name equal to another tool's: ambiguous
-        req.untranslatable.append("tool:duplicate_name")
+    """`tools`, `tool_choice` and `parallel_tool_calls` of a Responses body into `req`. The
+    tools of `additional_tools` input items (Codex's code mode) join the top-level ones, in
+    order: another format declares tools for the whole request only, so a tool is offered
+    from the first turn on, and a later declaration of a name replaces the earlier one."""
+    owners: list[int] = []  # which declaring list each of `req.tools` came from
+    for i, tools in enumerate(declared_tools(body)):
+        start = len(req.tools)
+        for tool in tools:
+            _declared(tool if isinstance(tool, dict) else {}, req)
+        owners.extend([i] * (len(req.tools) - start))
+    req.tools[:] = _latest(req, owners)
     _tool_choice(body, req)
     if req.tool_choice == "required" and req.dropped_tools and not req.tools:
         req.untranslatable.append("tool_choice:required")  # only hosted tools could answer it
     req.parallel_tool_calls = body.get("parallel_tool_calls")
+
+
+def _declared(tool: dict[str, Any], req: Request) -> None:
+    kind = str(tool.get("type"))
+    if kind == "function":
+        req.tools.append(_function(tool, tool.get("name", "")))
+    elif kind == "custom":
+        name = tool.get("name", "")
+        req.tools.append(_custom(tool, name, ToolOrigin(name, "custom")))
+    elif kind == "namespace":
+        _namespace(tool, req)
+    elif _hosted(kind):
+        req.dropped_tools.append(kind)
+    else:
+        req.untranslatable.append(f"tool:{kind}")
+
+
+def _latest(req: Request, owners: list[int]) -> list[Tool]:
+    """`req.tools` with one tool per name: a name declared again by a later list keeps its
+    place and takes the later definition; a name twice in one list (a flat name equal to
+    another tool's) is ambiguous, and untranslatable."""
+    out: list[Tool] = []
+    where: dict[str, tuple[int, int]] = {}  # name -> (index in out, owner)
+    for tool, owner in zip(req.tools, owners):
+        found = where.get(tool.name)
+        if found is None:
+            where[tool.name] = (len(out), owner)
+            out.append(tool)
+        elif found[1] == owner:
+            req.untranslatable.append("tool:duplicate_name")
+            return out
+        else:
+            out[found[0]] = tool
+            where[tool.name] = (found[0], owner)
+    return out
 
 
 def web_search_note(item: dict[str, Any]) -> str:

@@ -179,6 +179,20 @@ _CONVERSATION = {"anthropic": "messages", "openai": "messages", "responses": "in
 NATIVE_FAMILY = {"anthropic": "anthropic", "responses": "openai", "openai": "unknown"}
 
 
+def _head_body(body: dict[str, Any], src: Api) -> dict[str, Any]:
+    """`body` without its conversation, for decoding the rest of the request. A Responses
+    body keeps its `additional_tools` input items: they declare tools, as `tools` does
+    (`responses_tools.decode_tools`)."""
+    left_out = _CONVERSATION[src]
+    head = {k: v for k, v in body.items() if k != left_out}
+    items = body.get(left_out) if src == "responses" else None
+    if isinstance(items, list):
+        declaring = [i for i in items if isinstance(i, dict) and i.get("type") == "additional_tools"]
+        if declaring:
+            head[left_out] = declaring
+    return head
+
+
 def conversation(
     body: dict[str, Any],
     src: Api,
@@ -190,9 +204,8 @@ def conversation(
     memo: UnitMemo,
 ) -> Conversation:
     """`body`'s conversation unit by unit, each unit from `memo` when it is there."""
-    left_out = _CONVERSATION[src]
     family = options.inbound_family or NATIVE_FAMILY[src]
-    head = _HEADS[src]({k: v for k, v in body.items() if k != left_out}, family=family)
+    head = _HEADS[src](_head_body(body, src), family=family)
     batch = units(body, src)
     try:
         keys = [orjson.dumps(unit) for unit in batch]

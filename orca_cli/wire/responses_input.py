@@ -11,6 +11,10 @@ The body's `instructions` plus its `system` / `developer` messages are the syste
 * `function_call_output` / `custom_tool_call_output` (`output`, a string or a list of
   `input_text` parts): tool results.
 * `reasoning`: model output whose `encrypted_content` is opaque; nothing of it is read.
+* `additional_tools` (`role: "developer"`, `tools`): tool definitions made available from
+  that point of the conversation. For a model of its catalog (its default `gpt-6.2-sol`)
+  Codex 0.171 declares every tool this way, in one item at the head of `input`, and sends no
+  top-level `tools` (tests/agents/CAPTURES.md); `declared_tools` reads both.
 
 The latest turn is what follows the last item the model produced (an assistant message, a
 function / custom tool call or a reasoning item): its user and developer messages are the
@@ -35,8 +39,8 @@ from typing import Any
 from orca_cli.types import MAPPING
 from orca_cli.wire.hygiene import is_agent_context
 
-__all__ = ["MODEL_ITEMS", "input_items", "read_responses_latest", "read_responses_opening",
-           "read_responses_transcript"]
+__all__ = ["MODEL_ITEMS", "declared_tools", "input_items", "read_responses_latest",
+           "read_responses_opening", "read_responses_transcript"]
 
 # Items the model produced: a latest-turn walk stops at the first of them.
 MODEL_ITEMS = frozenset({"function_call", "custom_tool_call", "reasoning"})
@@ -53,6 +57,23 @@ def input_items(body: Mapping[str, Any]) -> list[Any]:
     if isinstance(raw, str):
         return [{"type": "message", "role": "user", "content": raw}]
     return raw if isinstance(raw, list) else []
+
+
+def declared_tools(body: Mapping[str, Any]) -> list[list[Any]]:
+    """The tool definitions of a Responses body, one list per place that declares them:
+    the top-level `tools`, then each `additional_tools` input item's, in order. Empty lists
+    are left out; `[]` when the body declares no tool."""
+    lists: list[list[Any]] = []
+    top = body.get("tools")
+    if isinstance(top, list) and top:
+        lists.append(top)
+    raw = body.get("input")
+    for item in raw if isinstance(raw, list) else ():
+        if isinstance(item, MAPPING) and item.get("type") == "additional_tools":
+            tools = item.get("tools")
+            if isinstance(tools, list) and tools:
+                lists.append(tools)
+    return lists
 
 
 def item_kind(item: Mapping[str, Any]) -> str:

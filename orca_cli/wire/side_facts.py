@@ -14,6 +14,7 @@ from typing import Any
 
 from orca_cli.immutable import immutable
 from orca_cli.types import Api
+from orca_cli.wire.transcript import has_tools as declares_tools
 
 __all__ = ["SideFacts", "side_facts"]
 
@@ -65,8 +66,7 @@ def _messages(items: Any) -> tuple[list[str], str]:
 
 
 def side_facts(body: Mapping[str, Any], api: Api) -> SideFacts:
-    tools = body.get("tools")
-    has_tools = isinstance(tools, list) and bool(tools)
+    has_tools = declares_tools(body)
     system: list[str]
     if api == "anthropic":
         system_field = body.get("system")

@@ -42,6 +42,7 @@ from orca_cli.immutable import immutable
 from orca_cli.types import MAPPING, Api
 from orca_cli.wire.hygiene import is_tool_result_marker, strip_injected
 from orca_cli.wire.responses_input import (
+    declared_tools,
     read_responses_latest,
     read_responses_opening,
     read_responses_transcript,
@@ -117,11 +118,14 @@ class Transcript:
 
 
 def has_tools(body: Any) -> bool:
-    """The request defines tools: a non-empty `tools` list (every format)."""
+    """The request defines tools: a non-empty `tools` list (every format), or a Responses
+    `additional_tools` input item's (`responses_input.declared_tools`)."""
     if not isinstance(body, MAPPING):
         return False
     tools = body.get("tools")
-    return isinstance(tools, list) and len(tools) > 0
+    if isinstance(tools, list) and len(tools) > 0:
+        return True
+    return isinstance(body.get("input"), list) and bool(declared_tools(body))
 
 
 def detect_api(body: Any) -> Api:
@@ -285,8 +289,7 @@ def transcript(body: Any, api: Api) -> Transcript:
 
 def _responses_transcript(body: Mapping[str, Any]) -> Transcript:
     system, texts, call_chars, count = read_responses_transcript(body, _keep)
-    tools = body.get("tools")
-    tools_chars = _json_size(tools) if isinstance(tools, list) and tools else 0
+    tools_chars = sum(_json_size(tools) for tools in declared_tools(body))
     return Transcript(
         system="\n".join(system),
         texts=tuple(texts),

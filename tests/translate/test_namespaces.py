@@ -258,3 +258,113 @@ def test_a_custom_member_comes_back_as_a_namespaced_custom_call() -> None:
     assert (call["type"], call["name"], call["namespace"], call["input"]) == (
         "custom_tool_call", "patch", "multi_agent_v1", "*** Begin Patch",
     )  # fmt: skip
+
+
+# --- Codex's code mode: tools declared by an `additional_tools` input item --------------
+
+
+def code_mode_body() -> dict[str, Any]:
+    """What Codex 0.171 sends for a model of its catalog (tests/agents/CAPTURES.md): no
+    `tools`; an `additional_tools` item first, its `exec` custom tool in the `functions`
+    namespace; a history where the model ran a script."""
+    fn = {"type": "function", "strict": False, "parameters": _schema()}
+    return {
+        "model": "gpt-6.2-sol",
+        "input": [
+            {"type": "additional_tools", "id": "at_1", "role": "developer", "tools": [
+                {"type": "namespace", "name": "functions", "description": "", "tools": [
+                    {"type": "custom", "name": "exec", "description": "Run JavaScript code."},
+                    {**fn, "name": "wait", "description": "Wait for a cell."}]},
+                {"type": "namespace", "name": "clock", "description": "",
+                 "tools": [{**fn, "name": "sleep", "description": "Sleep."}]}]},
+            {"type": "message", "role": "developer", "content": "You are Codex."},
+            {"type": "message", "role": "user", "content": "Run the tests."},
+            {"type": "custom_tool_call", "call_id": "call_1", "name": "exec",
+             "namespace": "functions", "input": "text(await tools.exec_command('pytest'))"},
+            {"type": "custom_tool_call_output", "call_id": "call_1",
+             "output": [{"type": "input_text", "text": "Script completed"}]},
+            {"type": "message", "role": "user", "content": "Now fix them."},
+        ],
+        "tool_choice": "auto",
+        "parallel_tool_calls": False,
+        "store": False,
+        "stream": True,
+    }  # fmt: skip
+
+
+CODE_MODE = ["functions__exec", "functions__wait", "clock__sleep"]
+
+
+def test_code_mode_tools_reach_chat_as_top_level_tools() -> None:
+    chat, out = _tr(code_mode_body(), "openai")
+    assert [t["function"]["name"] for t in chat["tools"]] == CODE_MODE
+    assert out.report["untranslatable"] == []
+    assert "additional_tools" not in orjson.dumps(chat["messages"]).decode()
+    call = chat["messages"][2]["tool_calls"][0]
+    assert call["function"]["name"] == "functions__exec"
+    assert out.tools["functions__exec"].kind == "custom"
+    assert out.tools["functions__exec"].namespace == "functions"
+
+
+def test_code_mode_tools_reach_anthropic_and_a_call_comes_back_namespaced() -> None:
+    claude, out = _tr(code_mode_body(), "anthropic")
+    assert [t["name"] for t in claude["tools"]] == CODE_MODE
+    assert claude["tools"][0]["description"] == "Run JavaScript code."
+    rt = ResponseTranslator(
+        "anthropic", "responses", "c", upstream_model="m", upstream_family="anthropic",
+        tools=out.tools,
+    )  # fmt: skip
+    answer = _answer("anthropic", "functions__exec")
+    answer["content"][0]["input"] = {"input": "text('hi')"}
+    got = check_response("responses", rt.translate_body(orjson.dumps(answer)))
+    call = got["output"][0]
+    assert (call["type"], call["name"], call["namespace"], call["input"]) == (
+        "custom_tool_call", "exec", "functions", "text('hi')",
+    )  # fmt: skip
+
+
+def test_top_level_and_item_tools_join_and_a_later_declaration_replaces_an_earlier() -> None:
+    body = code_mode_body()
+    fn = {"type": "function", "parameters": _schema()}
+    body["tools"] = [{**fn, "name": "apply_patch", "description": "Patch."},
+                     {**fn, "name": "clock__sleep", "description": "Old sleep."}]
+    body["input"].append({"type": "additional_tools", "role": "developer", "tools": [
+        {"type": "namespace", "name": "functions", "description": "", "tools": [
+            {"type": "custom", "name": "exec", "description": "Run JavaScript, v2."}]}]})
+    chat, out = _tr(body, "openai")
+    tools = {t["function"]["name"]: t["function"]["description"] for t in chat["tools"]}
+    assert list(tools) == ["apply_patch", "clock__sleep", *CODE_MODE[:2]]
+    assert tools["clock__sleep"] == "Sleep."  # the item's, declared after the top level's
+    assert tools["functions__exec"] == "Run JavaScript, v2."
+    assert out.report["untranslatable"] == []
+
+
+def test_a_name_twice_in_one_declaration_stays_untranslatable() -> None:
+    body = code_mode_body()
+    tools = body["input"][0]["tools"]
+    tools.append({"type": "function", "name": "functions__wait", "parameters": _schema()})
+    out = translate_request(body, "responses", "openai", model="m",
+                            target_model_family="openai", options=OPTS)
+    assert "tool:duplicate_name" in out.report["untranslatable"]
+
+
+@pytest.mark.parametrize("dst", ["anthropic", "openai"])
+def test_code_mode_translation_is_the_same_unit_by_unit(dst: Api) -> None:
+    """The request path translates the conversation unit by unit with a memo; the head keeps
+    the `additional_tools` items, so the tools are the same either way."""
+    from orca_cli.translate.units import conversation
+
+    class Memo:
+        def __init__(self) -> None:
+            self.kept: dict[bytes, Any] = {}
+
+        def get_many(self, keys: list[bytes]) -> list[Any]:
+            return [self.kept.get(k) for k in keys]
+
+        def put_many(self, keys: list[bytes], values: list[Any]) -> None:
+            self.kept.update(zip(keys, values))
+
+    conv = conversation(code_mode_body(), "responses", dst, model="m",
+                        target_model_family=FAMILY[dst], options=OPTS, memo=Memo())
+    assert [t.name for t in conv.head.tools] == CODE_MODE
+    assert conv.head.untranslatable == []

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from orca_cli.routing.features import Scorer
 from orca_cli.wire.transcript import (
     detect_api,
@@ -212,3 +214,26 @@ def test_the_opening_ask_of_a_codex_body_is_the_first_typed_prompt() -> None:
     assert opening_ask(body, "responses") == "fix the failing test"
     assert opening_ask({"input": "list the callers of main"}, "responses") == \
         "list the callers of main"
+
+
+def test_code_mode_tools_declared_by_an_input_item_are_tools() -> None:
+    """Codex's code mode (tests/agents/CAPTURES.md): no `tools`, an `additional_tools` item
+    first. The request defines tools (scorer, side-request rules, auto router); the item is
+    no text of the conversation."""
+    from orca_cli.routing.auto.classify import hard_facts
+    from orca_cli.wire.side_facts import side_facts
+
+    declared = [{"type": "namespace", "name": "functions", "description": "", "tools": [
+        {"type": "custom", "name": "exec", "description": "Run JavaScript code."}]}]
+    body = _codex_body()
+    del body["tools"]
+    plain = transcript(body, "responses")
+    body["input"].insert(0, {"type": "additional_tools", "id": "at_1", "role": "developer",
+                             "tools": declared})
+    assert has_tools(body) and side_facts(body, "responses").has_tools
+    assert hard_facts(body)[0]
+    full = transcript(body, "responses")
+    assert full.has_tools and full.tools_chars == len(orjson.dumps(declared))
+    assert (full.system, full.texts) == (plain.system, plain.texts)
+    empty = {**body, "input": [{"type": "additional_tools", "tools": []}, *body["input"][1:]]}
+    assert not has_tools(empty) and not transcript(empty, "responses").has_tools

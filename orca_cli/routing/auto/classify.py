@@ -39,6 +39,7 @@ from typing import Any
 from orca_cli.config.auto import WORKLOADS
 from orca_cli.immutable import immutable
 from orca_cli.routing.features import Delta, Difficulty
+from orca_cli.wire.transcript import has_tools as declares_tools
 
 __all__ = ["CUE_HEAD", "CUE_TAIL", "Classification", "classify_local", "hard_facts"]
 
@@ -116,8 +117,7 @@ def _format_type(value: Any) -> str:
 
 def hard_facts(body: Mapping[str, Any]) -> tuple[bool, bool]:
     """(defines tools, asks for structured output) read from the request body alone."""
-    tools = body.get("tools")
-    has_tools = isinstance(tools, list) and len(tools) > 0
+    has_tools = declares_tools(body)
     text = body.get("text")
     kinds = {_format_type(body.get("response_format")),
              _format_type(text.get("format")) if isinstance(text, Mapping) else ""}

@@ -1,0 +1,100 @@
+"""The real Codex on its own default model, served translated (SPEC §13.2).
+
+For a model of its catalog (its default `gpt-6.2-sol`) Codex 0.171 runs in "code mode": the
+request's top-level `tools` is empty and its tools travel as an `additional_tools` input item
+(`role: "developer"`, namespaces `functions` with the `exec` custom tool that runs
+JavaScript orchestrating the nested tools, `clock` and `collaboration`;
+tests/agents/CAPTURES.md). A router that serves the turn on a Claude model must hand those
+tools to the model, and the model's call of one must come back to Codex as the namespaced
+custom tool call Codex runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orca_cli.testing.upstream import Act, Seen
+from tests.agents.kit import agent_binary, agent_env, run_agent, serving
+from tests.agents.test_agent_loops import reply, scripted_upstream
+from tests.agents.test_codex import codex_config
+from tests.e2e.translation.kit import two_tier
+
+CLAUDE = "claude-sonnet-4-6"
+CODEX_DEFAULT = "gpt-6.2-sol"  # what Codex 0.171 asks for with no `model` line
+SCRIPT = "text('the parser checks ids')"
+
+
+def _tool_names(seen: Seen) -> set[str]:
+    return {str(t.get("name")) for t in seen.body.get("tools", []) if isinstance(t, dict)}
+
+
+def _script_result(seen: Seen) -> str | None:
+    for m in seen.body.get("messages", []):
+        for b in m.get("content") if isinstance(m.get("content"), list) else ():
+            if isinstance(b, dict) and b.get("type") == "tool_result":
+                content = b.get("content")
+                return json.dumps(content) if not isinstance(content, str) else content
+    return None
+
+
+def claude(seen: Seen) -> Act:
+    """A Claude model that runs one script with Codex's `exec` tool, then answers."""
+    if "functions__exec" in _tool_names(seen) and _script_result(seen) is None:
+        return reply(seen, "", ("toolu_exec_1", "functions__exec",
+                                json.dumps({"input": SCRIPT})))
+    return reply(seen, "The parser tests check ids.")
+
+
+def _config(url: str) -> str:
+    return f"""
+[[channels]]
+name = "anthropic"
+type = "anthropic"
+base_url = "{url}"
+keys = ["code-mode-key"]
+models = ["claude-haiku-4-5", "{CLAUDE}"]
+
+[models."claude-haiku-4-5"]
+input = 1.0
+output = 5.0
+[models."{CLAUDE}"]
+input = 3.0
+output = 15.0
+
+[workspace]
+share_cap = 1.0
+
+[aliases]
+"gpt-6*" = "orca/coding"  # Codex's default, as in the example config
+""" + two_tier("coding", "claude-haiku-4-5", CLAUDE)
+
+
+def test_codex_code_mode_tools_reach_a_claude_model_and_its_call_runs(tmp_path: Path) -> None:
+    codex = agent_binary("codex")
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    with scripted_upstream(claude) as fake, \
+            serving(tmp_path, _config(fake.url("a", versioned=False))) as orca:
+        (home / "config.toml").write_text(codex_config(orca, CODEX_DEFAULT))
+        env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key",
+                        ORCA_TEST_REQUEST_ID="code-mode-1")
+        run = run_agent([codex, "exec", "--skip-git-repo-check",
+                         "--dangerously-bypass-approvals-and-sandbox",
+                         "Explain what the parser tests check"], env, work)
+        assert run.returncode == 0, (run.stdout, run.stderr[-3000:], orca.server_log())
+        calls = fake.calls("a")
+        assert calls, orca.server_log()
+        # the additional_tools item's namespaced tools, flattened as Codex itself names them
+        assert {"functions__exec", "functions__wait", "clock__sleep",
+                "collaboration__spawn_agent"} <= _tool_names(calls[0]), _tool_names(calls[0])
+        exec_tool = next(t for t in calls[0].body["tools"] if t["name"] == "functions__exec")
+        assert "JavaScript" in exec_tool["description"]
+        # Codex ran the model's script and sent its output back
+        results = [r for r in (_script_result(s) for s in calls) if r is not None]
+        assert results and "the parser checks ids" in results[-1], results
+        assert "The parser tests check ids." in run.stdout
+        trace = orca.explain("code-mode-1")
+        assert trace["selected"]["model"] in ("claude-haiku-4-5", CLAUDE), trace["selected"]
+        assert trace["translation"]["to"] == "anthropic", trace["translation"]
