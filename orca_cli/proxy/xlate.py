@@ -266,7 +266,7 @@ def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Res
                                   facts.reasoning if facts is not None else None)
         fitted = None if reasons is None else fit_openai(
             body, inb.api, reasons, chat_tools_effort(upstream, ch.type),
-            takes_reasoning_context(upstream))
+            takes_reasoning_context(upstream), upstream)
     if fitted is None or resolved is None:
         return fitted or resolved
     return replace(fitted, dropped=resolved.dropped, restored=resolved.restored)

@@ -279,15 +279,66 @@ def gpt_version(model: str) -> GptVersion | None:
     return GptVersion(int(m.group(1)), int(m.group(2) or 0), m.group(3))
 
 
-def openai_effort(effort: str | None, model: str) -> str | None:
-    """A reasoning effort as the OpenAI model `model` takes it: Anthropic's `max` (Claude
-    Code's `/effort max`) stays for GPT-6 and later (Astra, Sol and Luna: none to max), and
-    becomes `xhigh` for the GPT-5 family, whose highest that is."""
-    if effort == "max":
-        v = gpt_version(model)
-        if v is None or v.major < 6:
-            return "xhigh"
-    return effort
+# OpenAI's reasoning efforts, lowest first.
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+_O_SERIES = re.compile(r"(?:^|/)o[134](?:-|$)")
+
+
+@functools.lru_cache(maxsize=512)
+def openai_efforts(model: str, api: Api = "responses") -> tuple[str, ...] | None:
+    """The reasoning efforts the OpenAI model `model` takes on `api` (Chat Completions'
+    `reasoning_effort`, the Responses API's `reasoning.effort`), lowest first, or None for an
+    id whose set is not known here (another maker's, a later generation), which is sent what
+    the client asked. OpenAI answers any other 400 "Unsupported value: 'minimal' is not
+    supported with the 'gpt-5.6-luna' model. Supported values are: …". From OpenAI's model
+    docs and guides, and what public clients quote of its refusals:
+
+    - o1, o3, o4-mini: low to high. GPT-5 (5.0): minimal to high; its `-codex` low to high,
+      its `-pro` high only.
+    - GPT-5.1: none to high (its `-codex` low to high, `-codex-max` low to xhigh).
+    - GPT-5.2 to 5.5: none to xhigh (their `-codex` from low). No `minimal` from 5.1 on.
+    - GPT-5.6: none to xhigh, and `max` on the Responses API only.
+    - GPT-6 and later: low to xhigh, and `max` on the Responses API; GPT-6 Sol and Luna
+      also `none` ("GPT-6 Astra and GPT-6.1 Sol do not support none; use low instead")."""
+    v = gpt_version(model)
+    if v is None:
+        return ("low", "medium", "high") if _O_SERIES.search(model.lower()) else None
+    major, minor, rest = v.major, v.minor, v.rest
+    if major == 5 and minor == 0:
+        if rest.startswith("-pro"):
+            return ("high",)
+        return EFFORTS[2:5] if rest.startswith("-codex") else EFFORTS[1:5]
+    if major == 5 and minor == 1:
+        if rest.startswith("-codex-max"):
+            return EFFORTS[2:6]
+        return EFFORTS[2:5] if rest.startswith("-codex") else ("none", *EFFORTS[2:5])
+    top = 7 if api == "responses" else 6  # `max`: the Responses API's only
+    if major == 5 and minor <= 5:
+        return EFFORTS[2:6] if rest.startswith("-codex") else ("none", *EFFORTS[2:6])
+    if major == 5:
+        return ("none", *EFFORTS[2:top])
+    if major >= 6:
+        with_none = (major, minor) == (6, 0) and rest.startswith(("-sol", "-luna"))
+        return ("none", *EFFORTS[2:top]) if with_none else EFFORTS[2:top]
+    return None  # before GPT-5: no reasoning model of that name
+
+
+def openai_effort(effort: str | None, model: str, api: Api = "responses") -> str | None:
+    """A reasoning effort as the OpenAI model `model` takes it on `api`: one its set
+    (`openai_efforts`) lacks becomes the nearest it has, the higher of two as near (Codex's
+    `max` served on GPT-5.4 goes as `xhigh`, `minimal` on GPT-5.6 as `low`, `none` on GPT-6
+    Astra as `low`). Where the set is not known, Anthropic's `max` (Claude Code's `/effort
+    max`) goes as `xhigh`, the highest most models take; any other effort as it is."""
+    if effort is None:
+        return None
+    levels = openai_efforts(model, api)
+    if levels is None:
+        return "xhigh" if effort == "max" else effort
+    if effort in levels or effort not in EFFORTS:
+        return effort
+    at = EFFORTS.index(effort)
+    return min(levels, key=lambda level: (abs(EFFORTS.index(level) - at),
+                                          -EFFORTS.index(level)))
 
 
 def budget_effort(budget: int | None) -> str | None:

@@ -30,7 +30,7 @@ from orca_cli.translate.claude import (
     relaxed_choice,
 )
 from orca_cli.translate.claude_turns import fit_turns
-from orca_cli.translate.common import TAG, budget_effort, untag
+from orca_cli.translate.common import TAG, budget_effort, openai_effort, openai_efforts, untag
 from orca_cli.translate.model import Reasoning, Text
 from orca_cli.translate.policy import ChatToolsEffort, keep_reasoning, thinking_text
 from orca_cli.types import Api
@@ -223,7 +223,8 @@ def _fit_effort(out: dict[str, Any], form: ThinkingForm) -> tuple[str, str] | No
 
 
 def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
-               tools_effort: ChatToolsEffort = "any", context: bool = True) -> Resolved | None:
+               tools_effort: ChatToolsEffort = "any", context: bool = True,
+               model: str | None = None) -> Resolved | None:
     """A Chat Completions or Responses body sent in its own format to an OpenAI model, fitted
     to whether that model reasons (`policy.is_reasoning_model`), or None when it fits as it
     is. A router serves a request on a model the client did not name, and OpenAI refuses what
@@ -241,12 +242,14 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
       (`tools_effort`: `policy.chat_tools_effort` of the model; `proxy.xlate` sends such a
       request to the channel's Responses API instead when it speaks it);
     - a reasoning model before GPT-5.6 has no `reasoning.context` (Codex sends
-      `"all_turns"`), which goes (`context`: `policy.takes_reasoning_context`)."""
+      `"all_turns"`), which goes (`context`: `policy.takes_reasoning_context`);
+    - an effort the serving `model` lacks becomes the nearest it has (`common.openai_effort`:
+      Codex's `max` for `gpt-6.2-sol` served on GPT-5.4 goes as `xhigh`)."""
     dropped: tuple[str, ...]
     renamed: tuple[tuple[str, str], ...] = ()
     include = body.get("include") if api == "responses" else None
     encrypted = not reasoning and isinstance(include, list) and _ENCRYPTED in include
-    effort_to: str | None = None  # reasoning_effort's new value beside function tools
+    effort_to: str | None = None  # the effort's new value (beside tools, or one it takes)
     if reasoning:
         dropped = ()
         sampling = tuple(k for k in ("temperature", "top_p") if k in body)
@@ -259,19 +262,26 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
                 effort_to = "none"
                 renamed += ((f"reasoning_effort: {body.get('reasoning_effort') or 'unset'}",
                              "reasoning_effort: none"),)
+        nearest = None if effort_to or dropped else _nearest_effort(body, api, model)
+        if nearest is not None:
+            effort_to, note = nearest
+            renamed += (note,)
     else:
         sampling = ()
         keys = ("reasoning",) if api == "responses" else ("reasoning_effort", "verbosity")
         dropped = tuple(k for k in keys if k in body)
     text = body.get("text") if api == "responses" and not reasoning else None
     verbose = isinstance(text, dict) and "verbosity" in text
-    thought = body.get("reasoning") if api == "responses" and reasoning and not context else None
-    unread = isinstance(thought, dict) and "context" in thought
+    thought = body.get("reasoning") if api == "responses" and reasoning else None
+    unread = not context and isinstance(thought, dict) and "context" in thought
     if not (dropped or sampling or renamed or encrypted or verbose or unread):
         return None
     out = {k: v for k, v in body.items() if k not in dropped and k not in sampling}
-    if effort_to is not None:
+    if effort_to is not None and api == "openai":
         out["reasoning_effort"] = effort_to
+    elif effort_to is not None:
+        assert isinstance(thought, dict)
+        out["reasoning"] = thought = {**thought, "effort": effort_to}
     for old, new in renamed:
         if old in out:
             out[new] = out.pop(old)
@@ -292,6 +302,24 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
 
 
 _ENCRYPTED = "reasoning.encrypted_content"
+
+
+def _nearest_effort(body: dict[str, Any], api: Api,
+                    model: str | None) -> tuple[str, tuple[str, str]] | None:
+    """The effort `body` asks, as `model` takes it, with the change as a `params_renamed`
+    note, when that differs; None when it is the same, or `model`'s efforts are unknown."""
+    if model is None or openai_efforts(model, api) is None:
+        return None
+    thought = body.get("reasoning") if api == "responses" else None
+    effort = (thought.get("effort") if isinstance(thought, dict)
+              else body.get("reasoning_effort") if api == "openai" else None)
+    if not isinstance(effort, str):
+        return None
+    fitted = openai_effort(effort, model, api)
+    if fitted == effort or fitted is None:
+        return None
+    key = "reasoning.effort" if api == "responses" else "reasoning_effort"
+    return fitted, (f"{key}: {effort}", f"{key}: {fitted}")
 
 
 def _set_or_drop(body: dict[str, Any], key: str, value: dict[str, Any] | list[Any]) -> None:

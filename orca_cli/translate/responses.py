@@ -306,10 +306,10 @@ def _request_fields(req: Request, body: dict[str, Any], reasoning: bool) -> None
                 body[key] = value
     if req.max_tokens is not None:
         body["max_output_tokens"] = req.max_tokens
-    effort = (openai_effort(req.reasoning_effort, body["model"])
-              or budget_effort(req.thinking_budget))
     if reasoning:
-        body["reasoning"] = {"effort": effort or "medium", "summary": "auto"}
+        asked = req.reasoning_effort or budget_effort(req.thinking_budget) or "medium"
+        body["reasoning"] = {"effort": openai_effort(asked, body["model"], "responses"),
+                             "summary": "auto"}
         body["include"] = ["reasoning.encrypted_content"]
     if req.json_schema is not None:
         fmt = {

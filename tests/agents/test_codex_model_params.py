@@ -5,7 +5,8 @@ Codex 0.171 sends `reasoning: {effort, context}` and `text: {verbosity}` and inc
 for. Its router's base tier is `gpt-4.1-mini`, which refuses each of them with OpenAI's own
 400; escalated, the turn goes to a reasoning model, GPT-5.4, which takes them but for
 `reasoning.context`, which only GPT-5.6 and later read. Codex asks for its default,
-`gpt-6.2-sol`, which the config's alias (the example's) sends to the router.
+`gpt-6.2-sol`, which the config's alias (the example's) sends to the router; on the second
+turn with Codex's `max` effort, which GPT-5.4 lacks (none to xhigh).
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ def openai_api(seen: Seen) -> Act:
             "message": "Unsupported parameter: 'reasoning.effort' is not supported with this "
                        "model.", "type": "invalid_request_error", "param": "reasoning.effort",
             "code": "unsupported_parameter"}}).encode())
+    effort = (body.get("reasoning") or {}).get("effort")
+    if model == REASONING and effort in ("minimal", "max"):  # GPT-5.4: none to xhigh
+        return Act(status=400, body=json.dumps({"error": {
+            "message": f"Unsupported value: '{effort}' is not supported with the '{model}' "
+                       "model. Supported values are: 'none', 'low', 'medium', 'high', and "
+                       "'xhigh'.", "type": "invalid_request_error", "param": "reasoning.effort",
+            "code": "unsupported_value"}}).encode())
     if model == REASONING and "context" in (body.get("reasoning") or {}):  # GPT-5.6 and later
         return Act(status=400, body=json.dumps({"error": {
             "message": "Unsupported parameter: 'reasoning.context' is not supported with this "
@@ -78,9 +86,10 @@ def test_codex_is_served_on_a_model_that_does_not_reason_then_on_one_that_does(
                         ORCA_TEST_REQUEST_ID="params-1")
         first = run_agent([codex, "exec", "--skip-git-repo-check",
                            "Explain what the parser tests check"], env, work)
+        # the second turn asks Codex's `max` effort, which gpt-6.2-sol takes and GPT-5.4 not
         (home / "config.toml").write_text(
-            codex_config(orca, CODEX_DEFAULT) + '\n[model_providers.orca.http_headers]\n'
-                                 '"X-OrcaRouter-Tier" = "strong"\n')
+            'model_reasoning_effort = "max"\n' + codex_config(orca, CODEX_DEFAULT)
+            + '\n[model_providers.orca.http_headers]\n"X-OrcaRouter-Tier" = "strong"\n')
         second = run_agent([codex, "exec", "--skip-git-repo-check", "resume", "--last",
                             "Now the hard part"], {**env, "ORCA_TEST_REQUEST_ID": "params-2"},
                            work)
@@ -101,3 +110,7 @@ def test_codex_is_served_on_a_model_that_does_not_reason_then_on_one_that_does(
     assert all("context" not in b["reasoning"] for b in on_reasoning)
     assert "reasoning.context" in traces[1]["translation"]["params_dropped"]
     assert all("reasoning.encrypted_content" in b["include"] for b in on_reasoning)
+    # Codex sent `max`; GPT-5.4's highest is `xhigh`
+    assert {b["reasoning"]["effort"] for b in on_reasoning} == {"xhigh"}
+    assert traces[1]["translation"]["params_renamed"]["reasoning.effort: max"] == \
+        "reasoning.effort: xhigh"

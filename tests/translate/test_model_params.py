@@ -14,6 +14,7 @@ import pytest
 
 from orca_cli.translate.api import translate_request
 from orca_cli.translate.claude import ClaudeTraits, budget_for, claude_traits
+from orca_cli.translate.common import openai_effort, openai_efforts
 from orca_cli.translate.native import fit_messages, fit_openai
 from orca_cli.translate.policy import (
     TranslationOptions,
@@ -21,6 +22,7 @@ from orca_cli.translate.policy import (
     is_reasoning_model,
     takes_reasoning_context,
 )
+from orca_cli.types import Api
 
 BUDGET = ClaudeTraits("budget", True)
 BOTH = ClaudeTraits("both", True)
@@ -181,15 +183,79 @@ def test_claude_codes_max_effort_reaches_openai_as_its_highest_level(dst: str,
     assert (out["reasoning_effort"] if dst == "openai" else out["reasoning"]["effort"]) == "high"
 
 
-def test_gpt_6_keeps_claude_codes_max_effort() -> None:
-    """GPT-6 Astra, Sol and Luna run reasoning effort from none to max."""
+def test_gpt_6_keeps_claude_codes_max_effort_on_the_responses_api() -> None:
+    """GPT-6 takes `max` on the Responses API; Chat Completions' highest is `xhigh`."""
     body = _claude_code({"type": "adaptive"}, output_config={"effort": "max"})
-    for dst in ("openai", "responses"):
+    for dst, effort in (("openai", "xhigh"), ("responses", "max")):
         out = orjson.loads(translate_request(
             body, "anthropic", dst, model="gpt-6.2-sol",  # type: ignore[arg-type]
             target_model_family="openai", options=TranslationOptions(target_reasoning=True)).body)
         assert (out["reasoning_effort"] if dst == "openai" else out["reasoning"]["effort"]) \
-            == "max", dst
+            == effort, dst
+
+
+@pytest.mark.parametrize(("model", "api", "levels"), [
+    ("o3", "responses", "low medium high"),
+    ("o4-mini", "openai", "low medium high"),
+    ("gpt-5", "responses", "minimal low medium high"),
+    ("gpt-5-mini", "openai", "minimal low medium high"),
+    ("gpt-5-pro", "responses", "high"),
+    ("gpt-5-codex", "responses", "low medium high"),
+    ("gpt-5.1", "openai", "none low medium high"),
+    ("gpt-5.1-codex-max", "responses", "low medium high xhigh"),
+    ("gpt-5.4", "responses", "none low medium high xhigh"),
+    ("openai/gpt-5.4-mini", "openai", "none low medium high xhigh"),
+    ("gpt-5.2-codex", "responses", "low medium high xhigh"),
+    ("gpt-5.6-luna", "responses", "none low medium high xhigh max"),
+    ("gpt-5.6-sol", "openai", "none low medium high xhigh"),
+    ("gpt-6-sol", "responses", "none low medium high xhigh max"),
+    ("gpt-6-luna", "openai", "none low medium high xhigh"),
+    ("gpt-6-astra", "responses", "low medium high xhigh max"),
+    ("gpt-6.1-sol", "responses", "low medium high xhigh max"),
+    ("gpt-6.2-sol", "openai", "low medium high xhigh"),
+])
+def test_each_openai_model_takes_its_own_efforts(model: str, api: Api, levels: str) -> None:
+    assert openai_efforts(model, api) == tuple(levels.split())
+
+
+@pytest.mark.parametrize(("model", "api", "asked", "sent"), [
+    ("gpt-5.4", "responses", "max", "xhigh"),  # Codex's max for gpt-6.2-sol, served on 5.4
+    ("gpt-5.4", "responses", "minimal", "low"),
+    ("gpt-5.6-terra", "responses", "minimal", "low"),
+    ("gpt-6.1-sol", "responses", "none", "low"),  # "use low instead"
+    ("gpt-6-sol", "responses", "none", "none"),
+    ("gpt-5", "openai", "none", "minimal"),
+    ("gpt-5", "openai", "xhigh", "high"),
+    ("o3", "openai", "minimal", "low"),
+    ("gpt-5-pro", "responses", "low", "high"),
+    ("gpt-6.2-sol", "openai", "max", "xhigh"),
+    ("gpt-6.2-sol", "responses", "max", "max"),
+    ("deepseek-reasoner", "openai", "max", "xhigh"),  # efforts unknown: max as xhigh
+    ("deepseek-reasoner", "openai", "minimal", "minimal"),
+    ("gpt-5.4", "responses", "turbo", "turbo"),  # not an effort orca knows: as sent
+])
+def test_an_effort_the_model_lacks_becomes_its_nearest(model: str, api: Api, asked: str,
+                                                        sent: str) -> None:
+    assert openai_effort(asked, model, api) == sent
+
+
+def test_a_same_format_body_gets_the_effort_its_serving_model_takes() -> None:
+    codex = {"model": "gpt-6.2-sol", "input": "hi", "include": [],
+             "reasoning": {"effort": "max", "context": "all_turns", "summary": "auto"}}
+    fitted = fit_openai(codex, "responses", True, context=False, model="gpt-5.4")
+    assert fitted is not None
+    assert fitted.body["reasoning"] == {"effort": "xhigh", "summary": "auto"}
+    assert fitted.params_renamed == (("reasoning.effort: max", "reasoning.effort: xhigh"),)
+    assert fitted.params_dropped == ("reasoning.context",)
+    kept = fit_openai(codex, "responses", True, model="gpt-6.2-sol")
+    assert kept is None  # max is gpt-6.2-sol's own
+    chat = {"model": "m", "messages": [], "reasoning_effort": "minimal"}
+    fitted = fit_openai(chat, "openai", True, model="gpt-5.6-luna")
+    assert fitted is not None and fitted.body["reasoning_effort"] == "low"
+    assert fit_openai(chat, "openai", True) is None  # no serving model named: as sent
+    tools = {**chat, "tools": [{"type": "function", "function": {"name": "f"}}]}
+    beside = fit_openai(tools, "openai", True, "none", model="gpt-5.6-luna")
+    assert beside is not None and beside.body["reasoning_effort"] == "none"  # the tools rule
 
 
 @pytest.mark.parametrize(("model", "reasons"), [
