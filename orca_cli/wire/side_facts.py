@@ -14,7 +14,6 @@ from typing import Any
 
 from orca_cli.immutable import immutable
 from orca_cli.types import Api
-from orca_cli.wire.transcript import has_tools as declares_tools
 
 __all__ = ["SideFacts", "side_facts"]
 
@@ -66,7 +65,11 @@ def _messages(items: Any) -> tuple[list[str], str]:
 
 
 def side_facts(body: Mapping[str, Any], api: Api) -> SideFacts:
-    has_tools = declares_tools(body)
+    # The request's own `tools` only: in Codex's code mode the main turn and the TUI's title
+    # request both carry the session's `additional_tools` input item (the prefix they share),
+    # so only the title's output schema tells them apart, as it does in the other modes.
+    tools = body.get("tools")
+    has_tools = isinstance(tools, list) and bool(tools)
     system: list[str]
     if api == "anthropic":
         system_field = body.get("system")

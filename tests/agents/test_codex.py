@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.agents.kit import (
     EXAMPLE,
     Orca,
@@ -89,16 +91,20 @@ def test_exec_then_resume_is_one_pinned_session(orca: Orca, tmp_path: Path) -> N
     assert traces[0]["difficulty"]["full"]["features"]["system_prompt_log_len"]["value"] > 9.0
 
 
-def test_tui_title_request_leaves_no_session_of_its_own(orca: Orca, tmp_path: Path) -> None:
+@pytest.mark.parametrize("model", [MODEL, "gpt-6.2-sol"])
+def test_tui_title_request_leaves_no_session_of_its_own(orca: Orca, tmp_path: Path,
+                                                        model: str) -> None:
     """§14.1: the Codex TUI sends a thread-title request beside the first turn, under a new
     session id of its own (`thread_source: "thread_title"`, a `title` output schema, no tools;
     CAPTURES.md). As a side request it writes no pin and no tier state: the only session orca
-    keeps is the conversation's, the one Codex recorded."""
+    keeps is the conversation's, the one Codex recorded. On its default model (code mode,
+    which the example's `"gpt-6*"` alias routes) the title request carries the session's
+    `additional_tools` item, as the main turn does; its title schema still tells it apart."""
     codex = agent_binary("codex")
     home, work = tmp_path / "codex-home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
-    (home / "config.toml").write_text(codex_config(orca)
+    (home / "config.toml").write_text(codex_config(orca, model)
                                       + f'\n[projects."{work}"]\ntrust_level = "trusted"\n')
     env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key",
                     ORCA_TEST_REQUEST_ID="codex-tui", TERM="xterm-256color")

@@ -218,9 +218,12 @@ def test_the_opening_ask_of_a_codex_body_is_the_first_typed_prompt() -> None:
 
 def test_code_mode_tools_declared_by_an_input_item_are_tools() -> None:
     """Codex's code mode (tests/agents/CAPTURES.md): no `tools`, an `additional_tools` item
-    first. The request defines tools (scorer, side-request rules, auto router); the item is
-    no text of the conversation."""
+    first. The request defines tools (scorer, auto router); the item is no text of the
+    conversation. Side-request rules read the request's own `tools` only: the TUI's title
+    request carries the same item, and its title schema must still match."""
+    from orca_cli.config.housekeeping import DEFAULT_HOUSEKEEPING
     from orca_cli.routing.auto.classify import hard_facts
+    from orca_cli.routing.side import match_housekeeping
     from orca_cli.wire.side_facts import side_facts
 
     declared = [{"type": "namespace", "name": "functions", "description": "", "tools": [
@@ -230,8 +233,16 @@ def test_code_mode_tools_declared_by_an_input_item_are_tools() -> None:
     plain = transcript(body, "responses")
     body["input"].insert(0, {"type": "additional_tools", "id": "at_1", "role": "developer",
                              "tools": declared})
-    assert has_tools(body) and side_facts(body, "responses").has_tools
-    assert hard_facts(body)[0]
+    assert has_tools(body) and hard_facts(body)[0]
+    title = {**body, "text": {"format": {"type": "json_schema", "name": "codex_output_schema",
+                                         "schema": {"type": "object",
+                                                    "properties": {"title": {}}}}}}
+    facts = side_facts(title, "responses")
+    assert not facts.has_tools and facts.schema_keys == frozenset({"title"})
+    rule = match_housekeeping(DEFAULT_HOUSEKEEPING, facts.system_text, facts.has_tools,
+                              facts.max_tokens, first_instruction=facts.first_instruction,
+                              schema_keys=facts.schema_keys)
+    assert rule is not None and rule.name == "claude-code-title"  # the first title rule
     full = transcript(body, "responses")
     assert full.has_tools and full.tools_chars == len(orjson.dumps(declared))
     assert (full.system, full.texts) == (plain.system, plain.texts)
