@@ -32,8 +32,14 @@ from orca_cli.translate.claude import (
 from orca_cli.translate.claude_turns import fit_turns
 from orca_cli.translate.common import TAG, budget_effort, openai_effort, openai_efforts, untag
 from orca_cli.translate.model import Reasoning, Text
-from orca_cli.translate.policy import ChatToolsEffort, keep_reasoning, thinking_text
+from orca_cli.translate.policy import (
+    ChatToolsEffort,
+    keep_reasoning,
+    takes_effort_updates,
+    thinking_text,
+)
 from orca_cli.types import Api
+from orca_cli.wire.responses_input import effort_updates
 
 __all__ = ["MARKER", "Resolved", "carries_tag", "fit_messages", "fit_openai",
            "resolve_wrappers"]
@@ -244,9 +250,15 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
     - a reasoning model before GPT-5.6 has no `reasoning.context` (Codex sends
       `"all_turns"`), which goes (`context`: `policy.takes_reasoning_context`);
     - an effort the serving `model` lacks becomes the nearest it has (`common.openai_effort`:
-      Codex's `max` for `gpt-6.2-sol` served on GPT-5.4 goes as `xhigh`)."""
+      Codex's `max` for `gpt-6.2-sol` served on GPT-5.4 goes as `xhigh`);
+    - a model before GPT-6 Astra takes no `configuration_update` input item (an effort changed
+      mid-conversation), so the items go and the last one's effort, the one this response
+      runs at, becomes the request's (`_fold_updates`)."""
+    folded = _fold_updates(body, api, reasoning, model)
+    if folded is not None:
+        body = folded[0]
     dropped: tuple[str, ...]
-    renamed: tuple[tuple[str, str], ...] = ()
+    renamed: tuple[tuple[str, str], ...] = folded[1] if folded is not None else ()
     include = body.get("include") if api == "responses" else None
     encrypted = not reasoning and isinstance(include, list) and _ENCRYPTED in include
     effort_to: str | None = None  # the effort's new value (beside tools, or one it takes)
@@ -274,6 +286,8 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
     verbose = isinstance(text, dict) and "verbosity" in text
     thought = body.get("reasoning") if api == "responses" and reasoning else None
     unread = not context and isinstance(thought, dict) and "context" in thought
+    if folded is not None:
+        dropped = ("input:configuration_update", *dropped)
     if not (dropped or sampling or renamed or encrypted or verbose or unread):
         return None
     out = {k: v for k, v in body.items() if k not in dropped and k not in sampling}
@@ -302,6 +316,27 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
 
 
 _ENCRYPTED = "reasoning.encrypted_content"
+
+
+def _fold_updates(body: dict[str, Any], api: Api, reasoning: bool, model: str | None
+                  ) -> tuple[dict[str, Any], tuple[tuple[str, str], ...]] | None:
+    """A Responses body without its `configuration_update` items, its `reasoning.effort` the
+    last item's (for a model that reasons), with that change as `params_renamed` notes, for a
+    `model` that takes no such item; None when there is none or `model` takes them."""
+    if api != "responses" or model is None or takes_effort_updates(model):
+        return None
+    updates = effort_updates(body)
+    if not updates:
+        return None
+    out = {**body, "input": [i for i in body["input"] if not (
+        isinstance(i, dict) and i.get("type") == "configuration_update")]}
+    thought = body.get("reasoning")
+    was = thought.get("effort") if isinstance(thought, dict) else None
+    last = updates[-1]
+    if not reasoning or not isinstance(last, str) or last == was:
+        return out, ()
+    out["reasoning"] = {**(thought if isinstance(thought, dict) else {}), "effort": last}
+    return out, ((f"reasoning.effort: {was or 'unset'}", f"reasoning.effort: {last}"),)
 
 
 def _nearest_effort(body: dict[str, Any], api: Api,

@@ -32,7 +32,8 @@ from orca_cli.types import Api
 
 __all__ = ["OPENAI_API_TYPES", "ChatToolsEffort", "PolicyResult", "TranslationOptions",
            "apply_head", "apply_messages", "apply_policy", "chat_tools_effort",
-           "is_reasoning_model", "keep_reasoning", "takes_reasoning_context", "thinking_text"]
+           "is_reasoning_model", "keep_reasoning", "takes_effort_updates", "takes_reasoning_context",
+           "thinking_text"]
 
 # What a Chat Completions body with function tools may carry as `reasoning_effort`
 # (`chat_tools_effort`): any, none at all, or only "none".
@@ -98,6 +99,16 @@ def takes_reasoning_context(model: str) -> bool:
     only."""
     v = gpt_version(model)
     return v is not None and v[:2] >= (5, 6)
+
+
+def takes_effort_updates(model: str) -> bool:
+    """Whether the OpenAI model `model` takes `configuration_update` input items (a reasoning
+    effort changed mid-conversation): GPT-6 Astra and the GPT-6 models after it, not GPT-6 Sol
+    and Luna ("Before Astra, effort was a request-level setting on OpenAI models"; Codex's
+    model catalog, `supports_reasoning_effort_updates`)."""
+    v = gpt_version(model)
+    return v is not None and v.major >= 6 and not (
+        (v.major, v.minor) == (6, 0) and v.rest.startswith(("-sol", "-luna")))
 
 
 @dataclass(slots=True)

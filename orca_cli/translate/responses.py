@@ -54,6 +54,7 @@ from orca_cli.translate.responses_tools import (
     flat_name,
     web_search_note,
 )
+from orca_cli.wire.responses_input import effort_updates
 
 __all__ = [
     "decode_input",
@@ -152,7 +153,7 @@ def _item_part(item: dict[str, Any], req: Request, family: str) -> tuple[Role, P
         return "assistant", _reasoning_item(item, family)
     if kind == "web_search_call":
         return "assistant", Text(web_search_note(item))
-    if kind == "additional_tools":  # its tools are read by `decode_tools`
+    if kind in ("additional_tools", "configuration_update"):  # read by `decode_request`
         return None
     req.untranslatable.append(f"item:{kind}")
     return None
@@ -200,6 +201,9 @@ def decode_request(body: dict[str, Any], *, family: str = "openai") -> Request:
     reasoning = body.get("reasoning")
     if isinstance(reasoning, dict):
         req.reasoning_effort = reasoning.get("effort")
+    updated = effort_updates(body)  # GPT-6's mid-conversation effort: the last one holds
+    if updated and isinstance(updated[-1], str):
+        req.reasoning_effort = updated[-1]
     fmt = (body.get("text") or {}).get("format") if isinstance(body.get("text"), dict) else None
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         req.json_schema = {k: fmt[k] for k in ("name", "schema", "strict") if k in fmt}

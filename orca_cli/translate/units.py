@@ -179,15 +179,19 @@ _CONVERSATION = {"anthropic": "messages", "openai": "messages", "responses": "in
 NATIVE_FAMILY = {"anthropic": "anthropic", "responses": "openai", "openai": "unknown"}
 
 
+_HEAD_ITEMS = ("additional_tools", "configuration_update")
+
+
 def _head_body(body: dict[str, Any], src: Api) -> dict[str, Any]:
     """`body` without its conversation, for decoding the rest of the request. A Responses
-    body keeps its `additional_tools` input items: they declare tools, as `tools` does
-    (`responses_tools.decode_tools`)."""
+    body keeps its `additional_tools` input items, which declare tools as `tools` does
+    (`responses_tools.decode_tools`), and its `configuration_update` items, which set the
+    reasoning effort as `reasoning` does (`responses.decode_request`)."""
     left_out = _CONVERSATION[src]
     head = {k: v for k, v in body.items() if k != left_out}
     items = body.get(left_out) if src == "responses" else None
     if isinstance(items, list):
-        declaring = [i for i in items if isinstance(i, dict) and i.get("type") == "additional_tools"]
+        declaring = [i for i in items if isinstance(i, dict) and i.get("type") in _HEAD_ITEMS]
         if declaring:
             head[left_out] = declaring
     return head

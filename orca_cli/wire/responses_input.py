@@ -15,6 +15,8 @@ The body's `instructions` plus its `system` / `developer` messages are the syste
   that point of the conversation. For a model of its catalog (its default `gpt-6.2-sol`)
   Codex 0.171 declares every tool this way, in one item at the head of `input`, and sends no
   top-level `tools` (tests/agents/CAPTURES.md); `declared_tools` reads both.
+* `configuration_update` (`reasoning: {effort}`): GPT-6's change of reasoning effort from that
+  point on, until the next one (`effort_updates`).
 
 The latest turn is what follows the last item the model produced (an assistant message, a
 function / custom tool call or a reasoning item): its user and developer messages are the
@@ -39,7 +41,7 @@ from typing import Any
 from orca_cli.types import MAPPING
 from orca_cli.wire.hygiene import is_agent_context
 
-__all__ = ["MODEL_ITEMS", "declared_tools", "input_items", "read_responses_latest",
+__all__ = ["MODEL_ITEMS", "declared_tools", "effort_updates", "input_items", "read_responses_latest",
            "read_responses_opening", "read_responses_transcript"]
 
 # Items the model produced: a latest-turn walk stops at the first of them.
@@ -74,6 +76,19 @@ def declared_tools(body: Mapping[str, Any]) -> list[list[Any]]:
             if isinstance(tools, list) and tools:
                 lists.append(tools)
     return lists
+
+
+def effort_updates(body: Mapping[str, Any]) -> list[Any]:
+    """The efforts of a Responses body's `configuration_update` input items, in order (GPT-6
+    Astra's mid-conversation effort: each holds from its place until the next); the last is
+    the one this response runs at."""
+    raw = body.get("input")
+    out: list[Any] = []
+    for item in raw if isinstance(raw, list) else ():
+        if isinstance(item, MAPPING) and item.get("type") == "configuration_update":
+            reasoning = item.get("reasoning")
+            out.append(reasoning.get("effort") if isinstance(reasoning, MAPPING) else None)
+    return out
 
 
 def item_kind(item: Mapping[str, Any]) -> str:

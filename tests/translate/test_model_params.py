@@ -20,6 +20,7 @@ from orca_cli.translate.policy import (
     TranslationOptions,
     chat_tools_effort,
     is_reasoning_model,
+    takes_effort_updates,
     takes_reasoning_context,
 )
 from orca_cli.types import Api
@@ -526,3 +527,62 @@ def test_an_effort_the_model_lacks_goes_as_high() -> None:
                           output_config={"effort": "max"})
     older = fit_messages(budget, claude_traits("claude-opus-4-5"))
     assert older is not None and older.body["output_config"] == {"effort": "high"}
+
+
+def _with_update(effort: str) -> dict[str, Any]:
+    """A Responses body that raised its effort mid-conversation, as OpenAI's GPT-6 guide
+    writes it: the request-level effort stays, a `configuration_update` item before the turn
+    that needs more."""
+    return {"model": "gpt-6-astra", "reasoning": {"effort": "low", "summary": "auto"},
+            "include": [], "input": [
+                {"type": "message", "role": "user", "content": "Rename the helper."},
+                {"type": "message", "role": "assistant", "content": "Renamed."},
+                {"type": "configuration_update", "reasoning": {"effort": effort}},
+                {"type": "message", "role": "user", "content": "Now find the race."}]}
+
+
+def test_an_effort_update_is_kept_for_gpt_6_astra_and_folded_for_an_earlier_model() -> None:
+    assert takes_effort_updates("gpt-6-astra") and takes_effort_updates("gpt-6.2-sol")
+    assert not takes_effort_updates("gpt-6-sol") and not takes_effort_updates("gpt-5.6-sol")
+    assert fit_openai(_with_update("high"), "responses", True, model="gpt-6-astra") is None
+    fitted = fit_openai(_with_update("high"), "responses", True, model="gpt-5.4")
+    assert fitted is not None
+    assert [i.get("type") for i in fitted.body["input"]] == ["message"] * 3
+    assert fitted.body["reasoning"] == {"effort": "high", "summary": "auto"}
+    assert fitted.params_dropped == ("input:configuration_update",)
+    assert fitted.params_renamed == (("reasoning.effort: low", "reasoning.effort: high"),)
+    # an update to an effort the model lacks: folded, then the nearest it has
+    maxed = fit_openai(_with_update("max"), "responses", True, model="gpt-5.4")
+    assert maxed is not None and maxed.body["reasoning"]["effort"] == "xhigh"
+    # a model that does not reason: the items go with the rest of the reasoning
+    plain = fit_openai(_with_update("high"), "responses", False, model="gpt-4.1-mini")
+    assert plain is not None and "reasoning" not in plain.body
+    assert "configuration_update" not in orjson.dumps(plain.body).decode()
+
+
+class _Memo:
+    def __init__(self) -> None:
+        self.kept: dict[bytes, Any] = {}
+
+    def get_many(self, keys: list[bytes]) -> list[Any]:
+        return [self.kept.get(k) for k in keys]
+
+    def put_many(self, keys: list[bytes], values: list[Any]) -> None:
+        self.kept.update(zip(keys, values))
+
+
+@pytest.mark.parametrize("dst", ["openai", "anthropic"])
+@pytest.mark.parametrize("by_unit", [False, True])  # the request path's unit-by-unit memo
+def test_a_translated_request_runs_at_its_last_effort_update(dst: str, by_unit: bool) -> None:
+    out = translate_request(_with_update("high"), "responses", dst,  # type: ignore[arg-type]
+                            model="gpt-5.4" if dst == "openai" else "claude-opus-4-8",
+                            target_model_family="openai" if dst == "openai" else "anthropic",
+                            options=TranslationOptions(target_reasoning=True),
+                            memo=_Memo() if by_unit else None)
+    body = orjson.loads(out.body)
+    assert out.report["untranslatable"] == []
+    assert "configuration_update" not in out.body.decode()
+    if dst == "openai":
+        assert body["reasoning_effort"] == "high"
+    else:
+        assert body["output_config"]["effort"] == "high"
