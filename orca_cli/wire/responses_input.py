@@ -41,7 +41,7 @@ from typing import Any
 from orca_cli.types import MAPPING
 from orca_cli.wire.hygiene import is_agent_context
 
-__all__ = ["MODEL_ITEMS", "declared_tools", "effort_updates", "input_items", "read_responses_latest",
+__all__ = ["MODEL_ITEMS", "declared_tools", "declares_tools", "effort_updates", "input_items", "read_responses_latest",
            "read_responses_opening", "read_responses_transcript"]
 
 # Items the model produced: a latest-turn walk stops at the first of them.
@@ -76,6 +76,21 @@ def declared_tools(body: Mapping[str, Any]) -> list[list[Any]]:
             if isinstance(tools, list) and tools:
                 lists.append(tools)
     return lists
+
+
+def declares_tools(body: Mapping[str, Any]) -> bool:
+    """Whether `declared_tools(body)` is not empty, stopping at the first declaration (Codex's
+    `additional_tools` item opens `input`)."""
+    top = body.get("tools")
+    if isinstance(top, list) and top:
+        return True
+    raw = body.get("input")
+    for item in raw if isinstance(raw, list) else ():
+        if isinstance(item, MAPPING) and item.get("type") == "additional_tools":
+            tools = item.get("tools")
+            if isinstance(tools, list) and tools:
+                return True
+    return False
 
 
 def effort_updates(body: Mapping[str, Any]) -> list[Any]:

@@ -43,6 +43,7 @@ from orca_cli.types import MAPPING, Api
 from orca_cli.wire.hygiene import is_tool_result_marker, strip_injected
 from orca_cli.wire.responses_input import (
     declared_tools,
+    declares_tools,
     read_responses_latest,
     read_responses_opening,
     read_responses_transcript,
@@ -125,7 +126,7 @@ def has_tools(body: Any) -> bool:
     tools = body.get("tools")
     if isinstance(tools, list) and len(tools) > 0:
         return True
-    return isinstance(body.get("input"), list) and bool(declared_tools(body))
+    return isinstance(body.get("input"), list) and declares_tools(body)
 
 
 def detect_api(body: Any) -> Api:
