@@ -247,8 +247,9 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
       which goes, and GPT-5.6 and GPT-6 take only `"none"`, which it becomes
       (`tools_effort`: `policy.chat_tools_effort` of the model; `proxy.xlate` sends such a
       request to the channel's Responses API instead when it speaks it);
-    - a reasoning model before GPT-5.6 has no `reasoning.context` (Codex sends
-      `"all_turns"`), which goes (`context`: `policy.takes_reasoning_context`);
+    - a model before GPT-5.6 has no `reasoning.context` (Codex sends `"all_turns"`) or
+      `reasoning.mode` (pro mode) and refuses `prompt_cache_options` (GPT-5.6's cache TTL and
+      mode), which go (`context`: `policy.takes_reasoning_context`);
     - an effort the serving `model` lacks becomes the nearest it has (`common.openai_effort`:
       Codex's `max` for `gpt-6.2-sol` served on GPT-5.4 goes as `xhigh`);
     - a model before GPT-6 Astra takes no `configuration_update` input item (an effort changed
@@ -285,9 +286,12 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
     text = body.get("text") if api == "responses" and not reasoning else None
     verbose = isinstance(text, dict) and "verbosity" in text
     thought = body.get("reasoning") if api == "responses" and reasoning else None
-    unread = not context and isinstance(thought, dict) and "context" in thought
+    unread = () if context or not isinstance(thought, dict) else tuple(
+        k for k in _SINCE_5_6 if k in thought)
     if folded is not None:
         dropped = ("input:configuration_update", *dropped)
+    if not context and body.get("prompt_cache_options") is not None:
+        dropped += ("prompt_cache_options",)
     if not (dropped or sampling or renamed or encrypted or verbose or unread):
         return None
     out = {k: v for k, v in body.items() if k not in dropped and k not in sampling}
@@ -305,8 +309,8 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
         dropped += ("text.verbosity",)
     if unread:
         assert isinstance(thought, dict)
-        _set_or_drop(out, "reasoning", {k: v for k, v in thought.items() if k != "context"})
-        dropped += ("reasoning.context",)
+        _set_or_drop(out, "reasoning", {k: v for k, v in thought.items() if k not in unread})
+        dropped += tuple(f"reasoning.{k}" for k in unread)
     if encrypted:
         assert isinstance(include, list)
         _set_or_drop(out, "include", [i for i in include if i != _ENCRYPTED])
@@ -316,6 +320,9 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
 
 
 _ENCRYPTED = "reasoning.encrypted_content"
+# What the Responses API's `reasoning` holds from GPT-5.6 on: which earlier turns' reasoning
+# the model reads (`context`) and pro mode (`mode: "pro"`).
+_SINCE_5_6 = ("context", "mode")
 
 
 def _fold_updates(body: dict[str, Any], api: Api, reasoning: bool, model: str | None

@@ -586,3 +586,23 @@ def test_a_translated_request_runs_at_its_last_effort_update(dst: str, by_unit: 
         assert body["reasoning_effort"] == "high"
     else:
         assert body["output_config"]["effort"] == "high"
+
+
+@pytest.mark.parametrize("api", ["responses", "openai"])
+def test_gpt_5_6_cache_options_and_pro_mode_go_for_an_earlier_model(api: Api) -> None:
+    """GPT-5.6's `prompt_cache_options` (TTL and mode) and `reasoning.mode` ("pro"): "return a
+    400 on GPT-5.5 and older"; kept for GPT-5.6 and later."""
+    body: dict[str, Any] = {"model": "gpt-6.2-sol", "prompt_cache_options": {"ttl": "30m"}}
+    if api == "responses":
+        body |= {"input": "hi", "reasoning": {"effort": "high", "mode": "pro"}}
+    else:
+        body |= {"messages": [], "reasoning_effort": "high"}
+    assert fit_openai(body, api, True, context=True, model="gpt-6.2-sol") is None
+    fitted = fit_openai(body, api, True, context=False, model="gpt-5.4")
+    assert fitted is not None and "prompt_cache_options" not in fitted.body
+    assert "prompt_cache_options" in fitted.params_dropped
+    if api == "responses":
+        assert fitted.body["reasoning"] == {"effort": "high"}
+        assert "reasoning.mode" in fitted.params_dropped
+    plain = fit_openai(body, api, False, context=False, model="gpt-4.1")
+    assert plain is not None and "prompt_cache_options" not in plain.body
