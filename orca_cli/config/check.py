@@ -9,6 +9,7 @@ from orca_cli.config.schema import ChannelConfig, Config
 from orca_cli.config.walk import join_key
 from orca_cli.config.xref import known_models, unknown_model
 from orca_cli.immutable import immutable
+from orca_cli.translate.common import gpt_version
 from orca_cli.translate.policy import chat_tools_effort, is_reasoning_model
 
 __all__ = ["ConfigIssue", "check"]
@@ -88,11 +89,22 @@ def check(cfg: Config) -> list[ConfigIssue]:
                 'there without it; OpenAI\'s API speaks both: api = ["responses", "openai"]')
     for m in sorted(served - set(cfg.models)):
         add("warning", join_key("models", m), "has no [models] table: its cost counts as 0")
+    for m, mc in sorted(cfg.models.items()):
+        v = gpt_version(m)
+        if v is not None and v[:2] >= (5, 6) and mc.cache_write < WRITE_FROM_5_6:
+            add("warning", join_key("models", m) + ".cache_write",
+                f"is {mc.cache_write:g}, but GPT-5.6 and later bill a prompt-cache write at "
+                f"{WRITE_FROM_5_6:g}x the input price: spend and budgets count those writes low")
     features = dataclasses.fields(cfg.difficulty)
     total = sum(getattr(cfg.difficulty, f.name).weight for f in features)
     if total > 1 + 1e-9:
         add("warning", "difficulty", f"feature weights sum to {total:.3f} > 1: scores can exceed 1")
     return out
+
+
+# OpenAI bills a prompt-cache write from GPT-5.6 on (earlier models write for free), at 1.25x
+# the input price; the usage reports it as `cache_write_tokens`.
+WRITE_FROM_5_6 = 1.25
 
 
 def _tools_lose_effort(cfg: Config, ch: ChannelConfig) -> list[str]:

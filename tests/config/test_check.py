@@ -127,3 +127,13 @@ def test_an_openai_channel_of_chat_completions_only_warns_of_tool_turns_losing_t
     assert [i for i in _issues(doc) if i[1] == "channels[2].api"] == []
     doc["channels"][2] = {**doc["channels"][2], "type": "openrouter", "api": "openai"}
     assert [i for i in _issues(doc) if i[1] == "channels[2].api"] == []
+
+
+def test_a_gpt_5_6_model_priced_without_its_cache_write_warns() -> None:
+    doc = _two_format_doc()
+    doc["models"].update({"gpt-6.2-sol": {"input": 5.0}, "gpt-5.6-luna": {"cache_write": 1.25},
+                          "gpt-5.4": {"input": 1.25}})
+    warns = [i for i in _issues(doc) if i[1].endswith(".cache_write")]
+    assert warns == [("warning", 'models."gpt-6.2-sol".cache_write',
+                      "is 1, but GPT-5.6 and later bill a prompt-cache write at 1.25x the input "
+                      "price: spend and budgets count those writes low")]
