@@ -21,9 +21,11 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from orca_cli.proxy.sim import Answer, render_body, render_stream
 from orca_cli.proxy.sim.responses import render_response_body
@@ -234,21 +236,55 @@ def test_claude_code_in_a_failure_loop_escalates_by_strikes(tmp_path: Path) -> N
         assert all("error line: traceback" in s["what"] for s in shown["strikes"]), shown
 
 
-def test_codex_in_a_failure_loop_escalates_by_strikes(tmp_path: Path) -> None:
+# Codex's code mode (its default model, tests/agents/CAPTURES.md): its shell runs inside the
+# `exec` tool's JavaScript, whose output comes back as a `custom_tool_call_output`.
+SCRIPT = ('const r = await tools.exec_command({cmd: "' + COMMAND + '"}); '
+          'text(r.output); text("exit code " + r.exit_code);')
+
+
+def _declares_exec(seen: Seen) -> bool:
+    return any(isinstance(item, dict) and item.get("type") == "additional_tools"
+               and "exec" in json.dumps(item.get("tools")) for item in seen.body.get("input", []))
+
+
+def code_mode_model(seen: Seen) -> Act:
+    """A model that runs the script with Codex's `exec` tool `LOOPS` times, then answers."""
+    done = _tool_results(seen)
+    if not _declares_exec(seen) or done >= LOOPS:
+        return reply(seen, "Done with the script; stopping here.", id_hex=f"{done:04x}")
+    answer = Answer(id_hex=f"{done:04x}", model=str(seen.body.get("model", "m")), created=0,
+                    text="", tool=(f"call_exec_{done}", "exec", SCRIPT), finish="tool_calls",
+                    prompt_tokens=max(1, len(seen.raw) // 4), cached_tokens=0,
+                    cache_write_tokens=0, output_tokens=12, tool_kind="custom",
+                    request=seen.body)
+    return Act(events=tuple(render_stream(seen.api, answer, include_usage=True)))
+
+
+@pytest.mark.parametrize("mode", ["tools", "code"])
+def test_codex_in_a_failure_loop_escalates_by_strikes(tmp_path: Path, mode: str) -> None:
+    """`tools`: Codex asked for a router by name, its shell a function tool. `code`: Codex on
+    its default model (code mode, which the example's `"gpt-6*"` alias routes), its shell run
+    inside the `exec` tool's JavaScript, the failures in that tool's output."""
     codex = agent_binary("codex")
-    with scripted_upstream() as fake, serving(tmp_path, _config(fake)) as orca:
+    code = mode == "code"
+    answer, model_name = (code_mode_model, "gpt-6.2-sol") if code else (script, "orca/codex")
+    loops: Callable[[Seen], bool] = (
+        _declares_exec if code else (lambda s: _shell_call(s) is not None))
+    with scripted_upstream(answer) as fake, \
+            serving(tmp_path, _config(fake) + '"gpt-6*" = "orca/codex"\n') as orca:
         home, work = tmp_path / "codex-home", _project(tmp_path)
         home.mkdir()
-        (home / "config.toml").write_text(codex_config(orca, "orca/codex",
+        (home / "config.toml").write_text(codex_config(orca, model_name,
                                                        request_id_header=False))
         env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key")
         run = run_agent([codex, "exec", "--skip-git-repo-check",
                          "--dangerously-bypass-approvals-and-sandbox",
                          "Run broken.py and fix what fails"], env, work)
         assert run.returncode == 0, (run.stdout, run.stderr[-3000:], orca.server_log())
-        calls = [s for s in fake.calls("r") if _shell_call(s) is not None]
+        calls = [s for s in fake.calls("r") if loops(s)]
         assert [_tool_results(s) for s in calls] == list(range(LOOPS + 1)), (
             "Codex did not run the command each time")
+        assert "KeyError" in json.dumps(calls[-1].body["input"][-1])  # the script really ran
         session_id = orca.explain(orca.cli("requests")[0]["request_id"])["session_id"]
         traces = _loop_traces(orca, session_id)
         assert len(traces) == LOOPS + 1, [t.get("router") for t in traces]
@@ -302,54 +338,3 @@ def test_claude_code_once_serves_its_whole_tool_loop_strong_and_counts_once(
         events = [(e["event"], e.get("reason")) for e in orca.cli("audit")
                   if e.get("session") == session_id]
         assert sorted(events) == [("denied_cap", "denied:session_cap"), ("once", "once")], events
-
-
-# Codex's code mode (its default model, tests/agents/CAPTURES.md): its shell runs inside the
-# `exec` tool's JavaScript, whose output comes back as a `custom_tool_call_output`.
-SCRIPT = ('const r = await tools.exec_command({cmd: "' + COMMAND + '"}); '
-          'text(r.output); text("exit code " + r.exit_code);')
-
-
-def _declares_exec(seen: Seen) -> bool:
-    return any(isinstance(item, dict) and item.get("type") == "additional_tools"
-               and "exec" in json.dumps(item.get("tools")) for item in seen.body.get("input", []))
-
-
-def code_mode_model(seen: Seen) -> Act:
-    """A model that runs the script with Codex's `exec` tool `LOOPS` times, then answers."""
-    done = _tool_results(seen)
-    if not _declares_exec(seen) or done >= LOOPS:
-        return reply(seen, "Done with the script; stopping here.", id_hex=f"{done:04x}")
-    answer = Answer(id_hex=f"{done:04x}", model=str(seen.body.get("model", "m")), created=0,
-                    text="", tool=(f"call_exec_{done}", "exec", SCRIPT), finish="tool_calls",
-                    prompt_tokens=max(1, len(seen.raw) // 4), cached_tokens=0,
-                    cache_write_tokens=0, output_tokens=12, tool_kind="custom",
-                    request=seen.body)
-    return Act(events=tuple(render_stream(seen.api, answer, include_usage=True)))
-
-
-def test_codex_in_code_mode_escalates_by_strikes(tmp_path: Path) -> None:
-    """Codex on its default model (the example's `"gpt-6*"` alias routes it): the failures
-    arrive inside `exec`'s output and strike the same."""
-    codex = agent_binary("codex")
-    with scripted_upstream(code_mode_model) as fake, \
-            serving(tmp_path, _config(fake) + '"gpt-6*" = "orca/codex"\n') as orca:
-        home, work = tmp_path / "codex-home", _project(tmp_path)
-        home.mkdir()
-        (home / "config.toml").write_text(codex_config(orca, "gpt-6.2-sol",
-                                                       request_id_header=False))
-        env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key")
-        run = run_agent([codex, "exec", "--skip-git-repo-check",
-                         "--dangerously-bypass-approvals-and-sandbox",
-                         "Run broken.py and fix what fails"], env, work)
-        assert run.returncode == 0, (run.stdout, run.stderr[-3000:], orca.server_log())
-        calls = [s for s in fake.calls("r") if _declares_exec(s)]
-        assert [_tool_results(s) for s in calls] == list(range(LOOPS + 1)), (
-            "Codex did not run the script each time")
-        outputs = [i for i in calls[-1].body["input"]
-                   if isinstance(i, dict) and i.get("type") == "custom_tool_call_output"]
-        assert "KeyError" in json.dumps(outputs[-1]), outputs[-1]  # the script really ran
-        session_id = orca.explain(orca.cli("requests")[0]["request_id"])["session_id"]
-        traces = _loop_traces(orca, session_id)
-        assert len(traces) == LOOPS + 1, [t.get("router") for t in traces]
-        _assert_escalated_by_strikes(traces, "error line: traceback")

@@ -24,6 +24,7 @@ from orca_cli.translate.policy import (
     takes_reasoning_context,
 )
 from orca_cli.types import Api
+from tests.translate.test_units import DictMemo
 
 BUDGET = ClaudeTraits("budget", True)
 BOTH = ClaudeTraits("both", True)
@@ -560,17 +561,6 @@ def test_an_effort_update_is_kept_for_gpt_6_astra_and_folded_for_an_earlier_mode
     assert "configuration_update" not in orjson.dumps(plain.body).decode()
 
 
-class _Memo:
-    def __init__(self) -> None:
-        self.kept: dict[bytes, Any] = {}
-
-    def get_many(self, keys: list[bytes]) -> list[Any]:
-        return [self.kept.get(k) for k in keys]
-
-    def put_many(self, keys: list[bytes], values: list[Any]) -> None:
-        self.kept.update(zip(keys, values))
-
-
 @pytest.mark.parametrize("dst", ["openai", "anthropic"])
 @pytest.mark.parametrize("by_unit", [False, True])  # the request path's unit-by-unit memo
 def test_a_translated_request_runs_at_its_last_effort_update(dst: str, by_unit: bool) -> None:
@@ -578,7 +568,7 @@ def test_a_translated_request_runs_at_its_last_effort_update(dst: str, by_unit: 
                             model="gpt-5.4" if dst == "openai" else "claude-opus-4-8",
                             target_model_family="openai" if dst == "openai" else "anthropic",
                             options=TranslationOptions(target_reasoning=True),
-                            memo=_Memo() if by_unit else None)
+                            memo=DictMemo() if by_unit else None)
     body = orjson.loads(out.body)
     assert out.report["untranslatable"] == []
     assert "configuration_update" not in out.body.decode()

@@ -247,17 +247,22 @@ def test_a_custom_member_comes_back_as_a_namespaced_custom_call() -> None:
     body["tools"][1]["tools"].append({"type": "custom", "name": "patch", "description": "Edit."})
     claude, out = _tr(body, "anthropic")
     assert claude["tools"][-1]["name"] == "multi_agent_v1__patch"
+    assert _custom_call_back(out, "multi_agent_v1__patch", "*** Begin Patch") == (
+        "custom_tool_call", "patch", "multi_agent_v1", "*** Begin Patch",
+    )  # fmt: skip
+
+
+def _custom_call_back(out: Any, flat: str, text: str) -> tuple[str, str, str, str]:
+    """Claude's call of the custom tool `flat` with `text`, as it reaches the Responses client:
+    (type, name, namespace, input)."""
     rt = ResponseTranslator(
         "anthropic", "responses", "c", upstream_model="m", upstream_family="anthropic",
         tools=out.tools,
     )  # fmt: skip
-    answer = _answer("anthropic", "multi_agent_v1__patch")
-    answer["content"][0]["input"] = {"input": "*** Begin Patch"}
-    got = check_response("responses", rt.translate_body(orjson.dumps(answer)))
-    call = got["output"][0]
-    assert (call["type"], call["name"], call["namespace"], call["input"]) == (
-        "custom_tool_call", "patch", "multi_agent_v1", "*** Begin Patch",
-    )  # fmt: skip
+    answer = _answer("anthropic", flat)
+    answer["content"][0]["input"] = {"input": text}
+    call = check_response("responses", rt.translate_body(orjson.dumps(answer)))["output"][0]
+    return call["type"], call["name"], call["namespace"], call["input"]
 
 
 # --- Codex's code mode: tools declared by an `additional_tools` input item --------------
@@ -310,15 +315,7 @@ def test_code_mode_tools_reach_anthropic_and_a_call_comes_back_namespaced() -> N
     claude, out = _tr(code_mode_body(), "anthropic")
     assert [t["name"] for t in claude["tools"]] == CODE_MODE
     assert claude["tools"][0]["description"] == "Run JavaScript code."
-    rt = ResponseTranslator(
-        "anthropic", "responses", "c", upstream_model="m", upstream_family="anthropic",
-        tools=out.tools,
-    )  # fmt: skip
-    answer = _answer("anthropic", "functions__exec")
-    answer["content"][0]["input"] = {"input": "text('hi')"}
-    got = check_response("responses", rt.translate_body(orjson.dumps(answer)))
-    call = got["output"][0]
-    assert (call["type"], call["name"], call["namespace"], call["input"]) == (
+    assert _custom_call_back(out, "functions__exec", "text('hi')") == (
         "custom_tool_call", "exec", "functions", "text('hi')",
     )  # fmt: skip
 
@@ -353,18 +350,9 @@ def test_code_mode_translation_is_the_same_unit_by_unit(dst: Api) -> None:
     """The request path translates the conversation unit by unit with a memo; the head keeps
     the `additional_tools` items, so the tools are the same either way."""
     from orca_cli.translate.units import conversation
-
-    class Memo:
-        def __init__(self) -> None:
-            self.kept: dict[bytes, Any] = {}
-
-        def get_many(self, keys: list[bytes]) -> list[Any]:
-            return [self.kept.get(k) for k in keys]
-
-        def put_many(self, keys: list[bytes], values: list[Any]) -> None:
-            self.kept.update(zip(keys, values))
+    from tests.translate.test_units import DictMemo
 
     conv = conversation(code_mode_body(), "responses", dst, model="m",
-                        target_model_family=FAMILY[dst], options=OPTS, memo=Memo())
+                        target_model_family=FAMILY[dst], options=OPTS, memo=DictMemo())
     assert [t.name for t in conv.head.tools] == CODE_MODE
     assert conv.head.untranslatable == []
