@@ -17,6 +17,7 @@ by `policy` go back as `reasoning` items with their `encrypted_content`; tool re
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -100,8 +101,16 @@ def _content_part(item: dict[str, Any], req: Request) -> Text | Image | Document
             return Document(url=item["file_url"], title=item.get("filename"))
         req.untranslatable.append("file_id")
         return None
+    if kind == "encrypted_content":  # an agent_message's payload (a sub-agent's task)
+        value = str(item.get("encrypted_content") or "")
+        if not _CIPHERTEXT.fullmatch(value):  # written by a model of another maker: plain text
+            return Text(value)
     req.untranslatable.append(f"content:{kind}")
     return None
+
+
+# OpenAI's encrypted content: one run of base64 (plain text has spaces or punctuation).
+_CIPHERTEXT = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
 
 
 def _contents(content: Any, req: Request) -> list[Text | Image | Document]:
@@ -168,8 +177,12 @@ def decode_input(items: Any, req: Request, family: str = "openai") -> None:
     for item in items or ():
         if not isinstance(item, dict):
             continue
-        if item.get("type", "message") == "message":
-            role: Role = ROLES.get(item.get("role") or "user", "user")
+        kind = item.get("type", "message")
+        if kind in ("message", "agent_message"):
+            # an agent_message is another agent's message to this one (Codex's sub-agents:
+            # the task, then the answer), its text opening with who sent it: user input
+            role: Role = ("user" if kind == "agent_message"
+                          else ROLES.get(item.get("role") or "user", "user"))
             parts: list[Part] = list(_contents(item.get("content"), req))
             if role in ("user", "assistant") and req.messages and req.messages[-1].role == role:
                 req.messages[-1].parts.extend(parts)

@@ -42,6 +42,7 @@ _ITEM_ROLES = {
     "web_search_call": "assistant",
     "function_call_output": "user",
     "custom_tool_call_output": "user",
+    "agent_message": "user",
 }
 _MERGING = ("user", "assistant")
 

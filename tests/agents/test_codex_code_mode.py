@@ -98,3 +98,48 @@ def test_codex_code_mode_tools_reach_a_claude_model_and_its_call_runs(tmp_path: 
         trace = orca.explain("code-mode-1")
         assert trace["selected"]["model"] in ("claude-haiku-4-5", CLAUDE), trace["selected"]
         assert trace["translation"]["to"] == "anthropic", trace["translation"]
+
+
+def _texts(seen: Seen) -> str:
+    return json.dumps(seen.body.get("messages", []))
+
+
+def multi_agent_claude(seen: Seen) -> Act:
+    """A Claude model that has Codex spawn a sub-agent, waits for it, then answers with what
+    it found; the sub-agent (its task arrives as an `agent_message`) answers its task."""
+    texts = _texts(seen)
+    if "Message Type: NEW_TASK" in texts:
+        return reply(seen, "The parser is in src/parser.py.")
+    if "Message Type: FINAL_ANSWER" in texts:
+        return reply(seen, "Done: the helper found the parser in src/parser.py.")
+    if "call_spawn" not in texts:
+        return reply(seen, "", ("call_spawn", "collaboration__spawn_agent", json.dumps(
+            {"task_name": "find_parser", "message": "Find the parser module",
+             "fork_turns": "none"})))
+    return reply(seen, "", ("call_wait", "collaboration__wait_agent",
+                            json.dumps({"timeout_ms": 10000})))
+
+
+def test_codex_sub_agents_reach_a_claude_model_and_report_back(tmp_path: Path) -> None:
+    """Codex's sub-agents (the `collaboration` namespace): the sub-agent's task and its final
+    answer travel as `agent_message` input items (author, recipient, the text), under the
+    parent's `session-id`; served translated, each is the user's input."""
+    codex = agent_binary("codex")
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    with scripted_upstream(multi_agent_claude) as fake, \
+            serving(tmp_path, _config(fake.url("a", versioned=False))) as orca:
+        (home / "config.toml").write_text(codex_config(orca, CODEX_DEFAULT))
+        env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key")
+        run = run_agent([codex, "exec", "--skip-git-repo-check",
+                         "--dangerously-bypass-approvals-and-sandbox",
+                         "Find the parser with a helper agent"], env, work)
+        assert run.returncode == 0, (run.stdout, run.stderr[-3000:], orca.server_log())
+        assert "Done: the helper found the parser" in run.stdout
+        texts = [_texts(s) for s in fake.calls("a")]
+        assert any("Message Type: NEW_TASK" in t and "Find the parser module" in t
+                   for t in texts), texts  # the sub-agent's task, translated
+        assert any("Payload:\\nThe parser is in src/parser.py." in t for t in texts)
+        sessions = {r.get("session_id") for r in orca.cli("requests", "--limit", "20")}
+        assert len(sessions) == 1, sessions  # the sub-agent under the parent's session id

@@ -356,3 +356,38 @@ def test_code_mode_translation_is_the_same_unit_by_unit(dst: Api) -> None:
                         target_model_family=FAMILY[dst], options=OPTS, memo=DictMemo())
     assert [t.name for t in conv.head.tools] == CODE_MODE
     assert conv.head.untranslatable == []
+
+
+def _agent_message(author: str, recipient: str, kind: str, *payload: dict[str, Any]
+                   ) -> dict[str, Any]:
+    """An `agent_message` item as Codex 0.171 sends it (captured, tests/agents/CAPTURES.md)."""
+    head = f"Message Type: {kind}\nTask name: {recipient}\nSender: {author}\nPayload:\n"
+    return {"type": "agent_message", "id": "amsg_1", "author": author, "recipient": recipient,
+            "content": [{"type": "input_text", "text": head}, *payload]}
+
+
+@pytest.mark.parametrize("dst", ["anthropic", "openai"])
+def test_a_sub_agents_task_and_answer_are_the_users_input(dst: Api) -> None:
+    body = code_mode_body()
+    body["input"][-1] = _agent_message("/root", "/root/find", "NEW_TASK", {
+        "type": "encrypted_content", "encrypted_content": "Find the parser module"})
+    got, out = _tr(body, dst)
+    assert out.report["untranslatable"] == []
+    last = orjson.dumps(got["messages"][-1]).decode()
+    assert got["messages"][-1]["role"] == "user"
+    assert "Message Type: NEW_TASK" in last and "Find the parser module" in last
+    answer = _agent_message("/root/find", "/root", "FINAL_ANSWER")
+    answer["content"][0]["text"] += "src/parser.py"
+    body["input"][-1] = answer
+    got, out = _tr(body, dst)
+    assert "Payload:\\nsrc/parser.py" in orjson.dumps(got["messages"][-1]).decode()
+
+
+def test_a_task_openai_encrypted_goes_only_where_it_can_be_read() -> None:
+    """A sub-agent's task the parent ran on OpenAI is OpenAI's ciphertext: no other model
+    reads it, so the request stays on OpenAI's format (untranslatable elsewhere)."""
+    body = code_mode_body()
+    body["input"][-1] = _agent_message("/root", "/root/find", "NEW_TASK", {
+        "type": "encrypted_content", "encrypted_content": "gAAAAABp" + "Qx9_-z" * 30})
+    _, out = _tr(body, "anthropic")
+    assert out.report["untranslatable"] == ["content:encrypted_content"]
