@@ -11,6 +11,9 @@ The body's `instructions` plus its `system` / `developer` messages are the syste
 * `function_call_output` / `custom_tool_call_output` (`output`, a string or a list of
   `input_text` parts): tool results.
 * `reasoning`: model output whose `encrypted_content` is opaque; nothing of it is read.
+* `agent_message` (`author`, `recipient`, `content`): another agent's message to this one —
+  Codex's sub-agents get their task so and send their answer back so; its text parts are
+  read like a tool's result (its `encrypted_content` part, OpenAI's ciphertext, is not).
 * `additional_tools` (`role: "developer"`, `tools`): tool definitions made available from
   that point of the conversation. For a model of its catalog (its default `gpt-6.2-sol`)
   Codex 0.171 declares every tool this way, in one item at the head of `input`, and sends no
@@ -178,17 +181,26 @@ def read_responses_latest(
                 read_parts(item.get("content"), users, keep_authored)
         elif kind in _OUTPUT_ITEMS:
             read_parts(item.get("output"), tools, keep)
+        elif kind == "agent_message":  # another agent's message: read like a tool's result
+            read_parts(item.get("content"), tools, keep)
     return users, tools, len(items)
 
 
 def read_responses_opening(body: Mapping[str, Any], keep: Keep) -> list[str]:
     """The user-authored texts of the first user message that has any (Codex's own context
-    messages — AGENTS.md, environment, permissions — are skipped): the conversation's ask."""
+    messages — AGENTS.md, environment, permissions — are skipped): the conversation's ask. A
+    Codex sub-agent's conversation opens with no such message but with the `agent_message`
+    that gives it its task (`Message Type: NEW_TASK`, its task name, the sender): that text
+    is its ask, so each sub-agent is a conversation of its own under the parent's session."""
     keep_authored = _authored(keep)
     for item in input_items(body):
-        if isinstance(item, MAPPING) and item_kind(item) == "message" and _role(item) == "user":
+        if not isinstance(item, MAPPING):
+            continue
+        kind = item_kind(item)
+        if kind == "agent_message" or (kind == "message" and _role(item) == "user"):
             texts: list[str] = []
-            read_parts(item.get("content"), texts, keep_authored)
+            read_parts(item.get("content"), texts, keep if kind == "agent_message"
+                       else keep_authored)
             if texts:
                 return texts
     return []
@@ -217,6 +229,8 @@ def read_responses_transcript(
                 read_parts(item.get("content"), texts, keep_authored)
         elif kind in _OUTPUT_ITEMS:
             read_parts(item.get("output"), texts, keep)
+        elif kind == "agent_message":
+            read_parts(item.get("content"), texts, keep)
         elif kind == "function_call":
             args = item.get("arguments")
             call_chars += len(args) if isinstance(args, str) else 0

@@ -248,3 +248,35 @@ def test_code_mode_tools_declared_by_an_input_item_are_tools() -> None:
     assert (full.system, full.texts) == (plain.system, plain.texts)
     empty = {**body, "input": [{"type": "additional_tools", "tools": []}, *body["input"][1:]]}
     assert not has_tools(empty) and not transcript(empty, "responses").has_tools
+
+
+def _agent_message(kind: str, author: str, recipient: str, payload: str) -> dict[str, Any]:
+    """Codex 0.171's message between agents (captured, tests/agents/CAPTURES.md)."""
+    return {"type": "agent_message", "id": "amsg_1", "author": author, "recipient": recipient,
+            "content": [{"type": "input_text", "text": f"Message Type: {kind}\nTask name: "
+                         f"{recipient}\nSender: {author}\nPayload:\n"},
+                        {"type": "encrypted_content", "encrypted_content": payload}]}
+
+
+def test_a_codex_sub_agent_is_a_conversation_of_its_own_and_its_messages_are_read() -> None:
+    """A sub-agent's requests share the parent's session id; its task (an `agent_message`)
+    is its opening ask, so it is told apart from the parent; another agent's message is read
+    like a tool's result, never as the user's."""
+    from orca_cli.wire.transcript import opening_fingerprint
+
+    parent = _codex_body()
+    context = parent["input"][:2]  # developer and environment messages only
+    sub = {**parent, "input": [*context, _agent_message(
+        "NEW_TASK", "/root", "/root/find_parser", "gAAAAB" + "x" * 60)]}
+    other = {**parent, "input": [*context, _agent_message(
+        "NEW_TASK", "/root", "/root/run_tests", "gAAAAB" + "x" * 60)]}
+    fingerprints = {opening_fingerprint(b, "responses") for b in (parent, sub, other)}
+    assert len(fingerprints) == 3 and "" not in fingerprints
+    turn = latest_turn(sub, "responses")
+    assert not turn.is_user_turn
+    assert turn.tool_results[0].startswith("Message Type: NEW_TASK")
+    assert "gAAAAB" not in " ".join(turn.tool_results)  # ciphertext is never read
+    back = {**parent, "input": [*parent["input"], _agent_message(
+        "FINAL_ANSWER", "/root/find_parser", "/root", "")]}
+    assert opening_fingerprint(back, "responses") == opening_fingerprint(parent, "responses")
+    assert "Message Type: FINAL_ANSWER" in " ".join(transcript(back, "responses").texts)
