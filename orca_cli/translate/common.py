@@ -279,6 +279,12 @@ def gpt_version(model: str) -> GptVersion | None:
     return GptVersion(int(m.group(1)), int(m.group(2) or 0), m.group(3))
 
 
+def first_gpt6(v: GptVersion) -> bool:
+    """GPT-6 Sol or GPT-6 Luna: the GPT-6 models before Astra, which take the `none` effort and
+    no mid-conversation effort change."""
+    return (v.major, v.minor) == (6, 0) and v.rest.startswith(("-sol", "-luna"))
+
+
 # OpenAI's reasoning efforts, lowest first.
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 _O_SERIES = re.compile(r"(?:^|/)o[134](?:-|$)")
@@ -318,8 +324,7 @@ def openai_efforts(model: str, api: Api = "responses") -> tuple[str, ...] | None
     if major == 5:
         return ("none", *EFFORTS[2:top])
     if major >= 6:
-        with_none = (major, minor) == (6, 0) and rest.startswith(("-sol", "-luna"))
-        return ("none", *EFFORTS[2:top]) if with_none else EFFORTS[2:top]
+        return ("none", *EFFORTS[2:top]) if first_gpt6(v) else EFFORTS[2:top]
     return None  # before GPT-5: no reasoning model of that name
 
 

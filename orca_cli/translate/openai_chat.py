@@ -388,12 +388,11 @@ def encode_request(
     pieces: list[list[dict[str, Any]]] | None = None,
     tools_effort: ChatToolsEffort = "any",
 ) -> bytes:
-    """The Chat Completions body for `req` (deterministic). `family` picks the token-limit
-    key and whether OpenAI-only fields go out; `reasoning` (the target is a reasoning model)
-    whether `reasoning_effort` (one the model takes, `common.openai_effort`) may go out, and
-    leaves out `temperature` and `top_p`. `pieces`: the messages' `message_dicts` when made.
-    `tools_effort` (`policy.chat_tools_effort`): beside function tools the effort is left out
-    (`omit`) or sent as `"none"` (`none`) for a model that refuses it there."""
+    """The Chat Completions body for `req` (deterministic). `family` picks the token-limit key
+    and whether OpenAI-only fields go out; `reasoning` (the target reasons) whether an effort it
+    takes (`common.openai_effort`) may go out, and leaves out `temperature` and `top_p`;
+    `pieces`: the messages' `message_dicts` when made; `tools_effort` (`policy.chat_tools_effort`):
+    beside function tools the effort is left out (`omit`) or sent as `"none"` (`none`)."""
     body: dict[str, Any] = {"model": model, "messages": _messages(req, pieces)}
     _tool_fields(req, body)
     for key, value in (("temperature", req.temperature), ("top_p", req.top_p)):
@@ -407,7 +406,8 @@ def encode_request(
         body["response_format"] = {"type": "json_schema", "json_schema": req.json_schema}
     elif req.json_object:
         body["response_format"] = {"type": "json_object"}
-    effort = openai_effort(req.reasoning_effort or budget_effort(req.thinking_budget), model, "openai")
+    asked = req.reasoning_effort or budget_effort(req.thinking_budget)
+    effort = openai_effort(asked, model, "openai")
     if reasoning and tools_effort != "any" and body.get("tools"):
         effort = "none" if tools_effort == "none" else None
     if reasoning and effort:

@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from orca_cli.immutable import immutable
-from orca_cli.translate.common import gpt_version
+from orca_cli.translate.common import first_gpt6, gpt_version
 from orca_cli.translate.model import Document, Message, Part, Reasoning, Request, Text
 from orca_cli.types import Api
 
 __all__ = ["OPENAI_API_TYPES", "ChatToolsEffort", "PolicyResult", "TranslationOptions",
            "apply_head", "apply_messages", "apply_policy", "chat_tools_effort",
-           "is_reasoning_model", "keep_reasoning", "takes_effort_updates", "takes_reasoning_context",
-           "thinking_text"]
+           "is_reasoning_model", "keep_reasoning", "takes_effort_updates",
+           "takes_reasoning_context", "thinking_text"]
 
 # What a Chat Completions body with function tools may carry as `reasoning_effort`
 # (`chat_tools_effort`): any, none at all, or only "none".
@@ -107,8 +107,7 @@ def takes_effort_updates(model: str) -> bool:
     and Luna ("Before Astra, effort was a request-level setting on OpenAI models"; Codex's
     model catalog, `supports_reasoning_effort_updates`)."""
     v = gpt_version(model)
-    return v is not None and v.major >= 6 and not (
-        (v.major, v.minor) == (6, 0) and v.rest.startswith(("-sol", "-luna")))
+    return v is not None and v.major >= 6 and not first_gpt6(v)
 
 
 @dataclass(slots=True)

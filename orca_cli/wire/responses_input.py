@@ -38,14 +38,14 @@ transcript).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from orca_cli.types import MAPPING
 from orca_cli.wire.hygiene import is_agent_context
 
-__all__ = ["MODEL_ITEMS", "declared_tools", "declares_tools", "effort_updates", "input_items", "read_responses_latest",
-           "read_responses_opening", "read_responses_transcript"]
+__all__ = ["MODEL_ITEMS", "declared_tools", "declares_tools", "effort_updates", "input_items",
+           "read_responses_latest", "read_responses_opening", "read_responses_transcript"]
 
 # Items the model produced: a latest-turn walk stops at the first of them.
 MODEL_ITEMS = frozenset({"function_call", "custom_tool_call", "reasoning"})
@@ -64,36 +64,29 @@ def input_items(body: Mapping[str, Any]) -> list[Any]:
     return raw if isinstance(raw, list) else []
 
 
-def declared_tools(body: Mapping[str, Any]) -> list[list[Any]]:
-    """The tool definitions of a Responses body, one list per place that declares them:
-    the top-level `tools`, then each `additional_tools` input item's, in order. Empty lists
-    are left out; `[]` when the body declares no tool."""
-    lists: list[list[Any]] = []
+def _declarations(body: Mapping[str, Any]) -> Iterator[list[Any]]:
     top = body.get("tools")
     if isinstance(top, list) and top:
-        lists.append(top)
+        yield top
     raw = body.get("input")
     for item in raw if isinstance(raw, list) else ():
         if isinstance(item, MAPPING) and item.get("type") == "additional_tools":
             tools = item.get("tools")
             if isinstance(tools, list) and tools:
-                lists.append(tools)
-    return lists
+                yield tools
+
+
+def declared_tools(body: Mapping[str, Any]) -> list[list[Any]]:
+    """The tool definitions of a Responses body, one list per place that declares them:
+    the top-level `tools`, then each `additional_tools` input item's, in order. Empty lists
+    are left out; `[]` when the body declares no tool."""
+    return list(_declarations(body))
 
 
 def declares_tools(body: Mapping[str, Any]) -> bool:
     """Whether `declared_tools(body)` is not empty, stopping at the first declaration (Codex's
     `additional_tools` item opens `input`)."""
-    top = body.get("tools")
-    if isinstance(top, list) and top:
-        return True
-    raw = body.get("input")
-    for item in raw if isinstance(raw, list) else ():
-        if isinstance(item, MAPPING) and item.get("type") == "additional_tools":
-            tools = item.get("tools")
-            if isinstance(tools, list) and tools:
-                return True
-    return False
+    return next(_declarations(body), None) is not None
 
 
 def effort_updates(body: Mapping[str, Any]) -> list[Any]:
