@@ -80,13 +80,19 @@ def check(cfg: Config) -> list[ConfigIssue]:
         keyless_ok = ch.pass_through_auth or ch.type in ("sim", "openai-compatible")
         if ch.enabled and not ch.keys and not keyless_ok:
             add("warning", f"channels[{i}].keys", f'channel "{ch.name}" is enabled but has no keys')
-        chat_only = _tools_lose_effort(cfg, ch) if ch.enabled else []
+        chat_only = _tools_lose_effort(cfg, ch) if ch.enabled else {}
         if chat_only:
+            lose, refuse = chat_only.get("effort", []), chat_only.get("tools", [])
+            why = "; ".join(part for part in (
+                f"{', '.join(lose)} refuse{'s' if len(lose) == 1 else ''} a reasoning effort "
+                "beside function tools, so an agent's tool turns go there without it"
+                if lose else "",
+                f"{', '.join(refuse)} take{'s' if len(refuse) == 1 else ''} function tools "
+                "only on the Responses API, so an agent's tool turns go to another model"
+                if refuse else "") if part)
             add("warning", f"channels[{i}].api",
-                f'channel "{ch.name}" speaks only Chat Completions, where {", ".join(chat_only)} '
-                f"refuse{'s' if len(chat_only) == 1 else ''} a reasoning effort beside function "
-                "tools, so an agent's tool turns go "
-                'there without it; OpenAI\'s API speaks both: api = ["responses", "openai"]')
+                f'channel "{ch.name}" speaks only Chat Completions, where {why}; '
+                'OpenAI\'s API speaks both: api = ["responses", "openai"]')
     for m in sorted(served - set(cfg.models)):
         add("warning", join_key("models", m), "has no [models] table: its cost counts as 0")
     for m, mc in sorted(cfg.models.items()):
@@ -107,16 +113,17 @@ def check(cfg: Config) -> list[ConfigIssue]:
 WRITE_FROM_5_6 = 1.25
 
 
-def _tools_lose_effort(cfg: Config, ch: ChannelConfig) -> list[str]:
-    """The reasoning models `ch` serves on OpenAI's own Chat Completions only, whose function
-    tools go without a reasoning effort there (`translate.policy.chat_tools_effort`)."""
+def _tools_lose_effort(cfg: Config, ch: ChannelConfig) -> dict[str, list[str]]:
+    """The reasoning models `ch` serves on OpenAI's own Chat Completions only whose function
+    tools go there without a reasoning effort (`effort`), or not at all (`tools`: the model
+    takes them only on the Responses API; `translate.policy.chat_tools_effort`)."""
     if "responses" in ch.apis:
-        return []
-    out = []
+        return {}
+    out: dict[str, list[str]] = {}
     for m in ch.models:
         upstream = ch.upstream_model(m)
         facts = cfg.models.get(m)
-        if chat_tools_effort(upstream, ch.type) != "any" and is_reasoning_model(
-                upstream, facts.reasoning if facts else None):
-            out.append(m)
+        rule = chat_tools_effort(upstream, ch.type)
+        if rule != "any" and is_reasoning_model(upstream, facts.reasoning if facts else None):
+            out.setdefault("tools" if rule == "responses" else "effort", []).append(m)
     return out

@@ -64,6 +64,7 @@ from orca_cli.proxy.transport import (
 from orca_cli.proxy.xlate import (
     MALFORMED,
     Crossing,
+    chat_tools_refused,
     cross,
     native_report,
     responses_first,
@@ -355,7 +356,9 @@ def _crossing(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig,
     """The attempt's translation when its channel does not speak the inbound format (built
     once per channel and model of a request), else None: the raw-bytes fast path. A request
     `xlate.responses_first` sends to the channel's Responses API goes translated there, unless
-    it holds what that API cannot express."""
+    it holds what that API cannot express; a Chat Completions request whose tools the model
+    takes only there is untranslatable on a channel of Chat Completions only
+    (`xlate.chat_tools_refused`)."""
     key = (att.channel, att.model)
     if key not in seen:
         found = None
@@ -365,6 +368,8 @@ def _crossing(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig,
                 found = None
         if found is None and not ch.accepts(inb.api):
             found = cross(rt.translations, inb, ch, att.model)
+        elif found is None:
+            found = chat_tools_refused(rt.translations, inb, ch, att.model)
         seen[key] = found
     return seen[key]
 

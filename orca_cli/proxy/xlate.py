@@ -72,6 +72,7 @@ from orca_cli.translate.native import (
     resolve_wrappers,
 )
 from orca_cli.translate.policy import (
+    CHAT_TOOLS,
     chat_tools_effort,
     is_reasoning_model,
     takes_reasoning_context,
@@ -82,7 +83,8 @@ from orca_cli.types import Api
 if TYPE_CHECKING:
     from orca_cli.proxy.forward import Inbound
 
-__all__ = ["MALFORMED", "Crossing", "Target", "Translations", "cross", "model_family",
+__all__ = ["MALFORMED", "Crossing", "Target", "Translations", "chat_tools_refused", "cross",
+           "model_family",
            "native_report", "responses_first", "same_format", "translated_error",
            "untranslatable_message"]
 
@@ -223,10 +225,30 @@ def cross(translations: Translations, inb: Inbound, ch: ChannelConfig,
         tr = translate_request(inb.body, inb.api, t.dst, model=t.upstream_model,
                                target_model_family=t.family, options=t.options, memo=t.memo)
     except (TranslationError, ValueError, KeyError, TypeError, AttributeError):
-        tr = Translated(b"", {"from": inb.api, "to": t.dst, "cache_breakpoints_added": 0,
-                              "dropped_reasoning": 0, "rewritten_ids": 0, "dropped_tools": [],
-                              "untranslatable": [MALFORMED]})
+        tr = _refused(inb.api, t.dst, MALFORMED)
     return Crossing(inb.api, t.dst, t.upstream_model, t.family, tr, translations.clock)
+
+
+def chat_tools_refused(translations: Translations, inb: Inbound, ch: ChannelConfig,
+                       model: str) -> Crossing | None:
+    """A same-format Chat Completions request with function tools for an OpenAI reasoning
+    model that takes them only on the Responses API (`policy.chat_tools_effort` "responses":
+    GPT-6 Astra, GPT-6.1 Sol and later), on a channel that does not speak it: no body serves
+    it, so the attempt is skipped as untranslatable (`policy.CHAT_TOOLS`) and the next
+    candidate tried; else None."""
+    if inb.api != "openai" or not inb.body.get("tools"):
+        return None
+    t = translations.target(ch, model, inb.api, "openai")
+    if t.options.chat_tools_effort != "responses" or not t.options.target_reasoning:
+        return None
+    return Crossing(inb.api, "openai", t.upstream_model, t.family,
+                    _refused(inb.api, "openai", CHAT_TOOLS), translations.clock)
+
+
+def _refused(src: Api, dst: Api, feature: str) -> Translated:
+    return Translated(b"", {"from": src, "to": dst, "cache_breakpoints_added": 0,
+                            "dropped_reasoning": 0, "rewritten_ids": 0, "dropped_tools": [],
+                            "untranslatable": [feature]})
 
 
 def responses_first(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> bool:
@@ -310,8 +332,10 @@ def untranslatable_message(api: Api, features: list[str], channels: list[str]) -
         return (f"the request body is not a valid {api} request (a field has the wrong type, "
                 f"or it nests too deeply once its tool arguments are read), so it cannot be "
                 f"translated for the channels tried: {', '.join(channels)}")
+    hint = (f"; {CHAT_TOOLS}: the model takes function tools only on the Responses API, so "
+            'its channel needs api = ["responses", "openai"]' if CHAT_TOOLS in features else "")
     return (f"the request uses {', '.join(features)}, which no candidate channel's "
-            f"format can express (channels tried: {', '.join(channels)})")
+            f"format can express (channels tried: {', '.join(channels)}){hint}")
 
 
 def translated_error(crossing: Crossing, status: int, headers: Headers,

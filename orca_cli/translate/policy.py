@@ -30,14 +30,17 @@ from orca_cli.translate.common import first_gpt6, gpt_version
 from orca_cli.translate.model import Document, Message, Part, Reasoning, Request, Text
 from orca_cli.types import Api
 
-__all__ = ["OPENAI_API_TYPES", "ChatToolsEffort", "PolicyResult", "TranslationOptions",
+__all__ = ["CHAT_TOOLS", "OPENAI_API_TYPES", "ChatToolsEffort", "PolicyResult", "TranslationOptions",
            "apply_head", "apply_messages", "apply_policy", "chat_tools_effort",
            "is_reasoning_model", "keep_reasoning", "takes_effort_updates",
            "takes_reasoning_context", "thinking_text"]
 
 # What a Chat Completions body with function tools may carry as `reasoning_effort`
-# (`chat_tools_effort`): any, none at all, or only "none".
-ChatToolsEffort = Literal["any", "omit", "none"]
+# (`chat_tools_effort`): any, none at all, only "none", or no such body is taken at all.
+ChatToolsEffort = Literal["any", "omit", "none", "responses"]
+# The untranslatable feature of function tools on Chat Completions for a model that takes them
+# only on the Responses API (`chat_tools_effort` "responses").
+CHAT_TOOLS = "tools:chat_completions"
 
 
 @immutable
@@ -76,17 +79,21 @@ OPENAI_API_TYPES = frozenset({"openai", "openai-compatible"})
 def chat_tools_effort(model: str, channel_type: str = "openai") -> ChatToolsEffort:
     """What a Chat Completions request with function tools may carry as `reasoning_effort` to
     the OpenAI model `model` on a channel of `channel_type`: any (`any`), none at all
-    (`omit`) or only `"none"` (`none`).
+    (`omit`), only `"none"` (`none`), or nothing: no Chat Completions request with function
+    tools is taken (`responses`).
 
     OpenAI's recent reasoning models refuse function tools beside a reasoning effort on Chat
     Completions (400 "Function tools with reasoning_effort are not supported for gpt-5.4 in
     /v1/chat/completions. Please use /v1/responses instead."): GPT-5.2 to 5.5 (not their mini
-    and nano) take the tools when the effort is left out; GPT-5.6 and GPT-6, which apply a
-    default effort, only with `reasoning_effort: "none"` ("… or set reasoning_effort to
-    'none'"). The Responses API takes both together."""
+    and nano) take the tools when the effort is left out; GPT-5.6, GPT-6 Sol and GPT-6 Luna,
+    which apply a default effort, only with `reasoning_effort: "none"` ("… or set
+    reasoning_effort to 'none'"); GPT-6 Astra, GPT-6.1 Sol and later have no `none` ("support
+    Chat Completions, but tool calling requires Responses"). The Responses API takes both."""
     v = gpt_version(model) if channel_type in OPENAI_API_TYPES else None
     if v is None:
         return "any"
+    if v.major >= 6 and not first_gpt6(v):
+        return "responses"
     if v[:2] >= (5, 6):
         return "none"
     return "omit" if (5, 2) <= v[:2] <= (5, 5) and not v.rest.startswith(
@@ -193,6 +200,9 @@ def apply_head(req: Request, dst: Api, options: TranslationOptions,
         found.append("stop_sequences")  # the Responses API has no stop sequences
     if dst == "anthropic" and req.json_object and req.json_schema is None:
         found.append("response_format:json_object")
+    if (dst == "openai" and req.tools and options.target_reasoning
+            and options.chat_tools_effort == "responses"):
+        found.append(CHAT_TOOLS)
     result.untranslatable = list(dict.fromkeys(found))
     cap = options.max_tokens_cap
     if cap is not None and req.max_tokens is not None and req.max_tokens > cap:

@@ -1,13 +1,14 @@
 """The real OpenCode, a Chat Completions client with tools, served on GPT-6 (`xlate.
 responses_first`, `policy.chat_tools_effort`).
 
-OpenAI's Chat Completions takes function tools on GPT-5.6 and GPT-6 only beside
-`reasoning_effort: "none"` (400 "Function tools with reasoning_effort are not supported for
-gpt-6.2-sol in /v1/chat/completions. To use function tools, use /v1/responses or set
-reasoning_effort to 'none'."); leaving the effort out still applies the model's default. OpenCode
-(`@ai-sdk/openai-compatible`) sends every turn with its tools and no effort. On a channel that
-speaks both of OpenAI's formats orca sends the turn to the Responses API, which takes both; on
-one that speaks only Chat Completions, with `reasoning_effort: "none"`.
+OpenAI's Chat Completions takes function tools on GPT-5.6, GPT-6 Sol and GPT-6 Luna only
+beside `reasoning_effort: "none"` (400 "Function tools with reasoning_effort are not supported
+for gpt-6-sol in /v1/chat/completions. To use function tools, use /v1/responses or set
+reasoning_effort to 'none'."), and on GPT-6 Astra, GPT-6.1 Sol and later not at all ("tool
+calling requires Responses"). OpenCode (`@ai-sdk/openai-compatible`) sends every turn with its
+tools and no effort. On a channel that speaks both of OpenAI's formats orca sends the turn to
+the Responses API, which takes both; on one that speaks only Chat Completions a model that
+takes `"none"` gets it, and one that takes no tools there is skipped for the next candidate.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tests.e2e.translation.kit import chat_tools_refusal
 from tests.unavailable import unavailable
 
 MODEL = "gpt-6.2-sol"
+LUNA = "gpt-6-luna"  # takes function tools on Chat Completions beside reasoning_effort "none"
 
 
 def openai_api(seen: Seen) -> Act:
@@ -46,11 +48,14 @@ name = "chat"
 type = "openai"
 base_url = "{fake_url}/r/v1"
 keys = ["chat-key"]
-models = ["{MODEL}"]
+models = ["{MODEL}", "{LUNA}"]
 
 [models."{MODEL}"]
 input = 2.0
 output = 10.0
+[models."{LUNA}"]
+input = 3.0
+output = 12.0
 
 [routers.coding]
 strategy = "cheapest"
@@ -61,7 +66,8 @@ mode = "off"
 
 [routers.chatonly]
 strategy = "cheapest"
-allowed_models = ["{MODEL}"]
+allowed_models = ["{MODEL}", "{LUNA}"]
+fallbacks = ["{LUNA}"]
 providers_allow = ["chat"]
 [routers.chatonly.escalation]
 mode = "off"
@@ -95,9 +101,18 @@ def test_opencode_with_tools_is_served_on_gpt_6(tmp_path: Path) -> None:
                           "Explain the parser tests"], env, work)
         responses = [s for s in fake.calls("a") if s.body.get("tools")]
         completions = [s for s in fake.calls("r") if s.body.get("tools")]
+        chat_only = [orca.explain(r["request_id"]) for r in orca.cli("requests", "--limit", "50")
+                     if r.get("router") == "chatonly"]
+        # its turns, not its title request (no tools: gpt-6.2-sol serves it there)
+        skipped = [t for t in chat_only if t.get("side") is None]
     for run in (both, chat):
         assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-2000:])
         assert "not supported" not in run.stdout + run.stderr
     assert responses and all(s.path.endswith("/responses") for s in responses)
     assert all(s.body["reasoning"]["effort"] for s in responses)
-    assert completions and all(s.body["reasoning_effort"] == "none" for s in completions)
+    # on Chat Completions only, the cheaper gpt-6.2-sol takes no tools: skipped, never sent
+    assert completions and all(s.body["model"] == LUNA for s in completions)
+    assert all(s.body["reasoning_effort"] == "none" for s in completions)
+    assert skipped and all(t["selected"]["model"] == LUNA for t in skipped)
+    assert all(t["attempts"][0]["model"] == MODEL and t["attempts"][0]["error"]
+               == "untranslatable:tools:chat_completions" for t in skipped), skipped[0]["attempts"]

@@ -137,3 +137,15 @@ def test_a_gpt_5_6_model_priced_without_its_cache_write_warns() -> None:
     assert warns == [("warning", 'models."gpt-6.2-sol".cache_write',
                       "is 1, but GPT-5.6 and later bill a prompt-cache write at 1.25x the input "
                       "price: spend and budgets count those writes low")]
+
+
+def test_a_chat_only_channel_serving_a_model_that_takes_tools_only_on_responses_warns() -> None:
+    doc = _two_format_doc()
+    doc["channels"].append({"name": "oa", "type": "openai", "keys": ["k"],
+                            "models": ["gpt-6.2-sol", "gpt-6-luna"]})
+    doc["models"].update({m: {"input": 1.0, "cache_write": 1.25}
+                          for m in ("gpt-6.2-sol", "gpt-6-luna")})
+    (warning,) = [i for i in _issues(doc) if i[1] == "channels[2].api"]
+    assert ("gpt-6-luna refuses a reasoning effort beside function tools, so an agent's tool "
+            "turns go there without it; gpt-6.2-sol takes function tools only on the "
+            "Responses API, so an agent's tool turns go to another model") in warning[2]

@@ -464,15 +464,30 @@ def test_the_body_written_for_the_newest_models_goes_as_it_is_there() -> None:
 
 @pytest.mark.parametrize(("model", "rule"), [
     ("gpt-5.2", "omit"), ("gpt-5.4", "omit"), ("gpt-5.5", "omit"), ("openai/gpt-5.4", "omit"),
-    ("gpt-5.6-luna", "none"), ("gpt-5.6-terra", "none"), ("gpt-6.2-sol", "none"),
-    ("gpt-6-luna", "none"), ("gpt-5", "any"), ("gpt-5.1", "any"), ("gpt-5.4-mini", "any"),
-    ("o3", "any"), ("gpt-4.1", "any"),
+    ("gpt-5.6-luna", "none"), ("gpt-5.6-terra", "none"), ("gpt-6-sol", "none"),
+    ("gpt-6-luna", "none"), ("gpt-6-astra", "responses"), ("gpt-6.1-sol", "responses"),
+    ("gpt-6.2-sol", "responses"), ("gpt-5", "any"), ("gpt-5.1", "any"),
+    ("gpt-5.4-mini", "any"), ("o3", "any"), ("gpt-4.1", "any"),
 ])
 def test_what_chat_completions_takes_beside_function_tools(model: str, rule: str) -> None:
     """OpenAI: "Function tools with reasoning_effort are not supported for gpt-5.4 in
-    /v1/chat/completions" (left out, the request passes); GPT-5.6 and GPT-6 "… or set
-    reasoning_effort to 'none'" (left out, they still refuse)."""
+    /v1/chat/completions" (left out, the request passes); GPT-5.6, GPT-6 Sol and Luna "… or
+    set reasoning_effort to 'none'" (left out, they still refuse); GPT-6 Astra and GPT-6.1 Sol
+    "support Chat Completions, but tool calling requires Responses" (and have no `none`)."""
     assert chat_tools_effort(model) == rule
+
+
+def test_tools_on_chat_completions_for_a_model_that_takes_them_only_on_responses() -> None:
+    body = {**_claude_code({"type": "adaptive"}, output_config={"effort": "high"}),
+            "tools": [{"name": "edit", "input_schema": {"type": "object"}}]}
+    opts = TranslationOptions(target_reasoning=True, chat_tools_effort="responses")
+    tr = translate_request(body, "anthropic", "openai", model="gpt-6.2-sol",
+                           target_model_family="openai", options=opts)
+    assert tr.report["untranslatable"] == ["tools:chat_completions"]
+    without = {k: v for k, v in body.items() if k != "tools"}
+    tr = translate_request(without, "anthropic", "openai", model="gpt-6.2-sol",
+                           target_model_family="openai", options=opts)
+    assert tr.report["untranslatable"] == []  # Chat Completions takes the rest
 
 
 CHAT_TOOLS = {"model": "orca/coding", "reasoning_effort": "high", "max_tokens": 400,

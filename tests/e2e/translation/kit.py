@@ -202,14 +202,18 @@ def messages_refusal(body: dict[str, Any]) -> str | None:
 def chat_tools_refusal(path: str, body: dict[str, Any]) -> bytes | None:
     """OpenAI's 400 body for a Chat Completions request with function tools and a reasoning
     effort the model refuses beside them, in its own words (quoted in public issues), or
-    None: GPT-5.2 and 5.4 take no effort there; GPT-6 only "none" (its default counts)."""
+    None: GPT-5.2 and 5.4 take no effort there; GPT-6 Sol and Luna only "none" (their
+    default counts); GPT-6 Astra and GPT-6.1 Sol and later no tools at all (OpenAI's guide:
+    "tool calling requires Responses"; this message is the test's, not a quote)."""
     model = str(body.get("model"))
     if not path.endswith("/chat/completions") or not body.get("tools"):
         return None
     effort = body.get("reasoning_effort")
     refused = (f"Function tools with reasoning_effort are not supported for {model} in "
                "/v1/chat/completions.")
-    if model in ("gpt-5.2", "gpt-5.4") and effort is not None:
+    if model.startswith("gpt-6") and not model.startswith(("gpt-6-sol", "gpt-6-luna")):
+        refused = f"Tool calling with {model} requires /v1/responses."
+    elif model in ("gpt-5.2", "gpt-5.4") and effort is not None:
         refused += " Please use /v1/responses instead."
     elif model.startswith("gpt-6") and effort != "none":
         refused += " To use function tools, use /v1/responses or set reasoning_effort to 'none'."

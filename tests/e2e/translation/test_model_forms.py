@@ -352,7 +352,7 @@ name = "chat"
 type = "openai"
 base_url = "{up}/chat/v1"
 keys = ["sk-chat-0"]
-models = ["gpt-5.2", "gpt-6-luna"]
+models = ["gpt-5.2", "gpt-6-luna", "gpt-6.1-sol"]
 
 [aliases]
 "claude-*" = "gpt-6-luna"
@@ -429,6 +429,25 @@ async def test_chat_with_tools_loses_only_the_effort_a_chat_only_channel_refuses
     assert translated["translation"]["params_dropped"] == ["context_management",
                                                            "reasoning_effort"]
     assert "dropped: context_management, reasoning_effort" in explained(translated)
+
+
+async def test_tools_for_a_model_that_takes_them_only_on_responses_skip_a_chat_only_channel(
+        tool_models: Sidecar, provider: FakeUpstream) -> None:
+    """GPT-6.1 Sol takes function tools only on the Responses API: on a channel of Chat
+    Completions only the request is untranslatable, never sent; without tools it is served."""
+    provider.seen.clear()
+    status, trace = await post(tool_models, "/v1/chat/completions",
+                               _chat_with_tools("gpt-6.1-sol"), {})
+    assert status == 400, trace
+    assert provider.calls("chat") == []
+    assert trace["attempts"][0]["error"] == "untranslatable:tools:chat_completions"
+    error = str(trace.get("error"))
+    assert "tools:chat_completions" in error and 'api = ["responses", "openai"]' in error
+    plain = {k: v for k, v in _chat_with_tools("gpt-6.1-sol").items() if k != "tools"}
+    status, served = await post(tool_models, "/v1/chat/completions", plain, {})
+    assert status == 200, served
+    (seen,) = provider.calls("chat")
+    assert seen.body["reasoning_effort"] == "high"
 
 
 async def test_a_forced_tool_call_and_thinking_off_fit_sonnet_5_5(
