@@ -11,11 +11,13 @@ custom tool call Codex runs.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
-from orca_cli.testing.upstream import Act, Seen
-from tests.agents.kit import agent_binary, agent_env, run_agent, serving
+from orca_cli.testing.upstream import Act, FakeUpstream, Script, Seen
+from tests.agents.kit import Orca, Run, agent_binary, agent_env, run_agent, serving
 from tests.agents.test_agent_loops import reply, scripted_upstream
 from tests.agents.test_codex import codex_config
 from tests.e2e.translation.kit import two_tier
@@ -70,20 +72,29 @@ share_cap = 1.0
 """ + two_tier("coding", "claude-haiku-4-5", CLAUDE)
 
 
-def test_codex_code_mode_tools_reach_a_claude_model_and_its_call_runs(tmp_path: Path) -> None:
+@contextlib.contextmanager
+def codex_on_claude(tmp_path: Path, model: Script, prompt: str
+                    ) -> Iterator[tuple[Run, FakeUpstream, Orca]]:
+    """`codex exec prompt` on its default model through orca, served by the scripted Claude
+    `model`; (the run, the fake provider, orca), inside the serving context."""
     codex = agent_binary("codex")
     home, work = tmp_path / "codex-home", tmp_path / "work"
     home.mkdir()
     work.mkdir()
-    with scripted_upstream(claude) as fake, \
+    with scripted_upstream(model) as fake, \
             serving(tmp_path, _config(fake.url("a", versioned=False))) as orca:
         (home / "config.toml").write_text(codex_config(orca, CODEX_DEFAULT))
         env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key",
                         ORCA_TEST_REQUEST_ID="code-mode-1")
         run = run_agent([codex, "exec", "--skip-git-repo-check",
-                         "--dangerously-bypass-approvals-and-sandbox",
-                         "Explain what the parser tests check"], env, work)
+                         "--dangerously-bypass-approvals-and-sandbox", prompt], env, work)
         assert run.returncode == 0, (run.stdout, run.stderr[-3000:], orca.server_log())
+        yield run, fake, orca
+
+
+def test_codex_code_mode_tools_reach_a_claude_model_and_its_call_runs(tmp_path: Path) -> None:
+    with codex_on_claude(tmp_path, claude, "Explain what the parser tests check") as (
+            run, fake, orca):
         calls = fake.calls("a")
         assert calls, orca.server_log()
         # the additional_tools item's namespaced tools, flattened as Codex itself names them
@@ -124,18 +135,8 @@ def test_codex_sub_agents_reach_a_claude_model_and_report_back(tmp_path: Path) -
     """Codex's sub-agents (the `collaboration` namespace): the sub-agent's task and its final
     answer travel as `agent_message` input items (author, recipient, the text), under the
     parent's `session-id`; served translated, each is the user's input."""
-    codex = agent_binary("codex")
-    home, work = tmp_path / "codex-home", tmp_path / "work"
-    home.mkdir()
-    work.mkdir()
-    with scripted_upstream(multi_agent_claude) as fake, \
-            serving(tmp_path, _config(fake.url("a", versioned=False))) as orca:
-        (home / "config.toml").write_text(codex_config(orca, CODEX_DEFAULT))
-        env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key")
-        run = run_agent([codex, "exec", "--skip-git-repo-check",
-                         "--dangerously-bypass-approvals-and-sandbox",
-                         "Find the parser with a helper agent"], env, work)
-        assert run.returncode == 0, (run.stdout, run.stderr[-3000:], orca.server_log())
+    with codex_on_claude(tmp_path, multi_agent_claude, "Find the parser with a helper agent"
+                         ) as (run, fake, orca):
         assert "Done: the helper found the parser" in run.stdout
         texts = [_texts(s) for s in fake.calls("a")]
         assert any("Message Type: NEW_TASK" in t and "Find the parser module" in t
