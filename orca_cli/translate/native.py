@@ -329,8 +329,14 @@ def _fold_updates(body: dict[str, Any], api: Api, reasoning: bool, model: str | 
                   ) -> tuple[dict[str, Any], tuple[tuple[str, str], ...]] | None:
     """A Responses body without its `configuration_update` items, its `reasoning.effort` the
     last item's (for a model that reasons), with that change as `params_renamed` notes, for a
-    `model` that takes no such item; None when there is none or `model` takes them."""
+    `model` that takes no such item; None when there is none or `model` takes them. Only a
+    body that names a model taking them is looked through (a client writes the items for the
+    model it asked for; Codex for a model of its catalog that `supports_reasoning_effort_
+    updates`): the walk costs 23 µs on a 600-item body, which most requests need not pay."""
     if api != "responses" or model is None or takes_effort_updates(model):
+        return None
+    asked = body.get("model")
+    if not isinstance(asked, str) or not takes_effort_updates(asked):
         return None
     updates = effort_updates(body)
     if not updates:

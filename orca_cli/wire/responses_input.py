@@ -95,8 +95,8 @@ def effort_updates(body: Mapping[str, Any]) -> list[Any]:
     the one this response runs at."""
     raw = body.get("input")
     out: list[Any] = []
-    for item in raw if isinstance(raw, list) else ():
-        if isinstance(item, MAPPING) and item.get("type") == "configuration_update":
+    for item in raw if raw.__class__ is list else ():
+        if item.__class__ is dict and item.get("type") == "configuration_update":
             reasoning = item.get("reasoning")
             out.append(reasoning.get("effort") if isinstance(reasoning, MAPPING) else None)
     return out

@@ -571,6 +571,10 @@ def test_an_effort_update_is_kept_for_gpt_6_astra_and_folded_for_an_earlier_mode
     maxed = fit_openai(_with_update("max"), "responses", True, model="gpt-5.4")
     assert maxed is not None and maxed.body["reasoning"]["effort"] == "xhigh"
     # a model that does not reason: the items go with the rest of the reasoning
+    # only a body that names a model taking updates is looked through (a client writes them
+    # for the model it asked for)
+    named = {**_with_update("high"), "model": "orca/coding"}
+    assert fit_openai(named, "responses", True, model="gpt-5.4") is None
     plain = fit_openai(_with_update("high"), "responses", False, model="gpt-4.1-mini")
     assert plain is not None and "reasoning" not in plain.body
     assert "configuration_update" not in orjson.dumps(plain.body).decode()
