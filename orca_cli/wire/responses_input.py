@@ -69,8 +69,8 @@ def _declarations(body: Mapping[str, Any]) -> Iterator[list[Any]]:
     if isinstance(top, list) and top:
         yield top
     raw = body.get("input")
-    for item in raw if isinstance(raw, list) else ():
-        if isinstance(item, MAPPING) and item.get("type") == "additional_tools":
+    for item in raw if raw.__class__ is list else ():  # a parsed body: dicts and lists only
+        if item.__class__ is dict and item.get("type") == "additional_tools":
             tools = item.get("tools")
             if isinstance(tools, list) and tools:
                 yield tools
