@@ -17,7 +17,6 @@ by `policy` go back as `reasoning` items with their `encrypted_content`; tool re
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import orjson
@@ -55,7 +54,7 @@ from orca_cli.translate.responses_tools import (
     flat_name,
     web_search_note,
 )
-from orca_cli.wire.responses_input import effort_updates
+from orca_cli.wire.responses_input import effort_updates, plain_payload
 
 __all__ = [
     "decode_input",
@@ -102,15 +101,13 @@ def _content_part(item: dict[str, Any], req: Request) -> Text | Image | Document
         req.untranslatable.append("file_id")
         return None
     if kind == "encrypted_content":  # an agent_message's payload (a sub-agent's task)
-        value = str(item.get("encrypted_content") or "")
-        if not _CIPHERTEXT.fullmatch(value):  # written by a model of another maker: plain text
-            return Text(value)
+        if not item.get("encrypted_content"):
+            return None
+        text = plain_payload(item)  # written by a model of another maker: plain text
+        if text is not None:
+            return Text(text)
     req.untranslatable.append(f"content:{kind}")
     return None
-
-
-# OpenAI's encrypted content: one run of base64 (plain text has spaces or punctuation).
-_CIPHERTEXT = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
 
 
 def _contents(content: Any, req: Request) -> list[Text | Image | Document]:

@@ -12,8 +12,9 @@ The body's `instructions` plus its `system` / `developer` messages are the syste
   `input_text` parts): tool results.
 * `reasoning`: model output whose `encrypted_content` is opaque; nothing of it is read.
 * `agent_message` (`author`, `recipient`, `content`): another agent's message to this one —
-  Codex's sub-agents get their task so and send their answer back so; its text parts are
-  read like a tool's result (its `encrypted_content` part, OpenAI's ciphertext, is not).
+  Codex's sub-agents get their task so and send their answer back so; its text parts and its
+  `encrypted_content` payload are read like a tool's result, unless the payload is OpenAI's
+  ciphertext (`plain_payload`).
 * `additional_tools` (`role: "developer"`, `tools`): tool definitions made available from
   that point of the conversation. For a model of its catalog (its default `gpt-6.2-sol`)
   Codex 0.171 declares every tool this way, in one item at the head of `input`, and sends no
@@ -38,14 +39,16 @@ transcript).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from orca_cli.types import MAPPING
 from orca_cli.wire.hygiene import is_agent_context
 
-__all__ = ["MODEL_ITEMS", "declared_tools", "declares_tools", "effort_updates", "input_items",
-           "read_responses_latest", "read_responses_opening", "read_responses_transcript"]
+__all__ = ["CIPHERTEXT", "MODEL_ITEMS", "declared_tools", "declares_tools", "effort_updates", "input_items",
+           "plain_payload", "read_responses_latest", "read_responses_opening",
+           "read_responses_transcript"]
 
 # Items the model produced: a latest-turn walk stops at the first of them.
 MODEL_ITEMS = frozenset({"function_call", "custom_tool_call", "reasoning"})
@@ -130,6 +133,27 @@ def read_parts(content: Any, out: list[str], keep: Keep) -> None:
                 keep(part, out)
 
 
+# OpenAI's encrypted content: one run of base64 (a text has spaces or punctuation).
+CIPHERTEXT = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
+
+
+def plain_payload(part: Any) -> str | None:
+    """The text of an `agent_message`'s `encrypted_content` part when it is not OpenAI's
+    ciphertext (a parent served on another maker's model wrote it in plain text), else None."""
+    value = part.get("encrypted_content") if isinstance(part, MAPPING) else None
+    return value if isinstance(value, str) and not CIPHERTEXT.fullmatch(value) else None
+
+
+def _agent_parts(content: Any, out: list[str], keep: Keep) -> None:
+    """An `agent_message`'s text parts and its plain-text payload."""
+    read_parts(content, out, keep)
+    for part in content if isinstance(content, list) else ():
+        if isinstance(part, MAPPING) and part.get("type") == "encrypted_content":
+            text = plain_payload(part)
+            if text:
+                keep(text, out)
+
+
 def _authored(keep: Keep) -> Keep:
     """`keep`, then drop what is agent context rather than typed by the person."""
 
@@ -175,7 +199,7 @@ def read_responses_latest(
         elif kind in _OUTPUT_ITEMS:
             read_parts(item.get("output"), tools, keep)
         elif kind == "agent_message":  # another agent's message: read like a tool's result
-            read_parts(item.get("content"), tools, keep)
+            _agent_parts(item.get("content"), tools, keep)
     return users, tools, len(items)
 
 
@@ -192,8 +216,10 @@ def read_responses_opening(body: Mapping[str, Any], keep: Keep) -> list[str]:
         kind = item_kind(item)
         if kind == "agent_message" or (kind == "message" and _role(item) == "user"):
             texts: list[str] = []
-            read_parts(item.get("content"), texts, keep if kind == "agent_message"
-                       else keep_authored)
+            if kind == "agent_message":
+                _agent_parts(item.get("content"), texts, keep)
+            else:
+                read_parts(item.get("content"), texts, keep_authored)
             if texts:
                 return texts
     return []
@@ -223,7 +249,7 @@ def read_responses_transcript(
         elif kind in _OUTPUT_ITEMS:
             read_parts(item.get("output"), texts, keep)
         elif kind == "agent_message":
-            read_parts(item.get("content"), texts, keep)
+            _agent_parts(item.get("content"), texts, keep)
         elif kind == "function_call":
             args = item.get("arguments")
             call_chars += len(args) if isinstance(args, str) else 0

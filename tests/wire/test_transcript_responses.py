@@ -280,3 +280,19 @@ def test_a_codex_sub_agent_is_a_conversation_of_its_own_and_its_messages_are_rea
         "FINAL_ANSWER", "/root/find_parser", "/root", "")]}
     assert opening_fingerprint(back, "responses") == opening_fingerprint(parent, "responses")
     assert "Message Type: FINAL_ANSWER" in " ".join(transcript(back, "responses").texts)
+
+
+def test_a_sub_agents_plain_task_is_read_and_openai_ciphertext_is_not() -> None:
+    """A parent served on another maker's model writes the task in plain text: the scorer
+    reads it (a hard task keeps a strong session's sub-agent strong, `escalation._sub_agent`)."""
+    parent = _codex_body()
+    task = "Why does the scheduler deadlock? Find the race condition in the lock order."
+    sub = {**parent, "input": [*parent["input"][:2], _agent_message(
+        "NEW_TASK", "/root", "/root/debug", task)]}
+    assert task in latest_turn(sub, "responses").tool_results
+    assert task in " ".join(transcript(sub, "responses").texts)
+    hidden = {**sub, "input": [*parent["input"][:2], _agent_message(
+        "NEW_TASK", "/root", "/root/debug", "gAAAAB" + "q" * 80)]}
+    assert all("gAAAAB" not in t for t in latest_turn(hidden, "responses").tool_results)
+    easy = Scorer().delta(hidden, "responses").score
+    assert Scorer().delta(sub, "responses").score > easy
