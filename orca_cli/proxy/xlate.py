@@ -71,12 +71,7 @@ from orca_cli.translate.native import (
     fit_openai,
     resolve_wrappers,
 )
-from orca_cli.translate.policy import (
-    CHAT_TOOLS,
-    chat_tools_effort,
-    is_reasoning_model,
-    takes_reasoning_context,
-)
+from orca_cli.translate.policy import CHAT_TOOLS, chat_tools_effort, is_reasoning_model
 from orca_cli.translate.responses import request_echo
 from orca_cli.types import Api
 
@@ -84,9 +79,8 @@ if TYPE_CHECKING:
     from orca_cli.proxy.forward import Inbound
 
 __all__ = ["MALFORMED", "Crossing", "Target", "Translations", "chat_tools_refused", "cross",
-           "model_family",
-           "native_report", "responses_first", "same_format", "translated_error",
-           "untranslatable_message"]
+           "model_family", "native_report", "responses_first", "same_format",
+           "translated_error", "untranslatable_message"]
 
 _FIRST_PARTY = {"anthropic": "anthropic", "openai": "openai", "deepseek": "deepseek",
                 "gemini": "gemini"}
@@ -287,8 +281,7 @@ def same_format(cfg: Config, inb: Inbound, ch: ChannelConfig, model: str) -> Res
         reasons = _openai_reasons(ch.type, upstream,
                                   facts.reasoning if facts is not None else None)
         fitted = None if reasons is None else fit_openai(
-            body, inb.api, reasons, chat_tools_effort(upstream, ch.type),
-            takes_reasoning_context(upstream), upstream)
+            body, inb.api, reasons, chat_tools_effort(upstream, ch.type), upstream)
     if fitted is None or resolved is None:
         return fitted or resolved
     return replace(fitted, dropped=resolved.dropped, restored=resolved.restored)

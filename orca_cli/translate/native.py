@@ -36,6 +36,7 @@ from orca_cli.translate.policy import (
     ChatToolsEffort,
     keep_reasoning,
     takes_effort_updates,
+    takes_reasoning_context,
     thinking_text,
 )
 from orca_cli.types import Api
@@ -229,8 +230,8 @@ def _fit_effort(out: dict[str, Any], form: ThinkingForm) -> tuple[str, str] | No
 
 
 def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
-               tools_effort: ChatToolsEffort = "any", context: bool = True,
-               model: str | None = None) -> Resolved | None:
+               tools_effort: ChatToolsEffort = "any", model: str | None = None
+               ) -> Resolved | None:
     """A Chat Completions or Responses body sent in its own format to an OpenAI model, fitted
     to whether that model reasons (`policy.is_reasoning_model`), or None when it fits as it
     is. A router serves a request on a model the client did not name, and OpenAI refuses what
@@ -249,12 +250,14 @@ def fit_openai(body: dict[str, Any], api: Api, reasoning: bool,
       request to the channel's Responses API instead when it speaks it);
     - a model before GPT-5.6 has no `reasoning.context` (Codex sends `"all_turns"`) or
       `reasoning.mode` (pro mode) and refuses `prompt_cache_options` (GPT-5.6's cache TTL and
-      mode), which go (`context`: `policy.takes_reasoning_context`);
+      mode), which go (`policy.takes_reasoning_context` of the serving `model`; with none
+      named, they stay);
     - an effort the serving `model` lacks becomes the nearest it has (`common.openai_effort`:
       Codex's `max` for `gpt-6.2-sol` served on GPT-5.4 goes as `xhigh`);
     - a model before GPT-6 Astra takes no `configuration_update` input item (an effort changed
       mid-conversation), so the items go and the last one's effort, the one this response
       runs at, becomes the request's (`_fold_updates`)."""
+    context = model is None or takes_reasoning_context(model)  # GPT-5.6 and later
     folded = _fold_updates(body, api, reasoning, model)
     if folded is not None:
         body = folded[0]

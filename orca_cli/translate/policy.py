@@ -30,8 +30,8 @@ from orca_cli.translate.common import first_gpt6, gpt_version
 from orca_cli.translate.model import Document, Message, Part, Reasoning, Request, Text
 from orca_cli.types import Api
 
-__all__ = ["CHAT_TOOLS", "OPENAI_API_TYPES", "ChatToolsEffort", "PolicyResult", "TranslationOptions",
-           "apply_head", "apply_messages", "apply_policy", "chat_tools_effort",
+__all__ = ["CHAT_TOOLS", "OPENAI_API_TYPES", "ChatToolsEffort", "PolicyResult",
+           "TranslationOptions", "apply_head", "apply_messages", "apply_policy", "chat_tools_effort",
            "is_reasoning_model", "keep_reasoning", "takes_effort_updates",
            "takes_reasoning_context", "thinking_text"]
 

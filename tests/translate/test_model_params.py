@@ -244,7 +244,7 @@ def test_an_effort_the_model_lacks_becomes_its_nearest(model: str, api: Api, ask
 def test_a_same_format_body_gets_the_effort_its_serving_model_takes() -> None:
     codex = {"model": "gpt-6.2-sol", "input": "hi", "include": [],
              "reasoning": {"effort": "max", "context": "all_turns", "summary": "auto"}}
-    fitted = fit_openai(codex, "responses", True, context=False, model="gpt-5.4")
+    fitted = fit_openai(codex, "responses", True, model="gpt-5.4")
     assert fitted is not None
     assert fitted.body["reasoning"] == {"effort": "xhigh", "summary": "auto"}
     assert fitted.params_renamed == (("reasoning.effort: max", "reasoning.effort: xhigh"),)
@@ -302,7 +302,7 @@ def test_codexs_reasoning_goes_for_an_openai_model_that_does_not_reason() -> Non
     assert formatted is not None and formatted.body["text"] == {"format": {"type": "text"}}
     assert fit_openai(CODEX_NATIVE, "responses", reasoning=True) is None
     # a reasoning model before GPT-5.6 has no `reasoning.context`; the effort stays
-    older = fit_openai(CODEX_NATIVE, "responses", reasoning=True, context=False)
+    older = fit_openai(CODEX_NATIVE, "responses", reasoning=True, model="gpt-5.4")
     assert older is not None and older.body["reasoning"] == {"effort": "low"}
     assert older.params_dropped == ("reasoning.context",)
     assert [m for m in ("gpt-5.4", "gpt-5.5", "o3", "gpt-5.6-sol", "gpt-6.2-sol")
@@ -606,12 +606,12 @@ def test_gpt_5_6_cache_options_and_pro_mode_go_for_an_earlier_model(api: Api) ->
         body |= {"input": "hi", "reasoning": {"effort": "high", "mode": "pro"}}
     else:
         body |= {"messages": [], "reasoning_effort": "high"}
-    assert fit_openai(body, api, True, context=True, model="gpt-6.2-sol") is None
-    fitted = fit_openai(body, api, True, context=False, model="gpt-5.4")
+    assert fit_openai(body, api, True, model="gpt-6.2-sol") is None
+    fitted = fit_openai(body, api, True, model="gpt-5.4")
     assert fitted is not None and "prompt_cache_options" not in fitted.body
     assert "prompt_cache_options" in fitted.params_dropped
     if api == "responses":
         assert fitted.body["reasoning"] == {"effort": "high"}
         assert "reasoning.mode" in fitted.params_dropped
-    plain = fit_openai(body, api, False, context=False, model="gpt-4.1")
+    plain = fit_openai(body, api, False, model="gpt-4.1")
     assert plain is not None and "prompt_cache_options" not in plain.body
