@@ -378,8 +378,6 @@ def _with_dropped_pins(batch: CommitBatch, plan: RoutePlan, out: Outcome,
     return replace(batch, writes=(first, *rest))
 
 
-
-
 def _usage_doc(usage: Usage) -> dict[str, Any]:
     """The trace's `usage`: the token counts, and `speed: "fast"` for a fast-mode answer."""
     doc: dict[str, Any] = {"prompt_tokens": usage.prompt_tokens,
