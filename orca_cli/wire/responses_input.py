@@ -46,7 +46,7 @@ from typing import Any
 from orca_cli.types import MAPPING
 from orca_cli.wire.hygiene import is_agent_context
 
-__all__ = ["CIPHERTEXT", "MODEL_ITEMS", "declared_tools", "declares_tools", "effort_updates", "input_items",
+__all__ = ["MODEL_ITEMS", "declared_tools", "declares_tools", "effort_updates", "input_items",
            "plain_payload", "read_responses_latest", "read_responses_opening",
            "read_responses_transcript"]
 
@@ -134,14 +134,14 @@ def read_parts(content: Any, out: list[str], keep: Keep) -> None:
 
 
 # OpenAI's encrypted content: one run of base64 (a text has spaces or punctuation).
-CIPHERTEXT = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
+_CIPHERTEXT = re.compile(r"[A-Za-z0-9+/=_-]{40,}")
 
 
 def plain_payload(part: Any) -> str | None:
     """The text of an `agent_message`'s `encrypted_content` part when it is not OpenAI's
     ciphertext (a parent served on another maker's model wrote it in plain text), else None."""
     value = part.get("encrypted_content") if isinstance(part, MAPPING) else None
-    return value if isinstance(value, str) and not CIPHERTEXT.fullmatch(value) else None
+    return value if isinstance(value, str) and not _CIPHERTEXT.fullmatch(value) else None
 
 
 def _agent_parts(content: Any, out: list[str], keep: Keep) -> None:
