@@ -83,13 +83,16 @@ def check(cfg: Config) -> list[ConfigIssue]:
         chat_only = _tools_lose_effort(cfg, ch) if ch.enabled else {}
         if chat_only:
             lose, refuse = chat_only.get("effort", []), chat_only.get("tools", [])
-            why = "; ".join(part for part in (
-                f"{', '.join(lose)} refuse{'s' if len(lose) == 1 else ''} a reasoning effort "
-                "beside function tools, so an agent's tool turns go there without it"
-                if lose else "",
-                f"{', '.join(refuse)} take{'s' if len(refuse) == 1 else ''} function tools "
-                "only on the Responses API, so an agent's tool turns go to another model"
-                if refuse else "") if part)
+            parts = []
+            if lose:
+                parts.append(f"{', '.join(lose)} refuse{'s' if len(lose) == 1 else ''} a "
+                             "reasoning effort beside function tools, so an agent's tool turns "
+                             "go there without it")
+            if refuse:
+                parts.append(f"{', '.join(refuse)} take{'s' if len(refuse) == 1 else ''} "
+                             "function tools only on the Responses API, so an agent's tool "
+                             "turns go to another model")
+            why = "; ".join(parts)
             add("warning", f"channels[{i}].api",
                 f'channel "{ch.name}" speaks only Chat Completions, where {why}; '
                 'OpenAI\'s API speaks both: api = ["responses", "openai"]')
