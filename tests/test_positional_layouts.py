@@ -62,7 +62,7 @@ LAYOUTS: dict[type, tuple[str, ...]] = {
     ),
     Delta: (
         "difficulty", "is_user_turn", "is_tool_continuation", "user_texts",
-        "tool_result_texts", "message_count", "has_tools", "strike_results",
+        "tool_result_texts", "message_count", "has_tools", "strike_results", "compacted",
     ),
     SlotWrite: (
         "slot", "ops", "mutate", "expected_version", "tier_ttl_s", "base_doc",

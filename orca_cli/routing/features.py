@@ -131,6 +131,8 @@ class Delta:
     # What the strike producers read: the tool results the agent did not mark as succeeded
     # (`wire.transcript.Turn.strike_texts`); None: every tool result.
     strike_results: tuple[str, ...] | None = None
+    # The turn follows an agent's compaction summary (`wire.transcript.Turn.compacted`).
+    compacted: bool = False
 
     @property
     def strike_texts(self) -> tuple[str, ...]:
@@ -365,6 +367,7 @@ class Scorer:
             turn.message_count,  # message_count
             tools,  # has_tools
             turn.failed_or_unmarked,  # strike_results
+            turn.compacted,  # compacted
         )
 
     def _difficulty(self, tokens: int, sample: str, system_chars: int, tools: bool) -> Difficulty:

@@ -205,8 +205,10 @@ def _resolve(c: _Ctx, router: RouterConfig, state: TierState | None, caps: CapsV
     signatures = error_signatures(inp.delta.strike_texts, texts)
     evidence["signatures"] = len(signatures)
     # A Responses request continuing by `previous_response_id` carries no assistant message,
-    # yet it continues its conversation: it is no side request, and its user turn counts.
-    fresh = _fresh_conversation(inp.body) and not inp.previous_response
+    # yet it continues its conversation: it is no side request, and its user turn counts. So
+    # does a conversation an agent compacted, whose summary stands for its earlier answers.
+    fresh = (_fresh_conversation(inp.body) and not inp.previous_response
+             and not inp.delta.compacted)
     # Which conversation: read only where a strong session's sub-agent rule can use it.
     named = (state is not None and state.tier == "strong"
              and ((fresh and state.history) or bool(state.conversations)))

@@ -19,13 +19,21 @@ The body is never mutated; only the text handed to the scorer and the strike pro
   output sent back in the next user message): `[read_file for 'src/a.ts'] Result:`, then the
   output's own blocks. The transcript readers take what follows it as a tool result, as they
   take a `tool_result` block, so such a request is a tool continuation, not a user turn.
+* `COMPACTION_OPENERS`: how the texts an agent writes when it compacts its context open,
+  never typed by the person: the instruction that asks the model for a summary of the
+  conversation (Claude Code's `/compact` and auto-compact, Codex's local compaction), and the
+  summary that then stands for the conversation's earlier turns (`SUMMARY_OPENERS`,
+  `is_compaction_summary`). The latest-turn and opening-ask readers take neither as user
+  text, and the summary ends the latest turn as an assistant message does
+  (`wire.transcript.latest_turn`).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["AGENT_CONTEXT_OPENERS", "is_agent_context", "is_tool_result_marker", "strip_injected"]
+__all__ = ["AGENT_CONTEXT_OPENERS", "COMPACTION_OPENERS", "SUMMARY_OPENERS", "is_agent_context",
+           "is_compaction_summary", "is_tool_result_marker", "strip_injected"]
 
 _INJECTED_TAGS = ("system-reminder", "environment_context", "user_instructions",
                   "environment_details")
@@ -80,3 +88,25 @@ def is_tool_result_marker(text: str) -> bool:
 def is_agent_context(text: str) -> bool:
     """The text opens with one of `AGENT_CONTEXT_OPENERS` (leading whitespace ignored)."""
     return text.lstrip().startswith(AGENT_CONTEXT_OPENERS)
+
+
+# How the agents open a compacted conversation's summary, word for word (captured from Claude
+# Code 2.1.332 and Codex CLI 0.171, tests/agents/CAPTURES.md). Claude Code sends it as the
+# first user message's text (its new ask follows, in the same message or the next); Codex as
+# a user message of its own after the user messages it keeps, before the new one.
+SUMMARY_OPENERS: tuple[str, ...] = (
+    "This session is being continued from a previous conversation that ran out of context.",
+    "Another language model started to solve this problem and produced a summary of its "
+    "thinking process.",
+)
+# ... and how they ask the model for that summary (Codex's default `compact_prompt`).
+COMPACTION_OPENERS: tuple[str, ...] = (
+    *SUMMARY_OPENERS,
+    "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.",
+    "You are performing a CONTEXT CHECKPOINT COMPACTION.",
+)
+
+
+def is_compaction_summary(text: str) -> bool:
+    """The text opens with an agent's compaction summary (the agents write it first)."""
+    return text.startswith(SUMMARY_OPENERS)

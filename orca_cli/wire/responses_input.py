@@ -34,7 +34,9 @@ Pure and junk-tolerant like `transcript.py`, whose hygiene (`strip_injected`) ap
 top of it, a user or developer text that is Codex's own context (`hygiene.is_agent_context`:
 AGENTS.md, permissions, environment, …) is not user-authored and is skipped in user and
 developer messages (a developer message's text still counts as system text in the full
-transcript).
+transcript). After Codex compacts a conversation, the user message that carries its summary
+(`hygiene.is_compaction_summary`) stands for the turns it replaced: the latest turn starts
+after it, and like the instruction that asked for it, it is never user-authored there.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from orca_cli.types import MAPPING
-from orca_cli.wire.hygiene import is_agent_context
+from orca_cli.wire.hygiene import COMPACTION_OPENERS, is_agent_context, is_compaction_summary
 
 __all__ = ["MODEL_ITEMS", "declared_tools", "declares_tools", "effort_updates", "input_items",
            "plain_payload", "read_responses_latest", "read_responses_opening",
@@ -154,33 +156,52 @@ def _agent_parts(content: Any, out: list[str], keep: Keep) -> None:
                 keep(text, out)
 
 
-def _authored(keep: Keep) -> Keep:
-    """`keep`, then drop what is agent context rather than typed by the person."""
+def _authored(keep: Keep, *, turn: bool = False) -> Keep:
+    """`keep`, then drop what is agent context rather than typed by the person; with `turn`
+    (the latest turn's and the opening ask's readers) an agent's compaction instruction or
+    summary too."""
 
     def keep_authored(text: str, out: list[str]) -> None:
         kept: list[str] = []
         keep(text, kept)
-        out.extend(t for t in kept if not is_agent_context(t))
+        for t in kept:
+            if not is_agent_context(t) and not (turn and t.startswith(COMPACTION_OPENERS)):
+                out.append(t)
 
     return keep_authored
 
 
+def _is_summary(item: Mapping[str, Any]) -> bool:
+    """A user message whose first text is an agent's compaction summary."""
+    if _role(item) != "user":
+        return False
+    content = item.get("content")
+    if isinstance(content, list) and content and isinstance(content[0], MAPPING):
+        content = content[0].get("text")
+    return isinstance(content, str) and is_compaction_summary(content)
+
+
 def read_responses_latest(
     body: Mapping[str, Any], keep: Keep
-) -> tuple[list[str], list[str], int]:
-    """(user texts, tool results, item count) of the latest turn, in transcript order."""
+) -> tuple[list[str], list[str], int, bool]:
+    """(user texts, tool results, item count, whether the turn follows a compaction summary)
+    of the latest turn, in transcript order."""
     items = input_items(body)
     start = len(items)
+    compacted = False
     while start > 0:
         item = items[start - 1]
         if isinstance(item, MAPPING):
             kind = item_kind(item)
             if kind in MODEL_ITEMS or (kind == "message" and _role(item) == "assistant"):
                 break
+            if kind == "message" and _is_summary(item):
+                compacted = True
+                break
         start -= 1
     users: list[str] = []
     tools: list[str] = []
-    keep_authored = _authored(keep)
+    keep_authored = _authored(keep, turn=True)
     # A conversation's opening developer messages (before its first user message, in a
     # request that does not continue a stored response) are its system prompt, not a steer:
     # Codex 0.171 sends its ~17 KB base instructions so, with no `instructions`.
@@ -200,7 +221,7 @@ def read_responses_latest(
             read_parts(item.get("output"), tools, keep)
         elif kind == "agent_message":  # another agent's message: read like a tool's result
             _agent_parts(item.get("content"), tools, keep)
-    return users, tools, len(items)
+    return users, tools, len(items), compacted
 
 
 def read_responses_opening(body: Mapping[str, Any], keep: Keep) -> list[str]:
@@ -209,7 +230,7 @@ def read_responses_opening(body: Mapping[str, Any], keep: Keep) -> list[str]:
     Codex sub-agent's conversation opens with no such message but with the `agent_message`
     that gives it its task (`Message Type: NEW_TASK`, its task name, the sender): that text
     is its ask, so each sub-agent is a conversation of its own under the parent's session."""
-    keep_authored = _authored(keep)
+    keep_authored = _authored(keep, turn=True)
     for item in input_items(body):
         if not isinstance(item, MAPPING):
             continue

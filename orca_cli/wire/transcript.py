@@ -27,7 +27,11 @@ Hygiene (scoring only; the body is never mutated; `wire/hygiene.py`): `<system-r
 it is returned, because the agent injects them on every turn; a user message's text blocks
 after Cline's `[tool for '…'] Result:` marker are that tool's output, not user text; in
 Responses bodies, whole messages of Codex's own context (AGENTS.md, permissions, …) are not
-user-authored text.
+user-authored text. Nor is an agent's compaction (`hygiene.COMPACTION_OPENERS`): the
+instruction that asks for a summary and the summary a compacted conversation then opens with
+are the agent's text, not the person's ask; `latest_turn` and `opening_ask` skip them, and the
+latest turn ends at the summary as at an assistant message (`Turn.compacted`): it is what
+follows.
 """
 
 from __future__ import annotations
@@ -40,7 +44,12 @@ import orjson
 
 from orca_cli.immutable import immutable
 from orca_cli.types import MAPPING, Api
-from orca_cli.wire.hygiene import is_tool_result_marker, strip_injected
+from orca_cli.wire.hygiene import (
+    COMPACTION_OPENERS,
+    SUMMARY_OPENERS,
+    is_tool_result_marker,
+    strip_injected,
+)
 from orca_cli.wire.responses_input import (
     declared_tools,
     declares_tools,
@@ -82,6 +91,9 @@ class Turn:
     # succeeded (an Anthropic `tool_result` with `is_error: false`, as Claude Code marks a
     # command that exited 0 or a file it read); None when that is every one of them.
     failed_or_unmarked: tuple[str, ...] | None = None
+    # The turn follows an agent's compaction summary (the body may hold no assistant message,
+    # yet the conversation goes on: it is no new conversation's first request).
+    compacted: bool = False
 
     @property
     def strike_texts(self) -> tuple[str, ...]:
@@ -164,14 +176,15 @@ def latest_turn(body: Any, api: Api) -> Turn:
     if api == "responses":
         if not isinstance(body, MAPPING):
             return Turn((), (), 0)
-        r_users, r_tools, count = read_responses_latest(body, _keep)
-        return Turn(tuple(r_users), tuple(r_tools), count)
+        r_users, r_tools, count, compacted = read_responses_latest(body, _keep)
+        return Turn(tuple(r_users), tuple(r_tools), count, None, compacted)
     messages = body.get("messages") if isinstance(body, MAPPING) else None
     if not isinstance(messages, list):
         return Turn((), (), 0)
     n = len(messages)
     # per message, newest message first: (user texts, tool results, those marked succeeded)
     chunks: list[tuple[list[str], list[str], list[str]]] = []
+    compacted = False
     i = n - 1
     while i >= 0:
         m = messages[i]
@@ -185,14 +198,16 @@ def latest_turn(body: Any, api: Api) -> Turn:
         tools: list[str] = []
         passed: list[str] = []
         if role == "user":
-            _read_user(m.get("content"), users, tools, passed)
+            compacted = _read_user(m.get("content"), users, tools, passed, authored=True)
         elif role in _TOOL_ROLES and api == "openai":
             _read_text(m.get("content"), tools)
         if users or tools:
             chunks.append((users, tools, passed))
+        if compacted:
+            break
     if len(chunks) == 1:  # the common case: one message after the assistant
         users, tools, passed = chunks[0]
-        return Turn(tuple(users), tuple(tools), n, _unmarked(tools, passed))
+        return Turn(tuple(users), tuple(tools), n, _unmarked(tools, passed), compacted)
     all_users: list[str] = []
     all_tools: list[str] = []
     all_passed: list[str] = []
@@ -200,7 +215,8 @@ def latest_turn(body: Any, api: Api) -> Turn:
         all_users += users
         all_tools += tools
         all_passed += passed
-    return Turn(tuple(all_users), tuple(all_tools), n, _unmarked(all_tools, all_passed))
+    return Turn(tuple(all_users), tuple(all_tools), n, _unmarked(all_tools, all_passed),
+                compacted)
 
 
 def _unmarked(tools: list[str], passed: list[str]) -> tuple[str, ...] | None:
@@ -234,7 +250,7 @@ def opening_ask(body: Any, api: Api) -> str:
     for m in messages:
         if isinstance(m, MAPPING) and _kind(m, "role") == "user":
             users: list[str] = []
-            _read_user(m.get("content"), users, [])
+            _read_user(m.get("content"), users, [], authored=True)
             if users:
                 return "\n".join(users)
     return ""
@@ -319,33 +335,48 @@ def _read_text(content: Any, out: list[str]) -> None:
 
 
 def _read_user(content: Any, users: list[str], tools: list[str],
-               passed: list[str] | None = None) -> None:
+               passed: list[str] | None = None, *, authored: bool = False) -> bool:
     """A user message: its text goes to `users`, its `tool_result` blocks to `tools`, and
     (with `passed`) the texts of those marked `is_error: false` to `passed` as well. The text
     blocks after a text-protocol tool result's marker (Cline's `[read_file for 'a.ts']
-    Result:`, `hygiene.is_tool_result_marker`) are that tool's output: they go to `tools`."""
+    Result:`, `hygiene.is_tool_result_marker`) are that tool's output: they go to `tools`.
+
+    With `authored` (the latest turn and the opening ask, each message read into lists of
+    its own) an agent's compaction instruction or summary is skipped, the person did not
+    write it, and a summary also drops what came before it in the message (Claude Code opens
+    a compacted conversation's first user message with it): True when one was met."""
     if isinstance(content, str):
+        if authored and content.startswith(COMPACTION_OPENERS):
+            return content.startswith(SUMMARY_OPENERS)
         _keep(content, users)
-        return
+        return False
     if not isinstance(content, list):
-        return
+        return False
     out = users
+    summary = False
     for block in content:
         if not isinstance(block, MAPPING):
             continue
         kind = _kind(block, "type")
         if kind in _TEXT_PARTS:
             text = block.get("text")
-            if isinstance(text, str):
-                if out is users and is_tool_result_marker(text):
-                    out = tools
-                else:
-                    _keep(text, out)
+            if not isinstance(text, str):
+                continue
+            if authored and text.startswith(COMPACTION_OPENERS):
+                if text.startswith(SUMMARY_OPENERS):
+                    summary = True
+                    for seen in (users, tools, passed or []):
+                        seen.clear()
+            elif out is users and is_tool_result_marker(text):
+                out = tools
+            else:
+                _keep(text, out)
         elif kind == "tool_result":
             before = len(tools)
             _read_text(block.get("content"), tools)
             if passed is not None and block.get("is_error") is False:
                 passed += tools[before:]
+    return summary
 
 
 def _read_assistant(m: Mapping[str, Any], texts: list[str]) -> int:

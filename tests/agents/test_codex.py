@@ -91,6 +91,36 @@ def test_exec_then_resume_is_one_pinned_session(orca: Orca, tmp_path: Path) -> N
     assert traces[0]["difficulty"]["full"]["features"]["system_prompt_log_len"]["value"] > 9.0
 
 
+def test_a_session_codex_compacts_stays_on_its_tier(orca: Orca, tmp_path: Path) -> None:
+    """Codex compacts a conversation that passed `model_auto_compact_token_limit` before its
+    next turn: a summary request, then the turn with the person's messages, the summary and
+    the new ask, and no assistant message left. Read as a sub-agent's first request, an
+    escalated session was served `base; reason=sub_agent` from there on; it stays strong."""
+    codex = agent_binary("codex")
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (home / "config.toml").write_text(
+        codex_config(orca, request_id_header=False)
+        .replace('model_provider = "orca"\n',
+                 'model_provider = "orca"\nmodel_auto_compact_token_limit = 3000\n'))
+    env = agent_env(home, CODEX_HOME=str(home), ORCA_API_KEY="orca-dummy-key")
+    first = run_agent([codex, "exec", "--skip-git-repo-check",
+                       "Explain what the parser tests check"], env, work)
+    assert first.returncode == 0, (first.stderr[-3000:], orca.server_log())
+    (session,) = {row["session_id"] for row in orca.cli("session", "list")}
+    orca.cli("escalate", session)
+    for ask in ("Now list the parser edge cases they miss", "ok, fix the first one"):
+        run = run_agent([codex, "exec", "--skip-git-repo-check", "resume", "--last", ask],
+                        env, work)
+        assert run.returncode == 0, (run.stderr[-3000:], orca.server_log())
+    rollout = "".join(p.read_text() for p in (home / "sessions").rglob("*.jsonl"))
+    assert '"type":"compacted"' in rollout  # Codex did compact
+    served = [(t["tier"]["decision"], t["tier"]["reason"]) for t in orca.requests(session)]
+    assert served[0] == ("base", "default") and len(served) >= 4, served
+    assert set(served[1:]) == {("strong", "explicit")}, served
+
+
 @pytest.mark.parametrize("model", [MODEL, "gpt-6.2-sol"])
 def test_tui_title_request_leaves_no_session_of_its_own(orca: Orca, tmp_path: Path,
                                                         model: str) -> None:
