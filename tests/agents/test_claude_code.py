@@ -97,6 +97,30 @@ def test_response_model_is_the_requested_name(orca: Orca, tmp_path: Path) -> Non
     assert set(models) == {DEFAULT_MODEL}, models
 
 
+def test_a_session_claude_code_compacts_stays_on_its_tier(orca: Orca, tmp_path: Path) -> None:
+    """`/compact` after one turn, then a new prompt: Claude Code's next body opens with the
+    summary and holds no assistant message (CAPTURES.md). Read as a sub-agent's first
+    request, the escalated session was served `base; reason=sub_agent`; it stays strong."""
+    claude = agent_binary("claude")
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    prompts = ["say hi", "/compact", "ok, now list the parser edge cases"]
+    for i, prompt in enumerate(prompts):
+        argv = [claude, "-p", prompt] if i == 0 else [claude, "-p", "--continue", prompt]
+        run = run_agent(argv, _claude_env(orca, home, f"cc-compact-{i}", nonessential=False),
+                        work)
+        assert run.returncode == 0, (run.stderr, orca.server_log())
+        if i == 0:
+            (session,) = {row["session_id"] for row in orca.cli("session", "list")}
+            orca.cli("escalate", session)
+    log = "".join(p.read_text() for p in (home / ".claude" / "projects").rglob("*.jsonl"))
+    assert '"compact_boundary"' in log  # Claude Code did compact
+    served = [(t["tier"]["decision"], t["tier"]["reason"]) for t in orca.requests(session)]
+    assert served[0] == ("base", "default") and len(served) >= 3, served
+    assert set(served[1:]) == {("strong", "explicit")}, served
+
+
 # ------------------------------------------------------------------ interactive: the title
 
 
