@@ -4,7 +4,10 @@ Paths: `POST /v1/chat/completions`, `POST /v1/messages`, `POST /v1/responses` (r
 `proxy.handler`), `GET /` and `HEAD /` (agents probe the base URL),
 `POST /v1/messages/count_tokens`, `GET /v1/models` and `GET /v1/models/{id}` (and `HEAD`),
 `GET /healthz`, `GET /metrics`, and the
-admin API under `/orca/v1/` when one is mounted. Every request passes the guard first
+admin API under `/orca/v1/` when one is mounted. A WebSocket upgrade (Codex's Responses
+WebSocket mode, which its built-in `openai` provider tries first) is answered 426, on which
+Codex goes on over HTTP at once: 0.5 s to its first answer where a 405 or a 404 cost 7 s of
+retries (measured against Codex 0.171). Every request passes the guard first
 (Host, Origin, content type, tokens, body limit; SPEC §11). Nothing here answers 500: an
 unexpected fault becomes orca's own 502 in the inbound error shape, logged without content.
 """
@@ -62,6 +65,11 @@ _METHODS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _websocket(head: RequestHead) -> bool:
+    """The request asks to upgrade to WebSocket."""
+    return any(name == "upgrade" and value.lower() == "websocket" for name, value in head.headers)
+
+
 class OrcaApp:
     """`OrcaApp(runtime, policy)` is the ASGI callable uvicorn serves."""
 
@@ -103,6 +111,9 @@ class OrcaApp:
                                             "status": "ok"}, head_only=method == "HEAD")
             elif path.startswith("/orca/v1/") and self.admin is not None:
                 await self.admin(self.rt, scope, receive, send)
+            elif _websocket(head):
+                await send_error(send, head.api, 426, "orca serves this API over HTTP only, "
+                                 "not WebSocket: send it as POST", code="websocket_unsupported")
             elif path in _METHODS:
                 allowed = _METHODS[path]
                 await send_error(send, head.api, 405, f"{path} takes {' or '.join(allowed)}, "

@@ -119,6 +119,10 @@ class HeaderDeadlineProtocol(HttpToolsProtocol):
     _head_open: bool = False  # a request's head has begun and is not complete
     _link: ClientLink
 
+    def _unsupported_upgrade_warning(self) -> None:
+        """The app answers a WebSocket upgrade itself (426, `proxy.app`); uvicorn's warning,
+        which tells the operator to install a WebSocket library, is not for orca's log."""
+
     def data_received(self, data: bytes) -> None:
         if self._discarding:
             return  # a refused request's rest, read and dropped until the linger ends

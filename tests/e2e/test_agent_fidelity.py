@@ -419,3 +419,20 @@ async def test_a_claude_code_turn_asked_strong_is_served_on_the_example_configs_
     assert got.status_code == 200, got.text
     assert got.headers["x-orca-session-tier"].startswith("strong")
     assert got.headers["x-orca-channel"] == "sim-anthropic-frontier"
+
+
+async def test_a_websocket_upgrade_is_426_so_codex_goes_on_over_http(
+        sidecar: Sidecar, caplog: pytest.LogCaptureFixture) -> None:
+    """Codex's built-in `openai` provider (`openai_base_url` pointed at orca) asks for its
+    Responses WebSocket mode first. On a 426 it posts over HTTP at once; on the 405 a GET
+    got before, it retried for 7 s (measured with Codex 0.171). uvicorn's warning to install
+    a WebSocket library is not logged: orca answers the upgrade itself."""
+    upgrade = {"connection": "Upgrade", "upgrade": "websocket", "sec-websocket-version": "13",
+               "sec-websocket-key": "54GkWqvc03GyOkGavE03BQ=="}
+    async with httpx.AsyncClient(base_url=sidecar.base) as http:
+        got = await http.get("/v1/responses", headers=upgrade)
+        plain = await http.get("/v1/responses")
+    assert got.status_code == 426
+    assert got.json()["error"]["code"] == "websocket_unsupported"
+    assert plain.status_code == 405  # a GET without the upgrade is still the wrong method
+    assert not [r for r in caplog.records if "WebSocket" in r.getMessage()]
