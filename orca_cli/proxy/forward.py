@@ -65,6 +65,7 @@ from orca_cli.proxy.xlate import (
     MALFORMED,
     Crossing,
     chat_tools_refused,
+    compaction_refused,
     cross,
     native_report,
     responses_first,
@@ -358,7 +359,8 @@ def _crossing(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig,
     `xlate.responses_first` sends to the channel's Responses API goes translated there, unless
     it holds what that API cannot express; a Chat Completions request whose tools the model
     takes only there is untranslatable on a channel of Chat Completions only
-    (`xlate.chat_tools_refused`)."""
+    (`xlate.chat_tools_refused`), and one that asks for OpenAI's server-side compaction on a
+    channel that is not OpenAI's own (`xlate.compaction_refused`)."""
     key = (att.channel, att.model)
     if key not in seen:
         found = None
@@ -369,7 +371,8 @@ def _crossing(rt: Runtime, inb: Inbound, att: Attempt, ch: ChannelConfig,
         if found is None and not ch.accepts(inb.api):
             found = cross(rt.translations, inb, ch, att.model)
         elif found is None:
-            found = chat_tools_refused(rt.translations, inb, ch, att.model)
+            found = (chat_tools_refused(rt.translations, inb, ch, att.model)
+                     or compaction_refused(rt.translations, inb, ch, att.model))
         seen[key] = found
     return seen[key]
 

@@ -78,9 +78,9 @@ from orca_cli.types import Api
 if TYPE_CHECKING:
     from orca_cli.proxy.forward import Inbound
 
-__all__ = ["MALFORMED", "Crossing", "Target", "Translations", "chat_tools_refused", "cross",
-           "model_family", "native_report", "responses_first", "same_format",
-           "translated_error", "untranslatable_message"]
+__all__ = ["COMPACTION_TRIGGER", "MALFORMED", "Crossing", "Target", "Translations",
+           "chat_tools_refused", "compaction_refused", "cross", "model_family", "native_report",
+           "responses_first", "same_format", "translated_error", "untranslatable_message"]
 
 _FIRST_PARTY = {"anthropic": "anthropic", "openai": "openai", "deepseek": "deepseek",
                 "gemini": "gemini"}
@@ -239,6 +239,30 @@ def chat_tools_refused(translations: Translations, inb: Inbound, ch: ChannelConf
                     _refused(inb.api, "openai", CHAT_TOOLS), translations.clock)
 
 
+# Codex's built-in `openai` provider asks for OpenAI's server-side compaction: a request whose
+# input ends with this item, answered by an encrypted `compaction` item only OpenAI's own
+# Responses API writes (captured with Codex 0.171, tests/agents/CAPTURES.md).
+COMPACTION_TRIGGER = "item:compaction_trigger"
+
+
+def compaction_refused(translations: Translations, inb: Inbound, ch: ChannelConfig,
+                       model: str) -> Crossing | None:
+    """A same-format Responses request that asks for OpenAI's server-side compaction, on a
+    channel that is not OpenAI's own (`type = "openai"`): another server would answer it with
+    a plain message, on which Codex fails the turn ("expected exactly one compaction output
+    item"), so the attempt is skipped as untranslatable; else None. Another format's
+    translation refuses the item itself."""
+    if inb.api != "responses" or ch.type == "openai":
+        return None
+    items = inb.body.get("input")
+    last = items[-1] if isinstance(items, list) and items else None
+    if not isinstance(last, dict) or last.get("type") != "compaction_trigger":
+        return None
+    t = translations.target(ch, model, inb.api, "responses")
+    return Crossing(inb.api, "responses", t.upstream_model, t.family,
+                    _refused(inb.api, "responses", COMPACTION_TRIGGER), translations.clock)
+
+
 def _refused(src: Api, dst: Api, feature: str) -> Translated:
     return Translated(b"", {"from": src, "to": dst, "cache_breakpoints_added": 0,
                             "dropped_reasoning": 0, "rewritten_ids": 0, "dropped_tools": [],
@@ -327,6 +351,10 @@ def untranslatable_message(api: Api, features: list[str], channels: list[str]) -
                 f"translated for the channels tried: {', '.join(channels)}")
     hint = (f"; {CHAT_TOOLS}: the model takes function tools only on the Responses API, so "
             'its channel needs api = ["responses", "openai"]' if CHAT_TOOLS in features else "")
+    if COMPACTION_TRIGGER in features:
+        hint += (f"; {COMPACTION_TRIGGER}: OpenAI's server-side compaction, which only "
+                 "OpenAI's own API answers: give Codex a provider block of its own (orca init "
+                 "--agent codex) and it compacts on any model")
     return (f"the request uses {', '.join(features)}, which no candidate channel's "
             f"format can express (channels tried: {', '.join(channels)}){hint}")
 

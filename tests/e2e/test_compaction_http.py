@@ -147,3 +147,27 @@ async def test_a_compaction_between_two_hard_turns_keeps_the_difficulty_streak(
     b = [evals(await st.trace(r))["B"] for r in (first, compact, second)]
     assert (b[0]["streak"], b[1]["user_turn"], b[1]["streak"]) == (1, False, 1)
     assert b[2]["hard"] and b[2]["streak"] == 2 and b[2]["fires"]
+
+
+async def test_openais_server_side_compaction_is_refused_with_the_fix(launch: Launch) -> None:
+    """Codex's built-in `openai` provider (`openai_base_url`) compacts on OpenAI's servers: its
+    request ends with a `compaction_trigger` item, whose answer must be OpenAI's encrypted
+    `compaction` item. Another server's plain answer made Codex fail the turn ("expected
+    exactly one compaction output item"); no channel here is OpenAI's own, so nothing is sent
+    and the 400, which Codex prints, says how to set Codex up to compact on any model."""
+    both = {"api": ["responses", "openai"]}
+    st = await launch(tier_config(base_channel=both, strong_channel=both))
+    items = [_said("user", "list the parser's edge cases"),
+             _said("assistant", "Empty input, a trailing comma, ..."),
+             {"type": "compaction_trigger"}]
+    st.clock.advance(st.step_s)
+    resp = await st.http.post("/v1/responses", json=_responses(items),
+                              headers={"x-orca-session": "remote-compact"})
+    await st.sidecar.idle()
+    assert resp.status_code == 400, resp.text
+    message = resp.json()["error"]["message"]
+    assert "item:compaction_trigger" in message and "orca init --agent codex" in message
+    assert not st.sim("sim-base").calls and not st.sim("sim-strong").calls
+    # the conversation itself is served as ever
+    ok_items = [*items[:2], _said("user", "which of them do the tests cover?")]
+    await _post(st, "/v1/responses", _responses(ok_items), "remote-compact")
