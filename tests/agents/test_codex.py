@@ -121,6 +121,29 @@ def test_a_session_codex_compacts_stays_on_its_tier(orca: Orca, tmp_path: Path) 
     assert set(served[1:]) == {("strong", "explicit")}, served
 
 
+def test_codexs_built_in_provider_is_served_and_told_how_to_compact(
+        orca: Orca, tmp_path: Path) -> None:
+    """`openai_base_url` on Codex's built-in provider: it asks for WebSocket mode first (a
+    426 sends it on over HTTP, with no warning in orca's log), and compacts on OpenAI's
+    servers, which no sim channel can answer: Codex prints orca's 400 with the fix."""
+    codex = agent_binary("codex")
+    home, work = tmp_path / "codex-home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (home / "config.toml").write_text(
+        f'model = "{MODEL}"\nopenai_base_url = "{orca.base}/v1"\n'
+        "model_auto_compact_token_limit = 3000\n[analytics]\nenabled = false\n")
+    env = agent_env(home, CODEX_HOME=str(home), OPENAI_API_KEY="orca-dummy-key")
+    first = run_agent([codex, "exec", "--skip-git-repo-check",
+                       "Explain what the parser tests check"], env, work)
+    assert first.returncode == 0, (first.stderr[-3000:], orca.server_log())
+    assert "WebSocket" not in orca.server_log()
+    second = run_agent([codex, "exec", "--skip-git-repo-check", "resume", "--last",
+                        "Now list the parser edge cases they miss"], env, work)
+    assert second.returncode != 0
+    assert "give Codex a provider block of its own" in second.stderr, second.stderr[-3000:]
+
+
 @pytest.mark.parametrize("model", [MODEL, "gpt-6.2-sol"])
 def test_tui_title_request_leaves_no_session_of_its_own(orca: Orca, tmp_path: Path,
                                                         model: str) -> None:
