@@ -46,7 +46,12 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from orca_cli.types import MAPPING
-from orca_cli.wire.hygiene import COMPACTION_OPENERS, is_agent_context, is_compaction_summary
+from orca_cli.wire.hygiene import (
+    COMPACTION_HEADS,
+    COMPACTION_OPENERS,
+    is_agent_context,
+    is_compaction_summary,
+)
 
 __all__ = ["MODEL_ITEMS", "declared_tools", "declares_tools", "effort_updates", "input_items",
            "plain_payload", "read_responses_latest", "read_responses_opening",
@@ -165,7 +170,9 @@ def _authored(keep: Keep, *, turn: bool = False) -> Keep:
         kept: list[str] = []
         keep(text, kept)
         for t in kept:
-            if not is_agent_context(t) and not (turn and t.startswith(COMPACTION_OPENERS)):
+            if turn and t[:1] in COMPACTION_HEADS and t.startswith(COMPACTION_OPENERS):
+                continue
+            if not is_agent_context(t):
                 out.append(t)
 
     return keep_authored
@@ -173,12 +180,11 @@ def _authored(keep: Keep, *, turn: bool = False) -> Keep:
 
 def _is_summary(item: Mapping[str, Any]) -> bool:
     """A user message whose first text is an agent's compaction summary."""
-    if _role(item) != "user":
-        return False
     content = item.get("content")
     if isinstance(content, list) and content and isinstance(content[0], MAPPING):
         content = content[0].get("text")
-    return isinstance(content, str) and is_compaction_summary(content)
+    return (isinstance(content, str) and content[:1] in COMPACTION_HEADS
+            and is_compaction_summary(content))
 
 
 def read_responses_latest(
@@ -195,7 +201,7 @@ def read_responses_latest(
             kind = item_kind(item)
             if kind in MODEL_ITEMS or (kind == "message" and _role(item) == "assistant"):
                 break
-            if kind == "message" and _is_summary(item):
+            if kind == "message" and item.get("role") == "user" and _is_summary(item):
                 compacted = True
                 break
         start -= 1

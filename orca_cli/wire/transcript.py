@@ -45,6 +45,7 @@ import orjson
 from orca_cli.immutable import immutable
 from orca_cli.types import MAPPING, Api
 from orca_cli.wire.hygiene import (
+    COMPACTION_HEADS,
     COMPACTION_OPENERS,
     SUMMARY_OPENERS,
     is_tool_result_marker,
@@ -346,7 +347,7 @@ def _read_user(content: Any, users: list[str], tools: list[str],
     write it, and a summary also drops what came before it in the message (Claude Code opens
     a compacted conversation's first user message with it): True when one was met."""
     if isinstance(content, str):
-        if authored and content.startswith(COMPACTION_OPENERS):
+        if authored and content[:1] in COMPACTION_HEADS and content.startswith(COMPACTION_OPENERS):
             return content.startswith(SUMMARY_OPENERS)
         _keep(content, users)
         return False
@@ -362,7 +363,8 @@ def _read_user(content: Any, users: list[str], tools: list[str],
             text = block.get("text")
             if not isinstance(text, str):
                 continue
-            if authored and text.startswith(COMPACTION_OPENERS):
+            if (authored and text[:1] in COMPACTION_HEADS
+                    and text.startswith(COMPACTION_OPENERS)):
                 if text.startswith(SUMMARY_OPENERS):
                     summary = True
                     for seen in (users, tools, passed or []):
