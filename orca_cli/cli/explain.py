@@ -224,7 +224,7 @@ def _tier(root: Any, tier: Mapping[str, Any]) -> None:
         node.add(f"A explicit: {ask}" + (" → fires" if a.get("fires") else ""))
     b = ev.get("B")
     if b:
-        turn = "user turn" if b.get("user_turn") else "tool continuation (neutral)"
+        turn = "user turn" if b.get("user_turn") else "not a user turn: neutral"
         node.add(f"B difficulty: delta {_num(b.get('delta'))} vs t2 {_num(b.get('t2'))} "
                  f"({turn}) · streak {_e(b.get('streak'))}/{_e(b.get('needed'))}"
                  + (" · a repeated turn: no step" if b.get("repeat") else "")
@@ -268,7 +268,8 @@ def _features(node: Any, label: str, d: Mapping[str, Any] | None) -> None:
 
 
 def _difficulty(root: Any, d: Mapping[str, Any]) -> None:
-    node = root.add("difficulty")
+    node = root.add("difficulty" + (" (the turn after an agent's compaction summary)"
+                                     if d.get("compacted") else ""))
     _features(node, "delta", d.get("delta"))
     if d.get("full"):
         _features(node, "full", d.get("full"))

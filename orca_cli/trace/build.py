@@ -153,6 +153,7 @@ class Trace(Mapping[str, Any]):
             None if delta is None else delta.difficulty,
             None if delta is None else delta.is_user_turn,
             None if delta is None else delta.is_tool_continuation,
+            None if delta is None else delta.compacted,
             None if plan is None else _PlanFacts(
                 plan.decision, plan.full, plan.full_skipped, plan.caps, plan.pins,
                 plan.candidates, plan.ranking, plan.evidence.get("mode", _ABSENT)),
@@ -172,11 +173,12 @@ class Trace(Mapping[str, Any]):
         return self._top
 
     def _build(self, parts: tuple[Any, ...]) -> dict[str, Any]:
-        difficulty, user_turn, tool_continuation, plan, attempts, extras = parts
+        difficulty, user_turn, tool_continuation, compacted, plan, attempts, extras = parts
         t = self._top
         doc = {key: t[key] for key in _HEAD_KEYS}
         doc["tier"] = t["tier"]
-        doc["difficulty"] = _difficulty(difficulty, user_turn, tool_continuation, plan)
+        doc["difficulty"] = _difficulty(difficulty, user_turn, tool_continuation, compacted,
+                                        plan)
         if plan is None:
             _undecided(doc)
         else:
@@ -207,7 +209,7 @@ class Trace(Mapping[str, Any]):
         parts = self._parts
         if parts is None:
             return len(self.document()["attempts"])
-        return len(parts[4])
+        return len(parts[5])
 
     def get(self, key: str, default: Any = None) -> Any:
         value = self._top.get(key, _ABSENT)
@@ -284,9 +286,11 @@ def _undecided(doc: dict[str, Any]) -> None:
 
 
 def _difficulty(difficulty: Difficulty | None, user_turn: bool | None,
-                tool_continuation: bool | None, plan: _PlanFacts | None) -> dict[str, Any]:
+                tool_continuation: bool | None, compacted: bool | None,
+                plan: _PlanFacts | None) -> dict[str, Any]:
     """The delta's and the full transcript's scores, and why the full one is missing when a
-    decided request has none."""
+    decided request has none; `compacted`: the turn follows an agent's compaction summary
+    (`wire.transcript.Turn.compacted`), so the delta is what came after it."""
     full = plan.full if plan is not None else None
     doc: dict[str, Any] = {
         "delta": difficulty.to_json() if difficulty is not None else None,
@@ -296,6 +300,7 @@ def _difficulty(difficulty: Difficulty | None, user_turn: bool | None,
         doc["full_skipped"] = plan.full_skipped
     doc["user_turn"] = user_turn
     doc["tool_continuation"] = tool_continuation
+    doc["compacted"] = compacted
     return doc
 
 
