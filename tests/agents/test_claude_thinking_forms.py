@@ -17,7 +17,12 @@ from pathlib import Path
 from orca_cli.testing.upstream import Act, Seen
 from tests.agents.kit import agent_binary, agent_env, run_agent, serving
 from tests.agents.test_agent_loops import reply, scripted_upstream
-from tests.e2e.translation.kit import HAIKU_45, SONNET_55, messages_refusal, two_tier
+from tests.e2e.translation.kit import (
+    HAIKU_45,
+    SONNET_55,
+    messages_refusal,
+    one_channel_two_tier,
+)
 
 HAIKU, SONNET = HAIKU_45, SONNET_55
 
@@ -31,27 +36,8 @@ def messages_api(seen: Seen) -> Act:
 
 
 def _config(url: str) -> str:
-    return f"""
-[[channels]]
-name = "anthropic"
-type = "anthropic"
-base_url = "{url}"
-keys = ["forms-key"]
-models = ["{HAIKU}", "{SONNET}"]
-
-[models."{HAIKU}"]
-input = 1.0
-output = 5.0
-[models."{SONNET}"]
-input = 2.0
-output = 10.0
-
-[workspace]
-share_cap = 1.0
-
-[aliases]
-"claude-*" = "orca/claude"
-""" + two_tier("claude", HAIKU, SONNET)
+    return one_channel_two_tier(url, "anthropic", "forms-key", (HAIKU, 1.0, 5.0),
+                                (SONNET, 2.0, 10.0), ("claude-*", "claude"))
 
 
 def test_claude_code_is_served_on_claude_models_of_the_other_thinking_form(

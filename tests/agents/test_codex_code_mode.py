@@ -20,7 +20,7 @@ from orca_cli.testing.upstream import Act, FakeUpstream, Script, Seen
 from tests.agents.kit import Orca, Run, agent_binary, agent_env, run_agent, serving
 from tests.agents.test_agent_loops import reply, scripted_upstream
 from tests.agents.test_codex import codex_config
-from tests.e2e.translation.kit import two_tier
+from tests.e2e.translation.kit import one_channel_two_tier
 
 CLAUDE = "claude-sonnet-4-6"
 CODEX_DEFAULT = "gpt-6.2-sol"  # what Codex 0.171 asks for with no `model` line
@@ -49,27 +49,9 @@ def claude(seen: Seen) -> Act:
 
 
 def _config(url: str) -> str:
-    return f"""
-[[channels]]
-name = "anthropic"
-type = "anthropic"
-base_url = "{url}"
-keys = ["code-mode-key"]
-models = ["claude-haiku-4-5", "{CLAUDE}"]
-
-[models."claude-haiku-4-5"]
-input = 1.0
-output = 5.0
-[models."{CLAUDE}"]
-input = 3.0
-output = 15.0
-
-[workspace]
-share_cap = 1.0
-
-[aliases]
-"gpt-6*" = "orca/coding"  # Codex's default, as in the example config
-""" + two_tier("coding", "claude-haiku-4-5", CLAUDE)
+    # Codex's default model reaches the router through the example config's alias
+    return one_channel_two_tier(url, "anthropic", "code-mode-key", ("claude-haiku-4-5", 1.0, 5.0),
+                                (CLAUDE, 3.0, 15.0), ("gpt-6*", "coding"))
 
 
 @contextlib.contextmanager

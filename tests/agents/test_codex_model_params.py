@@ -18,7 +18,7 @@ from orca_cli.testing.upstream import Act, Seen
 from tests.agents.kit import agent_binary, agent_env, run_agent, serving
 from tests.agents.test_agent_loops import reply, scripted_upstream
 from tests.agents.test_codex import codex_config
-from tests.e2e.translation.kit import two_tier
+from tests.e2e.translation.kit import one_channel_two_tier
 
 PLAIN, REASONING = "gpt-4.1-mini", "gpt-5.4"
 CODEX_DEFAULT = "gpt-6.2-sol"  # what Codex 0.171 asks for with no `model` line
@@ -49,28 +49,10 @@ def openai_api(seen: Seen) -> Act:
 
 
 def _config(url: str) -> str:
-    return f"""
-[[channels]]
-name = "openai"
-type = "openai"
-api = ["responses", "openai"]
-base_url = "{url}"
-keys = ["params-key"]
-models = ["{PLAIN}", "{REASONING}"]
-
-[models."{PLAIN}"]
-input = 0.4
-output = 1.6
-[models."{REASONING}"]
-input = 1.25
-output = 10.0
-
-[workspace]
-share_cap = 1.0
-
-[aliases]
-"gpt-6*" = "orca/coding"  # Codex's default, as in the example config
-""" + two_tier("coding", PLAIN, REASONING)
+    # Codex's default model reaches the router through the example config's alias
+    return one_channel_two_tier(url, "openai", "params-key", (PLAIN, 0.4, 1.6),
+                                (REASONING, 1.25, 10.0), ("gpt-6*", "coding"),
+                                api='["responses", "openai"]')
 
 
 def test_codex_is_served_on_a_model_that_does_not_reason_then_on_one_that_does(

@@ -158,6 +158,33 @@ max_per_session = 5
 """
 
 
+def one_channel_two_tier(url: str, channel: str, key: str, base: tuple[str, float, float],
+                         strong: tuple[str, float, float], alias: tuple[str, str],
+                         api: str = "") -> str:
+    """A whole config: one channel of type `channel` (its name too; `api` a TOML value when
+    given) serving a base and a strong model, each `(id, input, output)` in $ per 1M tokens,
+    the workspace cap lifted, and `alias` = (pattern, router) sending agents to the session
+    router (`two_tier`)."""
+    api_line = f"api = {api}\n" if api else ""
+    pattern, router = alias
+    models = "".join(f'[models."{m}"]\ninput = {i}\noutput = {o}\n' for m, i, o in (base, strong))
+    return f"""
+[[channels]]
+name = "{channel}"
+type = "{channel}"
+{api_line}base_url = "{url}"
+keys = ["{key}"]
+models = ["{base[0]}", "{strong[0]}"]
+
+{models}
+[workspace]
+share_cap = 1.0
+
+[aliases]
+"{pattern}" = "orca/{router}"
+""" + two_tier(router, base[0], strong[0])
+
+
 HAIKU_45, SONNET_55 = "claude-haiku-4-5", "claude-sonnet-5-5"
 THINKING_ENABLED_REFUSED = (
     '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" '
