@@ -10,14 +10,11 @@ strong on it, and the summary (the agent's text) is not read as the person's ask
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from rich.console import Console
-
-from orca_cli.cli.explain import render_trace
 from tests.e2e.tier_bodies import Conversation
 from tests.e2e.tier_kit import STRONG_MODEL, Launch, Reply, TierStack, evals, ok, tier_config
+from tests.e2e.translation.kit import explained
 from tests.routing.bodies import HARD_PROSE, SYSTEM_PROMPT, goroutine_dump, python_traceback
 
 # The agents' own words (their compaction instruction and summary openers), then a summary of
@@ -83,19 +80,13 @@ async def _assert_kept_strong(st: TierStack, after: Reply, compact: Reply) -> No
     # the summary is the agent's text: the turn is the person's new ask alone, and it counts
     assert ev["B"]["user_turn"] is True and ev["B"]["delta"] < 0.35
     assert trace["difficulty"]["compacted"] is True
-    shown = _explained(trace)
+    shown = explained(dict(trace))
     assert "difficulty (the turn after an agent's compaction summary)" in shown, shown
     # the request that asked for the summary holds no user-authored text
     asked = await st.trace(compact)
     assert evals(asked)["B"]["user_turn"] is False and asked["difficulty"]["compacted"] is False
-    assert "(not a user turn: neutral)" in _explained(asked)
+    assert "(not a user turn: neutral)" in explained(dict(asked))
 
-
-def _explained(trace: Mapping[str, Any]) -> str:
-    """`orca explain`'s tree of the trace, as text."""
-    console = Console(width=240, record=True, color_system=None)
-    console.print(render_trace(trace))
-    return console.export_text()
 
 
 async def test_claude_codes_compacted_conversation_stays_on_the_strong_tier(
