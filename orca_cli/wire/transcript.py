@@ -47,7 +47,7 @@ from orca_cli.types import MAPPING, Api
 from orca_cli.wire.hygiene import (
     COMPACTION_HEADS,
     COMPACTION_OPENERS,
-    SUMMARY_OPENERS,
+    is_compaction_summary,
     is_tool_result_marker,
     strip_injected,
 )
@@ -348,7 +348,7 @@ def _read_user(content: Any, users: list[str], tools: list[str],
     a compacted conversation's first user message with it): True when one was met."""
     if isinstance(content, str):
         if authored and content[:1] in COMPACTION_HEADS and content.startswith(COMPACTION_OPENERS):
-            return content.startswith(SUMMARY_OPENERS)
+            return is_compaction_summary(content)
         _keep(content, users)
         return False
     if not isinstance(content, list):
@@ -365,7 +365,7 @@ def _read_user(content: Any, users: list[str], tools: list[str],
                 continue
             if (authored and text[:1] in COMPACTION_HEADS
                     and text.startswith(COMPACTION_OPENERS)):
-                if text.startswith(SUMMARY_OPENERS):
+                if is_compaction_summary(text):
                     summary = True
                     for seen in (users, tools, passed or []):
                         seen.clear()
